@@ -1,0 +1,117 @@
+// Sandbox profiles: named capability presets for running commands against
+// the host's own filesystem (`comet-runtime sandbox --profile P -- CMD`),
+// also nameable by a pack (manifest `profile:`).
+//
+// Built-ins (SPEC.md section 2):
+//   workspace (default)  write: workspace, ~/.comet, tmp          network open
+//   devbox               write: everything but /data              network open
+//   read-only            write: ~/.comet, tmp                     network restricted
+//   strict               write: workspace, ~/.comet/sessions, tmp;
+//                        read: an allowlist of system dirs only   network restricted
+//   off                  no sandbox (explicit; the runtime logs it)
+// Custom profiles `extends:` a built-in (not off) and add to it.
+//
+// Config (sandbox.yaml):
+//   default: strict                 # global files only
+//   deny: [~/.ssh, ~/.aws]          # for every sandboxed profile
+//   profiles:
+//     ci:
+//       extends: strict
+//       description: CI jobs
+//       read: [/opt/sdk]            # added to the base's lists
+//       write: ["{workspace}/build"]
+//       deny: [~/.netrc]
+//       protect: ["{workspace}/.git/hooks"]   # readable, never writable
+//       network: open               # restricted | open; replaces the base's
+// Paths are absolute, or start with ~, {workspace} or {tmp}.
+//
+// Merging: global files in order (/etc/comet/sandbox.yaml, then
+// $XDG_CONFIG_HOME/comet/sandbox.yaml; finding them is the runtime's job),
+// then the workspace file (.comet/sandbox.yaml), which may only add: new
+// custom profiles and deny paths. Redefining a built-in or a profile defined
+// earlier, or a workspace `default:`, is an error naming the profile and
+// both positions. So no workspace file can make a global or built-in
+// profile weaker (tests prove it over a corpus of workspace files).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/capability/manifest.hpp"
+
+namespace comet::capability {
+
+inline constexpr std::string_view kDefaultProfile = "workspace";
+
+// workspace devbox read-only strict off
+const std::vector<std::string_view>& builtin_profile_names();
+bool is_builtin_profile(std::string_view name);
+
+enum class Network { open, restricted };
+
+struct CustomProfile {
+  std::string name;
+  std::string extends;  // a built-in other than off
+  std::string description;
+  std::vector<std::string> read, write, deny, protect;  // as written (unexpanded)
+  std::optional<Network> network;                       // unset: the base's
+  std::string file;                                     // where it is defined
+  Loc loc;
+  bool from_workspace = false;
+};
+
+struct DenyPath {
+  std::string path;  // as written
+  std::string file;
+  Loc loc;
+};
+
+struct ProfileSet {
+  std::string default_profile{kDefaultProfile};
+  std::map<std::string, CustomProfile> custom;
+  std::vector<DenyPath> deny;  // applies to every sandboxed profile
+};
+
+struct ConfigDoc {
+  std::string text;
+  std::string filename;  // for messages: "/etc/comet/sandbox.yaml"
+};
+
+// Parse and merge. An empty (or comment-only) document is an empty config.
+Result<ProfileSet> merge(const std::vector<ConfigDoc>& global_docs,
+                         const std::optional<ConfigDoc>& workspace_doc = std::nullopt);
+
+struct ResolveContext {
+  std::string workspace;    // absolute; needed by profiles that name it
+  std::string home;         // absolute; "~"
+  std::string tmp;          // absolute; "{tmp}"
+  std::string config_home;  // $XDG_CONFIG_HOME; default home/.config
+  std::string runtime_dir;  // $XDG_RUNTIME_DIR; optional (user runtime sockets)
+};
+
+struct ResolvedProfile {
+  std::string name;       // the profile resolved ("workspace" when asked for "")
+  std::string base;       // the built-in it derives from
+  bool sandboxed = true;  // false only for off
+  // Absolute, normalised, de-duplicated host paths; "/" means everything.
+  std::vector<std::string> read;       // readable (deny wins inside)
+  std::vector<std::string> write;      // writable (deny and protect win inside)
+  std::vector<std::string> deny;       // neither readable nor writable
+  std::vector<std::string> protect;    // readable, never writable (hook and config sources)
+  bool network_restricted = false;     // connect/bind/send* and io_uring refused
+  bool block_runtime_sockets = false;  // container-runtime sockets are in deny
+};
+
+// Fail-closed: an unknown name, a missing context path a profile needs, or
+// a path that does not expand to an absolute one is an error. "" resolves
+// the set's default.
+Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
+                                const ResolveContext& ctx);
+// The built-ins alone (no config files).
+Result<ResolvedProfile> resolve(std::string_view name, const ResolveContext& ctx);
+
+}  // namespace comet::capability

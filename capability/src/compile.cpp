@@ -1,0 +1,173 @@
+// The capability compiler (see compile.hpp for the layout it produces).
+#include "comet/capability/compile.hpp"
+
+#include <algorithm>
+
+#include "util.hpp"
+
+namespace comet::capability {
+
+using detail::index;
+using detail::quote;
+
+namespace {
+
+const std::vector<std::string> kMasked = {
+    "/proc/acpi",          "/proc/asound",     "/proc/kcore",       "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/sys/firmware",       "/proc/scsi",
+};
+const std::vector<std::string> kReadonly = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                            "/proc/sysrq-trigger"};
+
+oci::Mount mount(std::string dest, std::string type, std::string source,
+                 std::vector<std::string> options) {
+  oci::Mount m;
+  m.destination = std::move(dest);
+  m.type = std::move(type);
+  m.source = std::move(source);
+  m.options = std::move(options);
+  return m;
+}
+
+struct Bind {
+  std::string dest;
+  std::string source;  // empty: tmpfs
+  bool write = false;
+};
+
+Status check_host_path(const std::string& what, const std::string& p) {
+  if (p.empty() || p[0] != '/') {
+    return Error::msg("compile: " + what + " must be an absolute host path, got " + quote(p));
+  }
+  return {};
+}
+
+}  // namespace
+
+const std::vector<std::string>& default_masked_paths() {
+  return kMasked;
+}
+const std::vector<std::string>& default_readonly_paths() {
+  return kReadonly;
+}
+
+Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
+  try {
+    TRYV(validate(m));
+    TRYV(check_host_path("rootfs", in.rootfs));
+    TRYV(check_host_path("pack dir", in.pack_dir));
+    const FsPolicy& fs = m.capabilities.fs;
+
+    // Per-run host dirs must each back a declared entry.
+    for (const auto& [dest, src] : in.host_dirs) {
+      if (dest == kWorkdir) {
+        return Error::msg("compile: /workdir is the pack dir and takes no host dir");
+      }
+      bool declared = std::find(fs.read.begin(), fs.read.end(), dest) != fs.read.end() ||
+                      std::find(fs.write.begin(), fs.write.end(), dest) != fs.write.end();
+      if (!declared) {
+        return Error::msg("compile: a host dir is given for " + dest +
+                          ", which capabilities.fs does not declare");
+      }
+      TRYV(check_host_path("the host dir for " + dest, src));
+    }
+
+    std::vector<Bind> binds;
+    for (std::size_t i = 0; i < fs.write.size(); ++i) {
+      const std::string& p = fs.write[i];
+      auto it = in.host_dirs.find(p);
+      if (it != in.host_dirs.end()) {
+        binds.push_back({p, it->second, true});
+      } else if (p == "/tmp") {
+        binds.push_back({p, "", true});
+      } else {
+        return Error::msg("compile: " + index("capabilities.fs.write", i) + " " + p +
+                          " has no host directory to write to (give one, e.g. pack run --output)");
+      }
+    }
+    for (const std::string& p : fs.read) {
+      if (std::find(fs.write.begin(), fs.write.end(), p) != fs.write.end()) continue;
+      // Without a host dir the path is served by the pack (/workdir) or the
+      // read-only rootfs: nothing to mount.
+      if (auto it = in.host_dirs.find(p); it != in.host_dirs.end()) {
+        binds.push_back({p, it->second, false});
+      }
+    }
+    // Parents before children; ties by path, for a stable config.
+    std::stable_sort(binds.begin(), binds.end(), [](const Bind& a, const Bind& b) {
+      std::size_t da = detail::path_depth(a.dest), db = detail::path_depth(b.dest);
+      return da != db ? da < db : a.dest < b.dest;
+    });
+
+    oci::Spec s;
+    s.oci_version = "1.2.0";
+    s.hostname = m.name;
+
+    oci::Root root;
+    root.path = in.rootfs;
+    root.readonly = true;
+    s.root = root;
+
+    oci::Process p;
+    p.terminal = false;
+    p.user.uid = in.uid;
+    p.user.gid = in.gid;
+    p.args = {m.runtime.interpreter, m.runtime.entrypoint};
+    const auto& args = in.args ? *in.args : m.runtime.args;
+    p.args.insert(p.args.end(), args.begin(), args.end());
+    if (!m.runtime.env.count("PATH")) p.env.push_back("PATH=" + std::string(kDefaultPath));
+    for (const auto& [k, v] : m.runtime.env) p.env.push_back(k + "=" + v);
+    p.cwd = std::string(kWorkdir);
+    p.capabilities = oci::Capabilities{};  // every set present and empty
+    p.rlimits.push_back(oci::Rlimit{"RLIMIT_NOFILE", 1024, 1024});
+    p.no_new_privileges = true;
+    s.process = std::move(p);
+
+    s.mounts.push_back(mount("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}));
+    s.mounts.push_back(mount("/dev", "tmpfs", "tmpfs",
+                             {"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}));
+    s.mounts.push_back(
+        mount("/dev/pts", "devpts", "devpts",
+              {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}));
+    s.mounts.push_back(mount("/dev/shm", "tmpfs", "shm",
+                             {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}));
+    s.mounts.push_back(
+        mount(std::string(kWorkdir), "bind", in.pack_dir, {"rbind", "ro", "nosuid", "nodev"}));
+    for (const Bind& b : binds) {
+      if (b.source.empty()) {
+        s.mounts.push_back(mount(b.dest, "tmpfs", "tmpfs",
+                                 {"nosuid", "nodev", "noexec", "mode=1777", "size=65536k"}));
+      } else {
+        s.mounts.push_back(mount(b.dest, "bind", b.source,
+                                 {"bind", b.write ? "rw" : "ro", "nosuid", "nodev", "noexec"}));
+      }
+    }
+
+    oci::Linux l;
+    for (const char* ns : {"pid", "network", "ipc", "uts", "mount", "cgroup"}) {
+      l.namespaces.push_back(oci::Namespace{ns, ""});
+    }
+    l.masked_paths = kMasked;
+    l.readonly_paths = kReadonly;
+    oci::Resources res;
+    oci::DeviceCgroup deny_all;
+    deny_all.allow = false;
+    deny_all.access = "rwm";
+    res.devices.push_back(deny_all);
+    l.resources = std::move(res);
+    // linux.seccomp stays absent: the runtime attaches the filter the
+    // annotation names (seccomp/).
+    s.linux_ = std::move(l);
+
+    s.annotations[std::string(kAnnotationCapabilities)] = capabilities_to_json(m.capabilities);
+    s.annotations[std::string(kAnnotationPack)] = m.name + "@" + m.version;
+    s.annotations[std::string(kAnnotationSeccomp)] = std::string(kSeccompPackBaseline);
+    if (!m.profile.empty()) s.annotations[std::string(kAnnotationProfile)] = m.profile;
+    return s;
+  } catch (const std::exception& e) {
+    return Error::msg(std::string("compile: ") + e.what());
+  }
+}
+
+}  // namespace comet::capability

@@ -1,0 +1,204 @@
+// Built-in sandbox profiles and resolution to concrete host paths.
+#include <algorithm>
+
+#include "comet/capability/profile.hpp"
+#include "util.hpp"
+
+namespace comet::capability {
+
+using detail::quote;
+
+namespace {
+
+const std::vector<std::string_view> kBuiltins = {"workspace", "devbox", "read-only", "strict",
+                                                 "off"};
+
+struct Builtin {
+  std::string_view name;
+  std::vector<std::string> read, write, protect;
+  bool restricted;
+  bool protect_hooks;
+  bool sandboxed;
+};
+
+// The system directories strict lets a command read (beside its writable
+// areas): enough to run programs, nothing of anyone's data.
+const std::vector<std::string> kStrictRead = {"/usr",   "/bin",   "/sbin",   "/lib",
+                                              "/lib32", "/lib64", "/libx32", "/etc",
+                                              "/opt",   "/dev",   "/proc"};
+
+const std::vector<Builtin>& builtins() {
+  static const std::vector<Builtin> b = [] {
+    std::vector<Builtin> v;
+    v.push_back({"workspace", {"/"}, {"{workspace}", "~/.comet", "{tmp}"}, {}, false, true, true});
+    v.push_back({"devbox", {"/"}, {"/"}, {"/data"}, false, false, true});
+    v.push_back({"read-only", {"/"}, {"~/.comet", "{tmp}"}, {}, true, true, true});
+    std::vector<std::string> strict_read = kStrictRead;
+    for (const char* p : {"{workspace}", "~/.comet/sessions", "{tmp}"}) strict_read.push_back(p);
+    v.push_back({"strict",
+                 strict_read,
+                 {"{workspace}", "~/.comet/sessions", "{tmp}"},
+                 {},
+                 true,
+                 true,
+                 true});
+    v.push_back({"off", {"/"}, {"/"}, {}, false, false, false});
+    return v;
+  }();
+  return b;
+}
+
+const Builtin* find_builtin(std::string_view name) {
+  for (const auto& b : builtins()) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+// The runtime's own hook and config sources: never writable from inside
+// (except in devbox).
+const std::vector<std::string> kHookSources = {"~/.comet/hooks", "{config}/comet", "/etc/comet",
+                                               "{workspace}/.comet"};
+
+// Container-runtime API sockets: through them a workload could start an
+// unconfined container.
+const std::vector<std::string> kRuntimeSockets = {
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/var/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/var/run/podman/podman.sock",
+    "/run/crio/crio.sock",
+    "/var/run/crio/crio.sock",
+    "~/.docker/run/docker.sock",
+    "{runtime}/docker.sock",
+    "{runtime}/podman/podman.sock",
+};
+
+class Expander {
+ public:
+  explicit Expander(const ResolveContext& ctx) : ctx_(ctx) {
+    config_ =
+        ctx.config_home.empty() && !ctx.home.empty() ? ctx.home + "/.config" : ctx.config_home;
+  }
+
+  // Expanded, normalised path; nullopt with `skip_missing` when the token's
+  // context is optional and absent.
+  Result<std::optional<std::string>> expand(const std::string& p, const std::string& what,
+                                            bool skip_missing = false) const {
+    struct Tok {
+      std::string_view tok;
+      const std::string* value;
+      const char* name;
+    };
+    const Tok toks[] = {{"~", &ctx_.home, "home"},
+                        {"{workspace}", &ctx_.workspace, "workspace"},
+                        {"{tmp}", &ctx_.tmp, "tmp"},
+                        {"{config}", &config_, "config_home"},
+                        {"{runtime}", &ctx_.runtime_dir, "runtime_dir"}};
+    for (const Tok& t : toks) {
+      if (p != t.tok && (p.size() <= t.tok.size() || p.compare(0, t.tok.size(), t.tok) != 0 ||
+                         p[t.tok.size()] != '/')) {
+        continue;
+      }
+      if (t.value->empty()) {
+        if (skip_missing) return std::optional<std::string>{};
+        return Error::msg(what + ": " + quote(p) + " needs the " + t.name +
+                          " directory, which is not known");
+      }
+      if ((*t.value)[0] != '/') {
+        return Error::msg(what + ": the " + std::string(t.name) +
+                          " directory must be absolute, got " + quote(*t.value));
+      }
+      return std::optional<std::string>(
+          detail::normalize_path(*t.value + "/" + p.substr(t.tok.size())));
+    }
+    if (p.empty() || p[0] != '/') {
+      return Error::msg(what + ": expected an absolute path, got " + quote(p));
+    }
+    return std::optional<std::string>(detail::normalize_path(p));
+  }
+
+ private:
+  const ResolveContext& ctx_;
+  std::string config_;
+};
+
+void add_unique(std::vector<std::string>& list, std::string p) {
+  if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(std::move(p));
+}
+
+Status add_all(const Expander& x, std::vector<std::string>& out, const std::vector<std::string>& in,
+               const std::string& what, bool skip_missing = false) {
+  for (const auto& p : in) {
+    TRY(auto e, x.expand(p, what, skip_missing));
+    if (e) add_unique(out, *e);
+  }
+  return {};
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& builtin_profile_names() {
+  return kBuiltins;
+}
+
+bool is_builtin_profile(std::string_view name) {
+  return std::find(kBuiltins.begin(), kBuiltins.end(), name) != kBuiltins.end();
+}
+
+Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
+                                const ResolveContext& ctx) {
+  try {
+    ResolvedProfile r;
+    r.name = name.empty() ? set.default_profile : std::string(name);
+    const CustomProfile* custom = nullptr;
+    if (auto it = set.custom.find(r.name); it != set.custom.end()) custom = &it->second;
+    const Builtin* base = find_builtin(custom ? std::string_view(custom->extends) : r.name);
+    if (!base || (custom && base->name == "off")) {
+      std::vector<std::string_view> known(kBuiltins.begin(), kBuiltins.end());
+      for (const auto& [n, p] : set.custom) known.push_back(n);
+      return Error::msg("unknown sandbox profile " + quote(r.name) + " " +
+                        detail::suggest(r.name, known));
+    }
+    r.base = std::string(base->name);
+    if (!base->sandboxed) {
+      r.sandboxed = false;
+      r.read = {"/"};
+      r.write = {"/"};
+      return r;
+    }
+    const Expander x(ctx);
+    const std::string what = "profile " + r.name;
+    TRYV(add_all(x, r.read, base->read, what));
+    TRYV(add_all(x, r.write, base->write, what));
+    TRYV(add_all(x, r.protect, base->protect, what));
+    if (base->protect_hooks) TRYV(add_all(x, r.protect, kHookSources, what, true));
+    r.network_restricted = base->restricted;
+    if (custom) {
+      TRYV(add_all(x, r.read, custom->read, what));
+      TRYV(add_all(x, r.write, custom->write, what));
+      TRYV(add_all(x, r.deny, custom->deny, what));
+      TRYV(add_all(x, r.protect, custom->protect, what));
+      if (custom->network) r.network_restricted = *custom->network == Network::restricted;
+    }
+    for (const DenyPath& d : set.deny) {
+      TRY(auto e, x.expand(d.path, what + " (deny from " + d.file + ")"));
+      if (e) add_unique(r.deny, *e);
+    }
+    if (r.network_restricted) {
+      r.block_runtime_sockets = true;
+      TRYV(add_all(x, r.deny, kRuntimeSockets, what, true));
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return Error::msg(std::string("resolve profile: ") + e.what());
+  }
+}
+
+Result<ResolvedProfile> resolve(std::string_view name, const ResolveContext& ctx) {
+  return resolve(ProfileSet{}, name, ctx);
+}
+
+}  // namespace comet::capability

@@ -1,0 +1,232 @@
+#include "yaml_read.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <regex>
+#include <set>
+
+#include "util.hpp"
+
+namespace comet::capability::detail {
+
+namespace {
+
+constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
+
+Loc mark_loc(const YAML::Mark& m) {
+  if (m.line < 0 || m.column < 0) return Loc{1, 1};
+  return Loc{m.line + 1, m.column + 1};
+}
+
+YType resolve_plain(const std::string& s) {
+  // YAML 1.2 core schema, section 10.3.2.
+  static const std::regex null_re("~|null|Null|NULL");
+  static const std::regex bool_re("true|True|TRUE|false|False|FALSE");
+  static const std::regex int_re("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
+  static const std::regex float_re(
+      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|"
+      "\\.nan|\\.NaN|\\.NAN");
+  if (s.empty() || std::regex_match(s, null_re)) return YType::null;
+  if (std::regex_match(s, bool_re)) return YType::boolean;
+  if (std::regex_match(s, int_re)) return YType::integer;
+  if (std::regex_match(s, float_re)) return YType::floating;
+  return YType::string;
+}
+
+std::optional<long long> to_integer(const std::string& s) {
+  int base = 10;
+  std::string digits = s;
+  if (s.rfind("0o", 0) == 0) {
+    base = 8;
+    digits = s.substr(2);
+  } else if (s.rfind("0x", 0) == 0) {
+    base = 16;
+    digits = s.substr(2);
+  }
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(digits.c_str(), &end, base);
+  if (errno == ERANGE || end == digits.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+YType type_of(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+      return YType::null;
+    case YAML::NodeType::Sequence:
+      return YType::sequence;
+    case YAML::NodeType::Map:
+      return YType::mapping;
+    case YAML::NodeType::Scalar:
+      break;
+    default:
+      return YType::null;
+  }
+  const std::string& tag = n.Tag();
+  if (tag == "!") return YType::string;  // quoted
+  if (tag == "?" || tag.empty()) return resolve_plain(n.Scalar());
+  if (tag.rfind(kTagPrefix, 0) == 0) {
+    std::string t = tag.substr(kTagPrefix.size());
+    if (t == "str") return YType::string;
+    if (t == "int") return YType::integer;
+    if (t == "bool") return YType::boolean;
+    if (t == "null") return YType::null;
+    if (t == "float") return YType::floating;
+  }
+  return YType::unsupported;
+}
+
+std::string describe(const YAML::Node& n) {
+  switch (type_of(n)) {
+    case YType::null:
+      return "null";
+    case YType::sequence:
+      return "a list";
+    case YType::mapping:
+      return "a mapping";
+    case YType::string:
+      return quote(n.Scalar());
+    case YType::unsupported:
+      return "a value tagged " + n.Tag();
+    default:
+      return n.Scalar();
+  }
+}
+
+Error Reader::error(Loc loc, const std::string& path, const std::string& msg) const {
+  std::string out = file_;
+  if (loc.line > 0) out += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column);
+  out += ": ";
+  if (!path.empty()) out += path + ": ";
+  return Error::msg(out + msg);
+}
+
+void Reader::record(const std::string& path, Loc loc) const {
+  if (locations_) (*locations_)[path] = loc;
+}
+
+Result<Field> Reader::load(std::string_view text) const {
+  std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+  if (docs.empty()) return error(Loc{1, 1}, "", "expected a mapping, got an empty document");
+  if (docs.size() > 1) {
+    return error(mark_loc(docs[1].Mark()), "",
+                 "expected one YAML document, got " + std::to_string(docs.size()));
+  }
+  Loc l = mark_loc(docs[0].Mark());
+  return Field{docs[0], l, l};
+}
+
+const Field* Reader::Map::get(std::string_view key) const {
+  for (const auto& [k, f] : fields_) {
+    if (k == key) return &f;
+  }
+  return nullptr;
+}
+
+Result<std::vector<std::pair<std::string, Field>>> Reader::entries(const Field& f,
+                                                                   const std::string& path) const {
+  if (type_of(f.node) != YType::mapping) {
+    return error(f.loc, path, "expected a mapping, got " + describe(f.node));
+  }
+  std::vector<std::pair<std::string, Field>> out;
+  std::map<std::string, Loc> seen;
+  for (auto it = f.node.begin(); it != f.node.end(); ++it) {
+    const YAML::Node k = it->first;
+    const YAML::Node val = it->second;
+    Loc kloc = mark_loc(k.Mark());
+    if (type_of(k) != YType::string) {
+      return error(kloc, path, "expected string keys, got " + describe(k));
+    }
+    const std::string& key = k.Scalar();
+    const std::string kpath = child(path, key);
+    if (auto s = seen.find(key); s != seen.end()) {
+      return error(kloc, kpath,
+                   "duplicate field (first at line " + std::to_string(s->second.line) + ")");
+    }
+    seen[key] = kloc;
+    Field v{val, val.IsNull() ? kloc : mark_loc(val.Mark()), kloc};
+    out.emplace_back(key, v);
+  }
+  return out;
+}
+
+Result<Reader::Map> Reader::map(const Field& f, const std::string& path,
+                                const std::vector<std::string_view>& known) const {
+  TRY(auto fields, entries(f, path));
+  Map m;
+  m.self_ = f;
+  m.path_ = path;
+  for (auto& [key, v] : fields) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      // The key's own position: where the typo is.
+      return error(v.key_loc, child(path, key), "unknown field " + suggest(key, known));
+    }
+    record(child(path, key), v.loc);
+  }
+  m.fields_ = std::move(fields);
+  record(path, f.loc);
+  return m;
+}
+
+Status Reader::require(const Map& m, const std::vector<std::string_view>& keys) const {
+  for (auto k : keys) {
+    if (!m.get(k)) {
+      return error(m.self().loc, m.path(), "missing required field " + quote(k));
+    }
+  }
+  return {};
+}
+
+Result<std::string> Reader::string(const Field& f, const std::string& path) const {
+  if (type_of(f.node) != YType::string) {
+    std::string hint = f.node.IsScalar() && type_of(f.node) != YType::unsupported
+                           ? " (quote it to make it a string)"
+                           : "";
+    return error(f.loc, path, "expected a string, got " + describe(f.node) + hint);
+  }
+  record(path, f.loc);
+  return f.node.Scalar();
+}
+
+Result<long long> Reader::integer(const Field& f, const std::string& path,
+                                  const std::string& expected) const {
+  if (type_of(f.node) != YType::integer) {
+    return error(f.loc, path, "expected " + expected + ", got " + describe(f.node));
+  }
+  auto v = to_integer(f.node.Scalar());
+  if (!v) return error(f.loc, path, "expected " + expected + ", got " + f.node.Scalar());
+  record(path, f.loc);
+  return *v;
+}
+
+Result<std::vector<Field>> Reader::list(const Field& f, const std::string& path) const {
+  if (type_of(f.node) != YType::sequence) {
+    return error(f.loc, path, "expected a list, got " + describe(f.node));
+  }
+  std::vector<Field> out;
+  for (auto it = f.node.begin(); it != f.node.end(); ++it) {
+    const YAML::Node node = *it;
+    Loc l = node.IsNull() ? f.loc : mark_loc(node.Mark());
+    Field item{node, l, l};
+    record(index(path, out.size()), item.loc);
+    out.push_back(item);
+  }
+  record(path, f.loc);
+  return out;
+}
+
+Result<std::vector<std::string>> Reader::strings(const Field& f, const std::string& path) const {
+  TRY(auto items, list(f, path));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    TRY(auto s, string(items[i], index(path, i)));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace comet::capability::detail

@@ -1,0 +1,93 @@
+"""Fixtures for the black-box integration suite (see README.md).
+
+COMET_RUNTIME  runtime binary (default: <repo>/build/runtime/comet-runtime)
+PROBE          comet-probe binary (default: <repo>/build/integration/comet-probe,
+               else compiled from probe/probe.c with `cc -static` into a temp dir)
+COMET_KEEP=1   keep each test's scratch directory
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lib import config as cfg  # noqa: E402
+from lib.harness import Harness  # noqa: E402
+from lib.probe import locate_or_build  # noqa: E402
+
+
+def pytest_report_header(config):
+    return [f"runtime under test: {cfg.RUNTIME} ({'runc: comet_only tests skipped' if cfg.IS_RUNC else 'comet'})"]
+
+
+def pytest_sessionstart(session):
+    if os.geteuid() != 0:
+        pytest.exit("the integration suite must run as root", returncode=4)
+    if not (cfg.RUNTIME.is_file() and os.access(cfg.RUNTIME, os.X_OK)):
+        pytest.exit(f"runtime binary not found: {cfg.RUNTIME} (set COMET_RUNTIME)", returncode=4)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not cfg.IS_RUNC:
+        return
+    skip = pytest.mark.skip(reason="comet_only: runc does not meet this requirement")
+    for item in items:
+        if "comet_only" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def session_dir():
+    d = Path(tempfile.mkdtemp(prefix="cmt", dir="/tmp"))
+    os.chmod(d, 0o755)  # user-namespaced containers must traverse it
+    yield d
+    if not os.environ.get("COMET_KEEP"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def probe_path(session_dir) -> Path:
+    return locate_or_build(session_dir)
+
+
+@pytest.fixture(scope="session")
+def runtime_binary() -> Path:
+    return cfg.RUNTIME
+
+
+_test_counter = iter(range(1, 1 << 30))
+
+
+@pytest.fixture
+def harness(session_dir, probe_path, runtime_binary):
+    h = Harness(runtime_binary, probe_path, session_dir / str(next(_test_counter)))
+    os.chmod(h.workdir, 0o755)
+    yield h
+    problems = h.teardown()
+    if not os.environ.get("COMET_KEEP"):
+        h.remove()
+    if problems:
+        pytest.fail("leftovers after test:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def rt(harness):
+    """Runtime wrapper with a private --root; rt(*args) -> Result(rc, out, err)."""
+    return harness.rt
+
+
+@pytest.fixture
+def bundle(harness):
+    """Factory: bundle() -> a fresh Bundle (busybox + /probe rootfs, default config)."""
+    return harness.bundle
+
+
+@pytest.fixture
+def workdir(harness) -> Path:
+    return harness.workdir

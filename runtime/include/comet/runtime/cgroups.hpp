@@ -1,0 +1,51 @@
+// cgroups on v1, v2 and hybrid hosts (v1 controllers plus cgroup2 at
+// /sys/fs/cgroup/unified). The plan is data (which directory in which
+// hierarchy); the rest writes cgroupfs files.
+//
+// Path rules follow runc's cgroupfs manager: an absolute cgroupsPath is taken
+// from each hierarchy's root, a relative one (and the default "<id>") from
+// the runtime's own cgroup in that hierarchy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/oci/spec.hpp"
+
+namespace comet::runtime {
+
+struct CgroupHierarchy {
+  std::string mountpoint;                // /sys/fs/cgroup/memory
+  std::vector<std::string> controllers;  // {"memory"}; v2: what cgroup.controllers offers
+  bool v2 = false;
+  std::string dir;  // the container's directory in this hierarchy
+};
+
+struct CgroupPlan {
+  std::vector<CgroupHierarchy> hierarchies;
+  bool v2_only = false;  // a pure cgroup2 host
+  std::string freezer_dir;
+  bool freezer_v2 = false;
+  std::vector<std::string> dirs() const;
+  const CgroupHierarchy* find(const std::string& controller) const;
+};
+
+enum class CgroupMode { kV1, kHybrid, kV2 };
+CgroupMode detect_cgroup_mode();
+
+// Reads /proc/self/mountinfo and /proc/self/cgroup.
+Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id);
+
+// mkdir every directory (v1 cpuset gets its parent's cpus/mems first).
+Status create_cgroups(const CgroupPlan& plan);
+Status apply_resources(const CgroupPlan& plan, const oci::Resources& res);
+Status join_cgroups(const CgroupPlan& plan, int pid);
+// rmdir every directory, retrying briefly while the last tasks leave.
+Status destroy_cgroups(const std::vector<std::string>& dirs);
+// The pids in a container's cgroup (from the first dir that lists them).
+std::vector<int> cgroup_pids(const std::vector<std::string>& dirs);
+Status freeze(const std::string& dir, bool v2, bool frozen);
+bool cgroup_frozen(const std::string& dir, bool v2);
+
+}  // namespace comet::runtime

@@ -1,0 +1,97 @@
+// Everything the container child needs, computed by the parent before
+// clone(2). The child reads it (copy-on-write memory), never parses, and
+// reports errors over the sync socket.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/mounts.hpp"
+#include "comet/seccomp/seccomp.hpp"
+
+namespace comet::runtime {
+
+struct CapSets {
+  uint64_t bounding = 0, effective = 0, permitted = 0, inheritable = 0, ambient = 0;
+};
+
+struct ResolvedRlimit {
+  int resource;
+  struct rlimit value;
+};
+
+struct JoinNs {
+  int clone_flag;
+  std::string path;
+  int fd = -1;  // opened by the parent before clone
+};
+
+struct ChildContext {
+  // namespaces
+  int new_ns_flags = 0;          // CLONE_NEW* to create
+  std::vector<JoinNs> joins;     // user first
+  bool slow_path = false;        // two-stage: joins or a time namespace
+  std::map<std::string, oci::TimeOffset> time_offsets;
+  bool userns = false;           // the container has its own user ns (new or joined)
+
+  // files and mounts
+  std::string rootfs;            // absolute host path
+  bool rootfs_readonly = false;
+  unsigned long rootfs_propagation = 0;  // 0 = default (rslave)
+  bool no_pivot = false;
+  std::vector<MountOp> mounts;
+  std::vector<oci::Device> devices;  // config devices
+  bool dev_is_tmpfs = false;     // the config mounts a tmpfs on /dev: add default devices
+  std::vector<std::string> masked_paths, readonly_paths;
+  CgroupPlan cgroups;
+  bool cgroupns = false;
+  std::vector<std::pair<std::string, std::string>> sysctl;
+
+  // identity and process
+  std::string hostname, domainname;
+  bool set_hostname = false, set_domainname = false;
+  std::vector<std::string> args, env;
+  std::string cwd;
+  uint32_t uid = 0, gid = 0;
+  std::vector<gid_t> additional_gids;
+  int umask = -1;
+  CapSets caps;
+  bool has_caps = false;
+  bool no_new_privileges = false;
+  std::vector<ResolvedRlimit> rlimits;
+  unsigned long personality = 0xffffffff;  // unset
+  bool new_keyring = true;
+  std::string keyring_name;
+  bool terminal = false;
+  oci::ConsoleSize console_size;
+  bool has_console_size = false;
+  int preserve_fds = 0;
+
+  // hooks that run inside the container
+  std::vector<oci::Hook> create_container_hooks, start_container_hooks;
+
+  // seccomp
+  bool has_seccomp = false;
+  seccomp::Program seccomp;
+
+  // fds opened by the parent, inherited across clone
+  int sync_fd = -1;
+  int state_dir_fd = -1;     // O_PATH: exec.fifo is opened through it after pivot_root
+  int proc_fd = -1;          // the host's /proc, verified procfs
+  int lock_fd = -1;          // the state lock: closed first, or `start` would wait on us
+  int console_sock_fd = -1;  // connected --console-socket
+  int seccomp_listener_sock = -1;  // connected listenerPath socket
+};
+
+// The child's entry point after clone(2). Never returns: it execs the user
+// process or _exit()s after reporting an error.
+[[noreturn]] void child_main(const ChildContext& ctx) noexcept;
+
+}  // namespace comet::runtime

@@ -1,0 +1,58 @@
+// The OCI lifecycle verbs. Each takes the global options and returns a
+// Status whose message is what the CLI prints (runc's strings where engines
+// match on them: "container X does not exist", "container not running",
+// "cannot delete container X that is not stopped: running").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/oci/state.hpp"
+
+namespace comet::runtime {
+
+struct Globals {
+  std::string root = "/run/comet-runtime";
+  std::string log;
+  std::string log_format = "text";
+  bool debug = false;
+  bool systemd_cgroup = false;
+};
+
+struct CreateOptions {
+  std::string id;
+  std::string bundle = ".";
+  std::string pid_file;
+  std::string console_socket;
+  bool no_pivot = false;
+  bool no_new_keyring = false;
+  int preserve_fds = 0;
+};
+
+// Builds the container and leaves its init blocked on exec.fifo.
+// When keep_child is set (run), the init stays this process's child and
+// its pid is returned for waiting.
+Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep_child = false);
+Status start_container(const Globals& g, const std::string& id);
+// create + start, wait, delete: returns the container's exit status
+// (128+signal when killed), as runc does.
+Result<int> run_container(const Globals& g, const CreateOptions& o, bool detach);
+Status kill_container(const Globals& g, const std::string& id, int sig, bool all);
+Status delete_container(const Globals& g, const std::string& id, bool force);
+Result<oci::State> container_state(const Globals& g, const std::string& id);
+Status pause_container(const Globals& g, const std::string& id, bool pause);
+
+struct ListEntry {
+  oci::State state;
+  std::string created, owner;
+};
+std::vector<ListEntry> list_containers(const Globals& g);
+
+// SIGKILL, "KILL", "9" -> signal number; error for anything else.
+Result<int> parse_signal(const std::string& s);
+
+std::string oci_version();  // the runtime-spec version this runtime implements
+std::string features_json();
+
+}  // namespace comet::runtime

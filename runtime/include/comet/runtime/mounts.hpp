@@ -1,0 +1,42 @@
+// Mounts as a plan of data (made in the parent, testable without root) and
+// an executor that runs in the container child before pivot_root.
+//
+// Every destination is resolved inside the rootfs with openat2(2)
+// RESOLVE_IN_ROOT and mounted through /proc/self/fd/N, so a symlink in the
+// image can never redirect a mount onto the host (CVE-2025-31133,
+// CVE-2025-52565 class).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/oci/spec.hpp"
+
+namespace comet::runtime {
+
+struct MountOptions {
+  unsigned long flags = 0;        // MS_* for the mount itself (no propagation)
+  unsigned long propagation = 0;  // MS_SHARED|MS_PRIVATE|MS_SLAVE|MS_UNBINDABLE (+MS_REC)
+  unsigned long long rec_attr_set = 0, rec_attr_clr = 0;  // rro, rnosuid...: mount_setattr
+  std::string data;               // fs-specific options, comma separated
+  bool bind = false;
+  bool recursive_bind = false;
+  bool tmpcopyup = false;
+};
+
+// Parse an OCI mount option list with libmount's Linux option map.
+// Unknown options become fs data (as runc does).
+Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts);
+
+struct MountOp {
+  std::string source;  // host path for binds, else the fs source ("proc", "tmpfs")
+  std::string dest;    // inside the rootfs, cleaned, absolute
+  std::string type;    // "bind" for binds
+  MountOptions opt;
+  bool cgroup = false;  // type cgroup/cgroup2: expanded by the executor
+};
+
+Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::string& bundle);
+
+}  // namespace comet::runtime

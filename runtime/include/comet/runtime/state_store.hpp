@@ -1,0 +1,76 @@
+// One directory per container under --root:
+//
+//   <root>/<id>/state.json   our record, written atomically (tmp + rename)
+//   <root>/<id>/config.json  the bundle's config as create saw it
+//   <root>/<id>/exec.fifo    exists between create and start
+//   <root>/<id>/lock         flock()ed by every command on this id
+//
+// The directory is made with mkdir(2) first, so two creates of one id race
+// to a single winner. The record is written twice: once right after clone
+// (so a runtime killed mid-create still leaves enough for delete --force to
+// clean up), and again, complete, when create succeeds.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/oci/state.hpp"
+#include "comet/runtime/fd.hpp"
+
+namespace comet::runtime {
+
+struct ContainerRecord {
+  std::string id;
+  std::string bundle;
+  std::string rootfs;
+  std::string created;  // RFC 3339
+  std::string owner;
+  int pid = 0;
+  unsigned long long start_time = 0;  // /proc/PID/stat starttime, guards pid reuse
+  bool create_done = false;           // false: create is in progress or died
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> cgroup_dirs;  // absolute, every hierarchy joined
+  std::string freezer_dir;               // v1 freezer or the v2 dir
+  bool freezer_v2 = false;
+  std::vector<int> helper_pids;                 // per-container helpers, killed at delete
+  std::vector<unsigned long long> helper_starts;
+  std::vector<std::string> layers;       // active hardening layers, for state/inspect
+  std::vector<std::string> cleanup_paths;  // things delete must remove (netns mounts, ...)
+  bool terminal = false;
+};
+
+// Reject ids runc would reject, and more: empty, '/', '..', '.', NUL,
+// control chars, longer than 1024.
+Status validate_id(const std::string& id);
+
+class ContainerDir {
+ public:
+  ContainerDir(std::string root, std::string id);
+
+  const std::string& path() const { return path_; }
+  const std::string& id() const { return id_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+  bool exists() const;
+  // mkdir root (0700) and the container dir; EEXIST -> "container with id exists: ID"
+  Status create();
+  // flock(LOCK_EX) on <dir>/lock, held by the returned fd.
+  Result<UniqueFd> lock() const;
+  Status save(const ContainerRecord& rec) const;
+  Result<ContainerRecord> load() const;
+  Status remove() const;
+
+ private:
+  std::string root_, id_, path_;
+};
+
+// Live status from the record: dead pid -> stopped; fifo -> created;
+// frozen -> paused; else running. A record whose create never finished is
+// "creating" while its process lives, "stopped" otherwise.
+oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecord& rec);
+
+std::vector<std::string> list_ids(const std::string& root);
+
+}  // namespace comet::runtime

@@ -1,0 +1,37 @@
+// Small syscall helpers that return comet::Result with the syscall and path
+// in the message. Used by the parent side; the child uses the noexcept
+// primitives in child.hpp.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/runtime/fd.hpp"
+
+namespace comet::runtime {
+
+Result<std::string> read_file(const std::string& path);
+Result<std::string> read_file_at(int dirfd, const std::string& name);
+// write then rename: readers see the old or the new content, never a part.
+Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode = 0600);
+Status write_file(const std::string& path, std::string_view data, int flags = 0);
+Result<UniqueFd> open_fd(const std::string& path, int flags, mode_t mode = 0);
+Status mkdir_p(const std::string& path, mode_t mode = 0755);
+// rm -rf that never follows symlinks and never crosses a mount point.
+Status remove_tree(const std::string& path);
+bool path_exists(const std::string& path);
+std::string join_path(std::string_view a, std::string_view b);
+// Clean a path lexically (collapse //, ., ..) without touching the disk.
+std::string clean_path(std::string_view p);
+std::string rfc3339_now(bool nanos = true);
+std::vector<std::string> split(std::string_view s, char sep);
+// /proc/PID/stat field 22 (starttime in clock ticks), or 0 when unreadable.
+unsigned long long process_start_time(int pid);
+// Zombie or gone.
+bool process_dead(int pid);
+
+}  // namespace comet::runtime

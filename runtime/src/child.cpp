@@ -1,0 +1,751 @@
+// The container child, from clone(2) to execve(2). Single-threaded and
+// noexcept: every failure is sent to the parent as kError and ends in
+// _exit(1). Order follows sync.hpp's diagram; seccomp is loaded last.
+#include "comet/runtime/child.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/close_range.h>
+#include <linux/keyctl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "comet/runtime/hooks.hpp"
+#include "comet/runtime/sync.hpp"
+#include "comet/runtime/sys.hpp"
+
+namespace comet::runtime {
+namespace {
+
+const ChildContext* g_ctx = nullptr;
+std::string g_state;  // hookstate.json, read after kHooksDone
+int g_dev_null = -1;  // /dev/null of our (new) mount namespace, verified
+
+[[noreturn]] void die(int err, const char* fmt, ...) noexcept __attribute__((format(printf, 2, 3)));
+[[noreturn]] void die(int err, const char* fmt, ...) noexcept {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (g_ctx && g_ctx->sync_fd >= 0 && send_msg(g_ctx->sync_fd, MsgType::kError, err, 0, buf) == 0) {
+    ::_exit(1);
+  }
+  // No parent to tell (after `create` exited): the container's stderr.
+  char line[2200];
+  int n = std::snprintf(line, sizeof line, "comet-runtime: %s%s%s\n", buf, err ? ": " : "",
+                        err ? std::strerror(err) : "");
+  ssize_t w = ::write(2, line, static_cast<size_t>(n));
+  (void)w;
+  ::_exit(1);
+}
+
+void expect(MsgType t) noexcept {
+  Msg m;
+  int r = recv_msg(g_ctx->sync_fd, &m);
+  if (r || m.type != t) ::_exit(1);  // parent gone or confused: nothing to report to
+}
+
+std::string fdpath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+int openat2_in_root(int rootfd, const std::string& path, int flags, unsigned long long resolve) {
+  struct open_how how = {};
+  how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
+  how.resolve = resolve;
+  std::string rel = path;
+  while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
+  if (rel.empty()) rel = ".";
+  return static_cast<int>(::syscall(SYS_openat2, rootfd, rel.c_str(), &how, sizeof how));
+}
+
+constexpr unsigned long long kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+
+// Open (creating if missing) a mount target inside the rootfs. Each missing
+// component is made with mkdirat/openat relative to a parent resolved in the
+// root, so no symlink can move the target outside it.
+int ensure_target(int rootfd, const std::string& dest, bool dir) {
+  int fd = openat2_in_root(rootfd, dest, O_PATH, kInRoot);
+  if (fd >= 0 || errno != ENOENT) return fd;
+  std::string parent = dest.substr(0, dest.rfind('/'));
+  std::string name = dest.substr(dest.rfind('/') + 1);
+  int pfd = parent.empty() ? ::dup(rootfd) : ensure_target(rootfd, parent, true);
+  if (pfd < 0) return -1;
+  int r;
+  if (dir) {
+    r = ::mkdirat(pfd, name.c_str(), 0755);
+  } else {
+    r = ::openat(pfd, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (r >= 0) ::close(r), r = 0;
+  }
+  int saved = errno;
+  ::close(pfd);
+  if (r < 0 && saved != EEXIST) {
+    errno = saved;
+    return -1;
+  }
+  return openat2_in_root(rootfd, dest, O_PATH, kInRoot);
+}
+
+unsigned long locked_flags(const char* path) {
+  struct statvfs s;
+  if (::statvfs(path, &s) < 0) return 0;
+  unsigned long f = 0;
+  if (s.f_flag & ST_NOSUID) f |= MS_NOSUID;
+  if (s.f_flag & ST_NODEV) f |= MS_NODEV;
+  if (s.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+  if (s.f_flag & ST_RDONLY) f |= MS_RDONLY;
+  if (s.f_flag & ST_NOATIME) f |= MS_NOATIME;
+  if (s.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+  if (s.f_flag & ST_RELATIME) f |= MS_RELATIME;
+  return f;
+}
+
+// Bind-remount with flags; in a user namespace the source's locked flags
+// must be kept or the kernel answers EPERM.
+int remount_bind(const std::string& path, unsigned long flags) {
+  if (::mount(nullptr, path.c_str(), nullptr, MS_REMOUNT | MS_BIND | flags, nullptr) == 0) return 0;
+  if (errno != EPERM) return -1;
+  unsigned long locked = locked_flags(path.c_str()) & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY);
+  return ::mount(nullptr, path.c_str(), nullptr, MS_REMOUNT | MS_BIND | flags | locked, nullptr);
+}
+
+void apply_propagation_and_attrs(int rootfd, const MountOp& op) {
+  if (!op.opt.propagation && !op.opt.rec_attr_set && !op.opt.rec_attr_clr) return;
+  int fd = openat2_in_root(rootfd, op.dest, O_PATH, kInRoot);
+  if (fd < 0) die(errno, "open mount %s", op.dest.c_str());
+  if (op.opt.propagation &&
+      ::mount(nullptr, fdpath(fd).c_str(), nullptr, op.opt.propagation, nullptr) < 0)
+    die(errno, "set propagation of %s", op.dest.c_str());
+  if (op.opt.rec_attr_set || op.opt.rec_attr_clr) {
+    struct mount_attr attr = {};
+    attr.attr_set = op.opt.rec_attr_set;
+    attr.attr_clr = op.opt.rec_attr_clr;
+    if (op.opt.rec_attr_set & MOUNT_ATTR__ATIME) attr.attr_clr |= MOUNT_ATTR__ATIME;
+    if (::syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+      die(errno, "mount_setattr %s", op.dest.c_str());
+  }
+  ::close(fd);
+}
+
+void mount_bind(int rootfd, const MountOp& op) {
+  struct stat st;
+  if (::stat(op.source.c_str(), &st) < 0) die(errno, "bind mount source %s", op.source.c_str());
+  int fd = ensure_target(rootfd, op.dest, S_ISDIR(st.st_mode));
+  if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
+  unsigned long f = MS_BIND | (op.opt.recursive_bind ? MS_REC : 0);
+  if (::mount(op.source.c_str(), fdpath(fd).c_str(), nullptr, f, nullptr) < 0)
+    die(errno, "bind mount %s on %s", op.source.c_str(), op.dest.c_str());
+  ::close(fd);
+  unsigned long extra = op.opt.flags & ~(MS_REMOUNT);
+  if (extra) {
+    fd = openat2_in_root(rootfd, op.dest, O_PATH, kInRoot);
+    if (fd < 0 || remount_bind(fdpath(fd), extra) < 0)
+      die(errno, "remount %s with flags", op.dest.c_str());
+    ::close(fd);
+  }
+  apply_propagation_and_attrs(rootfd, op);
+}
+
+void mount_cgroups(int rootfd, const MountOp& op) {
+  const ChildContext& c = *g_ctx;
+  int fd = ensure_target(rootfd, op.dest, true);
+  if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
+  unsigned long flags = op.opt.flags;
+  if (c.cgroups.v2_only) {
+    int r = c.cgroupns
+                ? ::mount("cgroup2", fdpath(fd).c_str(), "cgroup2", flags, nullptr)
+                : ::mount(c.cgroups.hierarchies[0].dir.c_str(), fdpath(fd).c_str(), nullptr,
+                          MS_BIND | MS_REC, nullptr);
+    if (r < 0) die(errno, "mount cgroup2 on %s", op.dest.c_str());
+    ::close(fd);
+    if (!c.cgroupns && flags) {
+      fd = openat2_in_root(rootfd, op.dest, O_PATH, kInRoot);
+      if (fd < 0 || remount_bind(fdpath(fd), flags) < 0) die(errno, "remount %s", op.dest.c_str());
+      ::close(fd);
+    }
+    return;
+  }
+  // v1 and hybrid: a tmpfs with one directory per hierarchy.
+  if (::mount("tmpfs", fdpath(fd).c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
+    die(errno, "mount tmpfs on %s", op.dest.c_str());
+  ::close(fd);
+  for (const auto& h : c.cgroups.hierarchies) {
+    std::string name = h.mountpoint.substr(h.mountpoint.rfind('/') + 1);
+    std::string sub = op.dest + "/" + name;
+    int sfd = ensure_target(rootfd, sub, true);
+    if (sfd < 0) die(errno, "mkdir %s", sub.c_str());
+    int r;
+    if (c.cgroupns) {
+      std::string data;
+      for (auto& ctl : h.controllers) data += (data.empty() ? "" : ",") + ctl;
+      if (h.v2)
+        r = ::mount("cgroup2", fdpath(sfd).c_str(), "cgroup2", flags, nullptr);
+      else
+        r = ::mount("cgroup", fdpath(sfd).c_str(), "cgroup", flags, data.c_str());
+    } else {
+      r = ::mount(h.dir.c_str(), fdpath(sfd).c_str(), nullptr, MS_BIND, nullptr);
+      if (r == 0 && flags) {
+        ::close(sfd);
+        sfd = openat2_in_root(rootfd, sub, O_PATH, kInRoot);
+        r = sfd < 0 ? -1 : remount_bind(fdpath(sfd), flags);
+      }
+    }
+    if (r < 0) die(errno, "mount cgroup %s on %s", name.c_str(), sub.c_str());
+    ::close(sfd);
+  }
+  if (flags & MS_RDONLY) {
+    fd = openat2_in_root(rootfd, op.dest, O_PATH, kInRoot);
+    if (fd < 0 ||
+        ::mount(nullptr, fdpath(fd).c_str(), nullptr,
+                MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
+      die(errno, "remount %s read-only", op.dest.c_str());
+    ::close(fd);
+  }
+}
+
+void do_mount(int rootfd, const MountOp& op) {
+  if (op.opt.tmpcopyup) die(0, "mount %s: option tmpcopyup is not supported", op.dest.c_str());
+  if (op.opt.bind) return mount_bind(rootfd, op);
+  if (op.cgroup) return mount_cgroups(rootfd, op);
+  int fd = ensure_target(rootfd, op.dest, true);
+  if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
+  const char* data = op.opt.data.empty() ? nullptr : op.opt.data.c_str();
+  int r = ::mount(op.source.c_str(), fdpath(fd).c_str(), op.type.c_str(), op.opt.flags, data);
+  if (r < 0 && errno == EPERM && op.type == "sysfs") {
+    // sysfs of a network namespace we do not own: bind the host's, read-only.
+    r = ::mount("/sys", fdpath(fd).c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    if (r == 0) r = remount_bind(fdpath(fd), op.opt.flags | MS_RDONLY);
+  }
+  if (r < 0) die(errno, "mount %s (%s) on %s", op.source.c_str(), op.type.c_str(), op.dest.c_str());
+  ::close(fd);
+  apply_propagation_and_attrs(rootfd, op);
+}
+
+struct DefaultDev {
+  const char* name;
+  unsigned maj, min;
+};
+constexpr DefaultDev kDefaultDevs[] = {{"null", 1, 3},    {"zero", 1, 5},    {"full", 1, 7},
+                                       {"random", 1, 8},  {"urandom", 1, 9}, {"tty", 5, 0}};
+
+void make_device(int rootfd, const std::string& path, char type, unsigned maj, unsigned min,
+                 mode_t mode, uid_t uid, gid_t gid) {
+  std::string parent = path.substr(0, path.rfind('/'));
+  std::string name = path.substr(path.rfind('/') + 1);
+  int pfd = ensure_target(rootfd, parent.empty() ? "/" : parent, true);
+  if (pfd < 0) die(errno, "device directory %s", parent.c_str());
+  int dfd = ::openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // O_PATH cannot mknodat
+  ::close(pfd);
+  if (dfd < 0) die(errno, "open %s", parent.c_str());
+  if (g_ctx->userns) {
+    // mknod is not allowed in a user namespace: bind the host's node.
+    int t = ::openat(dfd, name.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (t < 0 && errno != EEXIST) die(errno, "create %s", path.c_str());
+    if (t >= 0) ::close(t);
+    int target = openat2_in_root(rootfd, path, O_PATH, kInRoot | RESOLVE_NO_SYMLINKS);
+    if (target < 0) die(errno, "open %s", path.c_str());
+    if (::mount(path.c_str(), fdpath(target).c_str(), nullptr, MS_BIND, nullptr) < 0)
+      die(errno, "bind device %s", path.c_str());
+    ::close(target);
+  } else {
+    mode_t kind = type == 'b' ? S_IFBLK : type == 'p' ? S_IFIFO : S_IFCHR;
+    ::unlinkat(dfd, name.c_str(), 0);
+    if (::mknodat(dfd, name.c_str(), kind | (mode & 07777), makedev(maj, min)) < 0)
+      die(errno, "mknod %s", path.c_str());
+    // mknod obeys the umask: set the mode exactly.
+    if (::fchmodat(dfd, name.c_str(), mode & 07777, 0) < 0) die(errno, "chmod %s", path.c_str());
+    if (::fchownat(dfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+      die(errno, "chown %s", path.c_str());
+  }
+  ::close(dfd);
+}
+
+void setup_dev(int rootfd) {
+  const ChildContext& c = *g_ctx;
+  if (c.dev_is_tmpfs) {
+    for (auto& d : kDefaultDevs)
+      make_device(rootfd, std::string("/dev/") + d.name, 'c', d.maj, d.min, 0666, 0, 0);
+    int devfd = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot);
+    if (devfd < 0) die(errno, "open /dev");
+    struct {
+      const char* target;
+      const char* name;
+    } links[] = {{"/proc/self/fd", "fd"},   {"/proc/self/fd/0", "stdin"},
+                 {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
+                 {"pts/ptmx", "ptmx"},      {"/proc/kcore", "core"}};
+    for (auto& l : links) {
+      if (::symlinkat(l.target, devfd, l.name) < 0 && errno != EEXIST)
+        die(errno, "symlink /dev/%s", l.name);
+    }
+    ::close(devfd);
+  }
+  for (auto& d : c.devices) {
+    make_device(rootfd, d.path, d.type[0] == 'u' ? 'c' : d.type[0], static_cast<unsigned>(d.major),
+                static_cast<unsigned>(d.minor), d.file_mode.value_or(0666), d.uid.value_or(0),
+                d.gid.value_or(0));
+  }
+}
+
+// The pty: opened from the container's own devpts, its peer bound on
+// /dev/console (verified to be a plain file we made, never a symlink), the
+// master sent to --console-socket.
+int setup_console(int rootfd) {
+  const ChildContext& c = *g_ctx;
+  int master = openat2_in_root(rootfd, "/dev/pts/ptmx", O_RDWR | O_NOCTTY, kInRoot);
+  if (master < 0) master = openat2_in_root(rootfd, "/dev/ptmx", O_RDWR | O_NOCTTY, kInRoot);
+  if (master < 0) die(errno, "open the container's /dev/ptmx");
+  int unlock = 0;
+  if (::ioctl(master, TIOCSPTLCK, &unlock) < 0) die(errno, "unlockpt");
+  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) die(errno, "open the pty peer");
+  if (c.has_console_size) {
+    struct winsize ws = {};
+    ws.ws_row = static_cast<unsigned short>(c.console_size.height);
+    ws.ws_col = static_cast<unsigned short>(c.console_size.width);
+    if (::ioctl(slave, TIOCSWINSZ, &ws) < 0) die(errno, "set console size");
+  }
+  int devfd = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot);
+  if (devfd >= 0) {
+    int t = ::openat(devfd, "console", O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (t >= 0) ::close(t);
+    ::close(devfd);
+  }
+  int target = openat2_in_root(rootfd, "/dev/console", O_PATH, kInRoot | RESOLVE_NO_SYMLINKS);
+  if (target < 0) die(errno, "open /dev/console");
+  struct stat st;
+  if (::fstat(target, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+    die(EINVAL, "/dev/console in the rootfs is not a file or char device");
+  if (::mount(fdpath(slave).c_str(), fdpath(target).c_str(), nullptr, MS_BIND, nullptr) < 0)
+    die(errno, "bind the pty on /dev/console");
+  ::close(target);
+
+  char name[] = "/dev/ptmx";
+  struct iovec iov = {name, sizeof name - 1};
+  char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &master, sizeof(int));
+  if (::sendmsg(c.console_sock_fd, &mh, MSG_NOSIGNAL) < 0) die(errno, "send the pty master to the console socket");
+  ::close(master);
+  ::close(c.console_sock_fd);
+  return slave;
+}
+
+void mask_paths(int rootfd) {
+  const ChildContext& c = *g_ctx;
+  for (auto& p : c.masked_paths) {
+    int fd = openat2_in_root(rootfd, p, O_PATH, kInRoot);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      die(errno, "masked path %s", p.c_str());
+    }
+    struct stat st;
+    if (::fstat(fd, &st) < 0) die(errno, "stat masked path %s", p.c_str());
+    int r;
+    if (S_ISDIR(st.st_mode))
+      r = ::mount("tmpfs", fdpath(fd).c_str(), "tmpfs", MS_RDONLY, nullptr);
+    else  // the host's /dev/null, verified 1:3: never the image's
+      r = ::mount(fdpath(g_dev_null).c_str(), fdpath(fd).c_str(), nullptr, MS_BIND, nullptr);
+    if (r < 0) die(errno, "mask %s", p.c_str());
+    ::close(fd);
+  }
+  for (auto& p : c.readonly_paths) {
+    int fd = openat2_in_root(rootfd, p, O_PATH, kInRoot);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      die(errno, "readonly path %s", p.c_str());
+    }
+    if (::mount(fdpath(fd).c_str(), fdpath(fd).c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
+      die(errno, "bind readonly path %s", p.c_str());
+    ::close(fd);
+    fd = openat2_in_root(rootfd, p, O_PATH, kInRoot);
+    if (fd < 0 || remount_bind(fdpath(fd), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC) < 0)
+      die(errno, "remount %s read-only", p.c_str());
+    ::close(fd);
+  }
+}
+
+void enter_root(int rootfd) {
+  const ChildContext& c = *g_ctx;
+  if (::fchdir(rootfd) < 0) die(errno, "chdir %s", c.rootfs.c_str());
+  if (c.no_pivot) {
+    if (::mount(".", "/", nullptr, MS_MOVE, nullptr) < 0) die(errno, "move %s to /", c.rootfs.c_str());
+    if (::chroot(".") < 0) die(errno, "chroot %s", c.rootfs.c_str());
+  } else {
+    if (::syscall(SYS_pivot_root, ".", ".") < 0) die(errno, "pivot_root %s", c.rootfs.c_str());
+    // The old root is now stacked under ".": detach it, without letting
+    // the unmount propagate back to the host.
+    if (::mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) die(errno, "make old root rslave");
+    if (::umount2(".", MNT_DETACH) < 0) die(errno, "detach the old root");
+  }
+  if (::chdir("/") < 0) die(errno, "chdir /");
+  if (c.rootfs_propagation & MS_SHARED) {
+    if (::mount(nullptr, "/", nullptr, MS_SHARED | MS_REC, nullptr) < 0) die(errno, "make / rshared");
+  }
+  if (c.rootfs_readonly && remount_bind("/", MS_RDONLY) < 0) die(errno, "remount / read-only");
+}
+
+void write_sysctls() {
+  const ChildContext& c = *g_ctx;
+  for (auto& [key, value] : c.sysctl) {
+    std::string rel = "sys/" + key;
+    for (auto& ch : rel)
+      if (ch == '.') ch = '/';
+    // Through the host's verified procfs, no symlinks, no mount crossings:
+    // the kernel picks the namespace from the writer, which is us.
+    int fd = openat2_in_root(c.proc_fd, rel, O_WRONLY,
+                             RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_BENEATH);
+    if (fd < 0) die(errno, "sysctl %s: open /proc/%s", key.c_str(), rel.c_str());
+    if (::write(fd, value.data(), value.size()) < 0) die(errno, "sysctl %s=%s", key.c_str(), value.c_str());
+    ::close(fd);
+  }
+}
+
+std::string find_executable(const std::string& name) {
+  const ChildContext& c = *g_ctx;
+  if (name.find('/') != std::string::npos) {
+    struct stat st;
+    if (::stat(name.c_str(), &st) < 0) die(errno, "exec: \"%s\": stat", name.c_str());
+    if (S_ISDIR(st.st_mode)) die(EACCES, "exec: \"%s\": is a directory", name.c_str());
+    return name;
+  }
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (auto& e : c.env)
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  for (auto& dir : split(path, ':')) {
+    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st;
+    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(cand.c_str(), X_OK) == 0)
+      return cand;
+  }
+  die(0, "exec: \"%s\": executable file not found in $PATH", name.c_str());
+}
+
+int capset_raw(uint64_t eff, uint64_t prm, uint64_t inh) {
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct d[2] = {};
+  d[0].effective = static_cast<uint32_t>(eff);
+  d[1].effective = static_cast<uint32_t>(eff >> 32);
+  d[0].permitted = static_cast<uint32_t>(prm);
+  d[1].permitted = static_cast<uint32_t>(prm >> 32);
+  d[0].inheritable = static_cast<uint32_t>(inh);
+  d[1].inheritable = static_cast<uint32_t>(inh >> 32);
+  return static_cast<int>(::syscall(SYS_capset, &hdr, d));
+}
+
+int last_cap() {
+  static int v = -1;
+  if (v < 0) {
+    int fd = ::open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+    char buf[16] = {};
+    if (fd >= 0 && ::read(fd, buf, sizeof buf - 1) > 0) v = std::atoi(buf);
+    if (fd >= 0) ::close(fd);
+    if (v <= 0) v = 40;
+  }
+  return v;
+}
+
+// Identity and capabilities. Returns whether CAP_SYS_ADMIN was kept in the
+// effective set only so that seccomp can be loaded without no_new_privs.
+bool set_identity(bool keep_sys_admin) {
+  const ChildContext& c = *g_ctx;
+  int lc = last_cap();
+  if (c.has_caps) {
+    for (int cap = 0; cap <= lc; cap++) {
+      if (!(c.caps.bounding & (1ULL << cap)) && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+          errno != EINVAL)
+        die(errno, "drop capability %d from the bounding set", cap);
+    }
+  }
+  if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_KEEPCAPS)");
+  if (::setgroups(c.additional_gids.size(), c.additional_gids.data()) < 0 &&
+      !(errno == EPERM && c.userns && c.additional_gids.empty()))
+    die(errno, "setgroups");
+  if (::setresgid(c.gid, c.gid, c.gid) < 0) die(errno, "setresgid %u", c.gid);
+  if (::setresuid(c.uid, c.uid, c.uid) < 0) die(errno, "setresuid %u", c.uid);
+  if (::prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_KEEPCAPS, 0)");
+  uint64_t eff, prm, inh;
+  if (c.has_caps) {
+    eff = c.caps.effective;
+    prm = c.caps.permitted;
+    inh = c.caps.inheritable;
+  } else {
+    // No capabilities block: keep what we hold (as runc), never inheritable.
+    eff = prm = (lc >= 63 ? ~0ULL : ((1ULL << (lc + 1)) - 1));
+    if (c.uid != 0) eff = prm = 0;
+    inh = 0;
+  }
+  constexpr uint64_t kSysAdmin = 1ULL << CAP_SYS_ADMIN;
+  bool kept = keep_sys_admin && !(eff & kSysAdmin);
+  if (capset_raw(eff | (kept ? kSysAdmin : 0), prm | (kept ? kSysAdmin : 0), inh) < 0)
+    die(errno, "capset");
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    die(errno, "clear ambient capabilities");
+  for (int cap = 0; cap <= lc; cap++) {
+    // The kernel allows an ambient cap only if it is permitted and
+    // inheritable; runc skips the others, and so do we.
+    if ((c.caps.ambient & (1ULL << cap)) && (prm & inh & (1ULL << cap)) &&
+        ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+      die(errno, "raise ambient capability %d", cap);
+  }
+  return kept;
+}
+
+void send_listener_fd(int listener) {
+  const ChildContext& c = *g_ctx;
+  // runtime-spec: the state with "fds":["seccompFd"], the fd as SCM_RIGHTS.
+  std::string payload = g_state;
+  if (!payload.empty() && payload.back() == '}')
+    payload.insert(payload.size() - 1, ",\"fds\":[\"seccompFd\"],\"metadata\":\"\"");
+  struct iovec iov = {payload.data(), payload.size()};
+  char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+  if (::sendmsg(c.seccomp_listener_sock, &mh, MSG_NOSIGNAL) < 0)
+    die(errno, "send the seccomp listener fd to %s", c.seccomp.listener_path.c_str());
+  ::close(listener);
+  ::close(c.seccomp_listener_sock);
+}
+
+void load_seccomp() {
+  const ChildContext& c = *g_ctx;
+  int listener = -1;
+  int r = seccomp::load(c.seccomp, &listener);
+  if (r) die(r, "load seccomp filter");
+  if (c.seccomp.needs_listener) send_listener_fd(listener);
+}
+
+// The mount point holding PATH's parent directory (longest prefix match).
+std::string parent_mountpoint(const std::string& path) {
+  auto text = read_file("/proc/self/mountinfo");
+  std::string best = "/";
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (!text.ok()) return best;
+  for (auto& line : split(*text, '\n')) {
+    auto f = split(line, ' ');
+    if (f.size() < 5) continue;
+    const std::string& mp = f[4];
+    if ((dir == mp || dir.rfind(mp + "/", 0) == 0 || mp == "/") && mp.size() > best.size()) best = mp;
+  }
+  return best;
+}
+
+void join_namespaces() {
+  for (auto& j : g_ctx->joins) {
+    if (::setns(j.fd, j.clone_flag) < 0) die(errno, "setns %s", j.path.c_str());
+    ::close(j.fd);
+  }
+}
+
+void write_time_offsets() {
+  const ChildContext& c = *g_ctx;
+  if (c.time_offsets.empty()) return;
+  std::string text;
+  for (auto& [clock, off] : c.time_offsets)
+    text += clock + " " + std::to_string(off.secs) + " " + std::to_string(off.nanosecs) + "\n";
+  int fd = openat2_in_root(c.proc_fd, "self/timens_offsets", O_WRONLY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+  if (fd < 0 || ::write(fd, text.data(), text.size()) < 0) die(errno, "write timens_offsets");
+  ::close(fd);
+}
+
+}  // namespace
+
+[[noreturn]] void child_main(const ChildContext& ctx) noexcept {
+  g_ctx = &ctx;
+  // flock() belongs to the open file description we share with the parent.
+  ::close(ctx.lock_fd);
+  // Nobody in the container may open our /proc/PID/{exe,fd,mem} while we
+  // still run the runtime's code (CVE-2019-5736 class).
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+  if (ctx.slow_path) {
+    /* sync 1: joins and new namespaces from stage 1 */
+    join_namespaces();
+    int unshare_flags = ctx.new_ns_flags & ~(CLONE_NEWPID | CLONE_NEWTIME | CLONE_NEWCGROUP);
+    if (unshare_flags && ::unshare(unshare_flags) < 0) die(errno, "unshare namespaces");
+    if (ctx.new_ns_flags & CLONE_NEWUSER) {
+      send_msg(ctx.sync_fd, MsgType::kNeedMaps);
+      expect(MsgType::kMapsDone);
+      if (::setresuid(0, 0, 0) < 0 || ::setresgid(0, 0, 0) < 0) die(errno, "become root in the user namespace");
+    }
+  }
+  /* sync 2: the parent has written the id maps and placed us in the cgroups */
+  expect(MsgType::kGo);
+  if (!ctx.slow_path && (ctx.new_ns_flags & CLONE_NEWUSER)) {
+    if (::setresuid(0, 0, 0) < 0 || ::setresgid(0, 0, 0) < 0) die(errno, "become root in the user namespace");
+  }
+  if (ctx.slow_path) {
+    int late = ctx.new_ns_flags & (CLONE_NEWPID | CLONE_NEWTIME);
+    bool joined_pid = false;
+    for (auto& j : ctx.joins) joined_pid |= j.clone_flag == CLONE_NEWPID;
+    if (late && ::unshare(late) < 0) die(errno, "unshare pid/time namespace");
+    if (late & CLONE_NEWTIME) write_time_offsets();
+    if (late || joined_pid) {
+      pid_t init = ::fork();
+      if (init < 0) die(errno, "fork the container init");
+      if (init > 0) {
+        send_msg(ctx.sync_fd, MsgType::kInitPid, 0, init);
+        ::_exit(0);
+      }
+      ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+  }
+  if (ctx.cgroupns && ::unshare(CLONE_NEWCGROUP) < 0) die(errno, "unshare cgroup namespace");
+
+  int slave = -1;
+  if (ctx.new_ns_flags & CLONE_NEWNS) {
+    /* mounts, all resolved inside the rootfs */
+    unsigned long prop = ctx.rootfs_propagation ? ctx.rootfs_propagation : (MS_SLAVE | MS_REC);
+    if (::mount(nullptr, "/", nullptr, prop, nullptr) < 0) die(errno, "set / propagation");
+    // pivot_root refuses a new root whose parent mount is shared.
+    if (prop & MS_SHARED) {
+      std::string parent = parent_mountpoint(ctx.rootfs);
+      if (::mount(nullptr, parent.c_str(), nullptr, MS_PRIVATE, nullptr) < 0)
+        die(errno, "make %s private", parent.c_str());
+    }
+    if (::mount(ctx.rootfs.c_str(), ctx.rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
+      die(errno, "bind rootfs %s", ctx.rootfs.c_str());
+  }
+  // Bind sources must live in our own mount namespace, so the masking
+  // /dev/null is opened here (the host's, copied) and checked to be 1:3.
+  g_dev_null = ::open("/dev/null", O_PATH | O_CLOEXEC);
+  struct stat nst;
+  if (g_dev_null < 0 || ::fstat(g_dev_null, &nst) < 0 || !S_ISCHR(nst.st_mode) ||
+      nst.st_rdev != makedev(1, 3))
+    die(errno, "/dev/null is not the null device");
+  int rootfd = ::open(ctx.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) die(errno, "open rootfs %s", ctx.rootfs.c_str());
+  if (ctx.new_ns_flags & CLONE_NEWNS) {
+    for (auto& op : ctx.mounts) do_mount(rootfd, op);
+    setup_dev(rootfd);
+  }
+  if (ctx.terminal) slave = setup_console(rootfd);
+
+  /* sync 3: prestart and createRuntime hooks run in the parent */
+  send_msg(ctx.sync_fd, MsgType::kMountsDone);
+  expect(MsgType::kHooksDone);
+  if (auto st = read_file_at(ctx.state_dir_fd, "hookstate.json"); st.ok()) g_state = *st;
+  if (!ctx.create_container_hooks.empty()) {
+    Status st = run_hooks(ctx.create_container_hooks, "createContainer", g_state);
+    if (!st.ok()) die(st.error().err(), "%s", st.error().message().c_str());
+  }
+  if (ctx.new_ns_flags & CLONE_NEWNS) {
+    mask_paths(rootfd);
+    enter_root(rootfd);
+  } else if (::chroot(ctx.rootfs.c_str()) < 0 || ::chdir("/") < 0) {
+    die(errno, "chroot %s", ctx.rootfs.c_str());
+  }
+  ::close(rootfd);
+
+  if (ctx.set_hostname && ::sethostname(ctx.hostname.data(), ctx.hostname.size()) < 0)
+    die(errno, "sethostname %s", ctx.hostname.c_str());
+  if (ctx.set_domainname && ::setdomainname(ctx.domainname.data(), ctx.domainname.size()) < 0)
+    die(errno, "setdomainname %s", ctx.domainname.c_str());
+  write_sysctls();
+  for (auto& rl : ctx.rlimits)
+    if (::setrlimit(rl.resource, &rl.value) < 0)
+      die(errno, "error setting rlimit type %d", rl.resource);
+  if (ctx.personality != 0xffffffff && ::personality(ctx.personality) < 0)
+    die(errno, "personality");
+  if (ctx.new_keyring &&
+      ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, ctx.keyring_name.c_str()) < 0 &&
+      errno != ENOSYS && errno != EDQUOT && errno != EACCES)
+    die(errno, "join session keyring");
+  if (slave >= 0) {
+    if (::setsid() < 0) die(errno, "setsid");
+    if (::ioctl(slave, TIOCSCTTY, 0) < 0) die(errno, "set the controlling terminal");
+    for (int fd = 0; fd < 3; fd++)
+      if (::dup2(slave, fd) < 0) die(errno, "dup2 the pty");
+    ::close(slave);
+  }
+  if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\") set in config.json", ctx.cwd.c_str());
+  // CVE-2024-21626: the cwd must be inside the container's root.
+  char cwdbuf[4096];
+  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
+    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
+  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
+  if (ctx.umask >= 0) ::umask(static_cast<mode_t>(ctx.umask));
+  else ::umask(022);
+
+  bool nnp = ctx.no_new_privileges;
+  bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
+  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  // A notify listener must reach the caller before we block: load now.
+  bool early_seccomp = ctx.has_seccomp && ctx.seccomp.needs_listener;
+  if (early_seccomp) load_seccomp();
+
+  /* sync 4: ready; wait for `start` to open the exec fifo */
+  send_msg(ctx.sync_fd, MsgType::kReady);
+  ::close(ctx.sync_fd);
+  int fifo = ::openat(ctx.state_dir_fd, "exec.fifo", O_WRONLY | O_CLOEXEC);
+  if (fifo < 0) die(errno, "open exec fifo");
+  if (::write(fifo, "0", 1) != 1) die(errno, "write exec fifo");
+  ::close(fifo);
+  ::close(ctx.state_dir_fd);
+  if (!ctx.start_container_hooks.empty()) {
+    std::string created = g_state;
+    size_t pos = created.find("\"status\":\"creating\"");
+    if (pos != std::string::npos) created.replace(pos, 19, "\"status\":\"created\"");
+    Status st = run_hooks(ctx.start_container_hooks, "startContainer", created);
+    if (!st.ok()) die(st.error().err(), "%s", st.error().message().c_str());
+  }
+  // Nothing of ours crosses execve: every fd above the preserved ones closes.
+  for (int fd = 3; fd < 3 + ctx.preserve_fds; fd++) {
+    int fl = ::fcntl(fd, F_GETFD);
+    if (fl >= 0) ::fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+  }
+  if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    die(errno, "close_range");
+  if (ctx.has_seccomp && !early_seccomp) load_seccomp();
+  if (kept_admin) {
+    // Drop the CAP_SYS_ADMIN kept only to load the filter; fail closed.
+    if (capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
+      die(errno, "capset after seccomp");
+  }
+  std::vector<char*> argv, envp;
+  std::vector<std::string> args = ctx.args, env = ctx.env;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ::execve(exe.c_str(), argv.data(), envp.data());
+  die(errno, "exec %s", exe.c_str());
+}
+
+}  // namespace comet::runtime

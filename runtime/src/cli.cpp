@@ -1,0 +1,235 @@
+// The command line: runc-compatible verbs over runtime/. Thin on purpose:
+// parse, call one function, print, map the result to an exit code.
+#include "comet/runtime/cli.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/container.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/selfexe.hpp"
+#include "comet/runtime/state_store.hpp"
+#include "comet/runtime/sys.hpp"
+
+namespace comet::runtime {
+namespace {
+
+int fail(const Error& e) {
+  log::error(e.what());
+  return 1;
+}
+
+int print_state(const Globals& g, const std::string& id) {
+  auto st = container_state(g, id);
+  if (!st.ok()) return fail(st.error());
+  ContainerDir dir(g.root, id);
+  auto rec = dir.load();
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(oci::to_json(*st, -1));
+  if (rec.ok()) {
+    j["rootfs"] = rec->rootfs;
+    j["created"] = rec->created;
+    j["owner"] = rec->owner;
+    if (!rec->layers.empty()) j["org.soyaos.comet.layers"] = rec->layers;
+  }
+  std::cout << j.dump(2) << "\n";
+  return 0;
+}
+
+int print_list(const Globals& g, const std::string& format, bool quiet) {
+  auto entries = list_containers(g);
+  if (quiet) {
+    for (auto& e : entries) std::cout << e.state.id << "\n";
+    return 0;
+  }
+  if (format == "json") {
+    if (entries.empty()) {
+      std::cout << "null\n";  // as runc prints
+      return 0;
+    }
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (auto& e : entries) {
+      nlohmann::ordered_json j;
+      j["ociVersion"] = e.state.oci_version;
+      j["id"] = e.state.id;
+      j["pid"] = e.state.pid;
+      j["status"] = oci::status_name(e.state.status);
+      j["bundle"] = e.state.bundle;
+      j["rootfs"] = "";
+      j["created"] = e.created;
+      j["owner"] = e.owner;
+      if (!e.state.annotations.empty()) j["annotations"] = e.state.annotations;
+      arr.push_back(j);
+    }
+    std::cout << arr.dump() << "\n";
+    return 0;
+  }
+  auto pad = [](std::string s, size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    else s += ' ';
+    return s;
+  };
+  std::vector<std::vector<std::string>> rows = {{"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"}};
+  for (auto& e : entries)
+    rows.push_back({e.state.id, std::to_string(e.state.pid), oci::status_name(e.state.status),
+                    e.state.bundle, e.created, e.owner.empty() ? "root" : e.owner});
+  std::vector<size_t> w(6, 12);
+  for (auto& r : rows)
+    for (size_t i = 0; i < 6; i++) w[i] = std::max(w[i], r[i].size() + 1);
+  for (auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < 6; i++) line += i == 5 ? r[i] : pad(r[i], w[i]);
+    std::cout << line << "\n";
+  }
+  return 0;
+}
+
+int write_spec(const std::string& bundle, bool rootless) {
+  if (rootless) return fail(Error::msg("spec --rootless: rootless containers are not supported"));
+  std::string path = join_path(bundle.empty() ? "." : bundle, "config.json");
+  if (path_exists(path)) return fail(Error::msg("File " + path + " exists. Remove it first"));
+  Status st = write_file_atomic(path, oci::to_json(oci::default_spec(), 2) + "\n", 0644);
+  if (!st.ok()) return fail(st.error());
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  Globals g;
+  CLI::App app{"comet-runtime: a runc-compatible OCI runtime that turns declared capabilities "
+               "into kernel-enforced policy",
+               "comet-runtime"};
+  app.set_version_flag("--version,-v", version_text());
+  app.add_option("--root", g.root, "root directory for container state")->capture_default_str();
+  app.add_option("--log", g.log, "log file (default: stderr)");
+  app.add_option("--log-format", g.log_format, "log format: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_flag("--debug", g.debug, "enable debug logging");
+  app.add_flag("--systemd-cgroup", g.systemd_cgroup,
+               "use the systemd cgroup driver (not available on hosts without systemd)");
+  app.require_subcommand(1);
+
+  CreateOptions co;
+  auto add_create_opts = [&](CLI::App* c) {
+    c->add_option("container-id", co.id, "container id")->required();
+    c->add_option("--bundle,-b", co.bundle, "path to the bundle directory")->capture_default_str();
+    c->add_option("--pid-file", co.pid_file, "write the container init's pid to this file");
+    c->add_option("--console-socket", co.console_socket,
+                  "unix socket that receives the pty master (process.terminal)");
+    c->add_flag("--no-pivot", co.no_pivot, "use MS_MOVE + chroot instead of pivot_root");
+    c->add_flag("--no-new-keyring", co.no_new_keyring, "do not create a new session keyring");
+    c->add_option("--preserve-fds", co.preserve_fds, "pass N fds after stdio to the container")
+        ->check(CLI::NonNegativeNumber);
+  };
+  auto* create = app.add_subcommand("create", "create a container (stopped before the user process)");
+  add_create_opts(create);
+  bool detach = false;
+  auto* run = app.add_subcommand("run", "create and start a container, wait for it, delete it");
+  add_create_opts(run);
+  run->add_flag("--detach,-d", detach, "start and return, leaving the container running");
+
+  std::string id;
+  auto* start = app.add_subcommand("start", "start a created container");
+  start->add_option("container-id", id)->required();
+  auto* state = app.add_subcommand("state", "print the container's state as JSON");
+  state->add_option("container-id", id)->required();
+
+  std::string sig = "SIGTERM";
+  bool all = false;
+  auto* kill = app.add_subcommand("kill", "send a signal (name or number, default SIGTERM) to the init");
+  kill->add_option("container-id", id)->required();
+  kill->add_option("signal", sig, "signal name or number")->capture_default_str();
+  kill->add_flag("--all,-a", all, "signal every process in the container");
+
+  bool force = false;
+  auto* del = app.add_subcommand("delete", "delete a stopped container and all its resources");
+  del->add_option("container-id", id)->required();
+  del->add_flag("--force,-f", force, "kill a running container first");
+
+  std::string format = "table";
+  bool quiet = false;
+  auto* list = app.add_subcommand("list", "list containers under --root");
+  list->alias("ls");
+  list->add_option("--format,-f", format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  list->add_flag("--quiet,-q", quiet, "print ids only");
+
+  auto* pause = app.add_subcommand("pause", "freeze every process of the container");
+  pause->add_option("container-id", id)->required();
+  auto* resume = app.add_subcommand("resume", "thaw a paused container");
+  resume->add_option("container-id", id)->required();
+
+  std::string spec_bundle;
+  bool rootless = false;
+  auto* spec = app.add_subcommand("spec", "write a default config.json (as runc spec does)");
+  spec->add_option("--bundle,-b", spec_bundle, "directory to write config.json into");
+  spec->add_flag("--rootless", rootless, "rootless spec (not supported)");
+
+  auto* features = app.add_subcommand("features", "print the implemented features as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    log::init(g.log, g.log_format == "json", g.debug);
+    std::string msg = e.what();
+    if (e.get_name() == "RequiredError" && msg.find("subcommand") != std::string::npos)
+      msg = "a command is required; see comet-runtime --help";
+    if (e.get_name() == "ExtrasError" && app.get_subcommands().empty())
+      msg = "unknown command: " + msg.substr(msg.find(':') + 1);
+    log::error(msg);
+    return 1;
+  }
+  if (!log::init(g.log, g.log_format == "json", g.debug)) {
+    std::fprintf(stderr, "comet-runtime: cannot open log file %s\n", g.log.c_str());
+    return 1;
+  }
+
+  if (*create) {
+    auto r = create_container(g, co);
+    return r.ok() ? 0 : fail(r.error());
+  }
+  if (*run) {
+    auto r = run_container(g, co, detach);
+    if (!r.ok()) return fail(r.error());
+    return *r;
+  }
+  if (*start) {
+    Status st = start_container(g, id);
+    return st.ok() ? 0 : fail(st.error());
+  }
+  if (*state) return print_state(g, id);
+  if (*kill) {
+    auto s = parse_signal(sig);
+    if (!s.ok()) return fail(s.error());
+    Status st = kill_container(g, id, *s, all);
+    return st.ok() ? 0 : fail(st.error());
+  }
+  if (*del) {
+    Status st = delete_container(g, id, force);
+    return st.ok() ? 0 : fail(st.error());
+  }
+  if (*list) return print_list(g, format, quiet);
+  if (*pause || *resume) {
+    Status st = pause_container(g, id, pause->parsed());
+    return st.ok() ? 0 : fail(st.error());
+  }
+  if (*spec) return write_spec(spec_bundle, rootless);
+  if (*features) {
+    std::cout << features_json() << "\n";
+    return 0;
+  }
+  return 1;
+}
+
+}  // namespace comet::runtime

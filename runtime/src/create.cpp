@@ -1,0 +1,331 @@
+// `create` and `run`: the parent side of the sync protocol in sync.hpp.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/container.hpp"
+#include "comet/runtime/hooks.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/plan.hpp"
+#include "comet/runtime/state_store.hpp"
+#include "comet/runtime/sync.hpp"
+#include "comet/runtime/sys.hpp"
+#include "comet/seccomp/seccomp.hpp"
+
+namespace comet::runtime {
+namespace {
+
+constexpr long kProcSuperMagic = 0x9fa0;
+
+// Our own fds must sit above the caller's preserved ones, or they would
+// leak into the container as "preserved".
+Result<UniqueFd> high(UniqueFd fd, int min_fd, const std::string& what) {
+  if (!fd.valid() || fd.get() >= min_fd) return fd;
+  int n = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, min_fd);
+  if (n < 0) return Error::sys(errno, "dup " + what);
+  return UniqueFd(n);
+}
+
+Result<UniqueFd> connect_unix(const std::string& path, const std::string& what) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error::sys(errno, "socket");
+  UniqueFd s(fd);
+  struct sockaddr_un a = {};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return Error::msg(what + " path too long: " + path);
+  std::memcpy(a.sun_path, path.data(), path.size());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
+    return Error::sys(errno, "connect to " + what + " " + path);
+  return s;
+}
+
+Status write_id_map(int procfd, int pid, const char* file, const std::vector<oci::IdMapping>& m) {
+  std::string text;
+  for (auto& e : m)
+    text += std::to_string(e.container_id) + " " + std::to_string(e.host_id) + " " +
+            std::to_string(e.size) + "\n";
+  std::string rel = std::to_string(pid) + "/" + file;
+  int fd = ::openat(procfd, rel.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Error::sys(errno, "open /proc/" + rel);
+  UniqueFd owner(fd);
+  if (::write(fd, text.data(), text.size()) < 0) return Error::sys(errno, "write /proc/" + rel);
+  return ok();
+}
+
+std::string hook_state(const std::string& id, int pid, const std::string& bundle,
+                       const std::map<std::string, std::string>& ann, oci::ContainerStatus status) {
+  oci::State st;
+  st.oci_version = oci_version();
+  st.id = id;
+  st.status = status;
+  st.pid = pid;
+  st.bundle = bundle;
+  st.annotations = ann;
+  return oci::to_json(st, -1);
+}
+
+// Undoes a failed create: the child, the cgroups, the state dir.
+struct CreateCleanup {
+  ContainerDir* dir = nullptr;
+  std::vector<std::string> cgroup_dirs;
+  ChildGuard stage1;
+  PidFd init;
+  bool armed = true;
+  ~CreateCleanup() {
+    if (!armed) return;
+    if (init.valid()) {
+      init.send_signal(SIGKILL);
+      init.wait_exit(2000);
+    }
+    stage1.kill_and_reap();
+    // The init (a grandchild on the slow path) may be our child: reap it.
+    while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+    }
+    if (!cgroup_dirs.empty()) (void)destroy_cgroups(cgroup_dirs);
+    if (dir) (void)dir->remove();
+  }
+};
+
+Result<std::string> resolve_dir(const std::string& p, const std::string& what) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) return Error::sys(errno, what + " " + p);
+  struct stat st;
+  if (::stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) return Error::sys(ENOTDIR, what + " " + p);
+  return std::string(buf);
+}
+
+}  // namespace
+
+Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep_child) {
+  TRYV(validate_id(o.id));
+  if (g.systemd_cgroup)
+    return Error::msg("systemd cgroup driver requested (--systemd-cgroup), but systemd is not "
+                      "running on this host; use the cgroupfs driver");
+  TRY(std::string bundle, resolve_dir(o.bundle, "bundle"));
+  TRY(std::string config_text, read_file(bundle + "/config.json"));
+  TRY(oci::Spec spec, oci::parse_spec(config_text));
+  TRYV(oci::validate_spec(spec));
+  if (!spec.process) return Error::msg("config.json: process: required");
+  if (!spec.root || spec.root->path.empty()) return Error::msg("config.json: root.path: required");
+  std::string rootfs_path =
+      spec.root->path[0] == '/' ? spec.root->path : join_path(bundle, spec.root->path);
+  TRY(std::string rootfs, resolve_dir(rootfs_path, "rootfs"));
+  if (spec.process->terminal && o.console_socket.empty())
+    return Error::msg("cannot allocate tty if runc will detach without setting console socket");
+  if (!spec.process->terminal && !o.console_socket.empty())
+    return Error::msg("cannot use console socket if runc will not detach or allocate tty");
+
+  PlanInputs pin{o.id, bundle, rootfs, o.no_pivot, o.no_new_keyring, o.preserve_fds};
+  // LISTEN_FDS (socket activation) passes through, as runc does.
+  if (const char* lf = std::getenv("LISTEN_FDS")) {
+    int n = std::atoi(lf);
+    if (n > 0) {
+      pin.preserve_fds += n;
+      spec.process->env.push_back("LISTEN_FDS=" + std::to_string(n));
+      spec.process->env.push_back("LISTEN_PID=1");
+    }
+  }
+  TRY(ChildContext ctx, plan_child(spec, pin));
+  const oci::Linux empty_linux;
+  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+  if (lx.seccomp) {
+    TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
+    ctx.has_seccomp = true;
+  }
+  TRY(ctx.cgroups, plan_cgroups(lx.cgroups_path, o.id));
+
+  ContainerDir dir(g.root, o.id);
+  TRYV(dir.create());
+  CreateCleanup cleanup;
+  cleanup.dir = &dir;
+  TRY(UniqueFd lock, dir.lock());
+  TRYV(write_file_atomic(dir.file("config.json"), config_text));
+  if (::mkfifo(dir.file("exec.fifo").c_str(), 0600) < 0)
+    return Error::sys(errno, "mkfifo " + dir.file("exec.fifo"));
+
+  // Fds the child inherits. All above 2 + preserve_fds.
+  int min_fd = 3 + pin.preserve_fds;
+  TRY(UniqueFd state_fd, high(UniqueFd(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)), min_fd, "state dir"));
+  TRY(UniqueFd proc_fd, high(UniqueFd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)), min_fd, "/proc"));
+  struct statfs sfs;
+  if (!proc_fd || ::fstatfs(proc_fd.get(), &sfs) < 0 || sfs.f_type != kProcSuperMagic)
+    return Error::msg("/proc is not a procfs mount");
+  UniqueFd console;
+  if (!o.console_socket.empty()) {
+    TRY(UniqueFd c, connect_unix(o.console_socket, "console socket"));
+    TRY(console, high(std::move(c), min_fd, "console socket"));
+  }
+  UniqueFd listener;
+  if (ctx.has_seccomp && ctx.seccomp.needs_listener) {
+    TRY(UniqueFd l, connect_unix(ctx.seccomp.listener_path, "seccomp listener"));
+    TRY(listener, high(std::move(l), min_fd, "seccomp listener"));
+  }
+  std::vector<UniqueFd> join_fds;
+  for (auto& j : ctx.joins) {
+    int fd = ::open(j.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::sys(errno, "open namespace " + j.path);
+    TRY(UniqueFd h, high(UniqueFd(fd), min_fd, j.path));
+    j.fd = h.get();
+    join_fds.push_back(std::move(h));
+  }
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return Error::sys(errno, "socketpair");
+  TRY(UniqueFd sync_parent, high(UniqueFd(sp[0]), min_fd, "sync socket"));
+  TRY(UniqueFd sync_child, high(UniqueFd(sp[1]), min_fd, "sync socket"));
+  ctx.sync_fd = sync_child.get();
+  ctx.state_dir_fd = state_fd.get();
+  ctx.proc_fd = proc_fd.get();
+  ctx.lock_fd = lock.get();
+  ctx.console_sock_fd = console.get();
+  ctx.seccomp_listener_sock = listener.get();
+
+  TRYV(create_cgroups(ctx.cgroups));
+  cleanup.cgroup_dirs = ctx.cgroups.dirs();
+  if (lx.resources) TRYV(apply_resources(ctx.cgroups, *lx.resources));
+
+  ContainerRecord rec;
+  rec.id = o.id;
+  rec.bundle = bundle;
+  rec.rootfs = rootfs;
+  rec.created = rfc3339_now();
+  rec.owner = "";
+  rec.annotations = spec.annotations;
+  rec.cgroup_dirs = ctx.cgroups.dirs();
+  rec.freezer_dir = ctx.cgroups.freezer_dir;
+  rec.freezer_v2 = ctx.cgroups.freezer_v2;
+  rec.terminal = spec.process->terminal;
+  TRYV(dir.save(rec));
+
+  if (keep_child && ctx.slow_path) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  int clone_flags = ctx.slow_path ? 0 : (ctx.new_ns_flags & ~CLONE_NEWCGROUP);
+  long pid = ::syscall(SYS_clone, clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid < 0) return Error::sys(errno, "clone");
+  if (pid == 0) {
+    sync_parent.reset();
+    child_main(ctx);
+  }
+  sync_child.reset();
+  cleanup.stage1 = ChildGuard(static_cast<pid_t>(pid));
+  int sfd = sync_parent.get();
+  const auto& uidm = lx.uid_mappings;
+  const auto& gidm = lx.gid_mappings;
+  bool new_user = ctx.new_ns_flags & CLONE_NEWUSER;
+
+  /* sync 1 */
+  if (new_user) {
+    if (ctx.slow_path) TRYV(expect_msg(sfd, MsgType::kNeedMaps));
+    TRYV(write_id_map(proc_fd.get(), static_cast<int>(pid), "uid_map", uidm));
+    TRYV(write_id_map(proc_fd.get(), static_cast<int>(pid), "gid_map", gidm));
+    if (ctx.slow_path && send_msg(sfd, MsgType::kMapsDone)) return Error::msg("container init died");
+  }
+  TRYV(join_cgroups(ctx.cgroups, static_cast<int>(pid)));
+  if (spec.process->oom_score_adj) {
+    std::string rel = std::to_string(pid) + "/oom_score_adj";
+    int fd = ::openat(proc_fd.get(), rel.c_str(), O_WRONLY | O_CLOEXEC);
+    std::string v = std::to_string(*spec.process->oom_score_adj);
+    if (fd < 0 || ::write(fd, v.data(), v.size()) < 0) {
+      int e = errno;
+      if (fd >= 0) ::close(fd);
+      return Error::sys(e, "set oom_score_adj to " + v);
+    }
+    ::close(fd);
+  }
+  /* sync 2 */
+  if (int r = send_msg(sfd, MsgType::kGo)) return Error::sys(r, "sync with container init");
+  int init_pid = static_cast<int>(pid);
+  if (ctx.slow_path && (ctx.new_ns_flags & (CLONE_NEWPID | CLONE_NEWTIME) ||
+                        std::any_of(ctx.joins.begin(), ctx.joins.end(),
+                                    [](auto& j) { return j.clone_flag == CLONE_NEWPID; }))) {
+    TRY(Msg m, expect_msg(sfd, MsgType::kInitPid));
+    init_pid = m.value;
+    PidFd::open(init_pid, &cleanup.init);
+    cleanup.stage1.wait();
+  } else {
+    PidFd::open(init_pid, &cleanup.init);
+  }
+  rec.pid = init_pid;
+  rec.start_time = process_start_time(init_pid);
+  TRYV(dir.save(rec));
+
+  /* sync 3: hooks in the runtime namespace */
+  TRYV(expect_msg(sfd, MsgType::kMountsDone));
+  std::string hs = hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
+  TRYV(write_file_atomic(dir.file("hookstate.json"), hs));
+  if (spec.hooks) {
+    TRYV(run_hooks(spec.hooks->prestart, "prestart", hs));
+    TRYV(run_hooks(spec.hooks->create_runtime, "createRuntime", hs));
+  }
+  if (int r = send_msg(sfd, MsgType::kHooksDone)) return Error::sys(r, "sync with container init");
+  /* sync 4 */
+  TRYV(expect_msg(sfd, MsgType::kReady));
+
+  rec.create_done = true;
+  TRYV(dir.save(rec));
+  if (!o.pid_file.empty()) {
+    std::string pf = o.pid_file;
+    TRYV(write_file_atomic(pf, std::to_string(init_pid), 0644));
+  }
+  cleanup.armed = false;
+  if (!keep_child) cleanup.stage1.release();
+  else cleanup.stage1.release();
+  return init_pid;
+}
+
+Result<int> run_container(const Globals& g, const CreateOptions& o, bool detach) {
+  // Signals that arrive while the container runs go to its init.
+  sigset_t fwd;
+  sigemptyset(&fwd);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD})
+    sigaddset(&fwd, s);
+  TRY(int pid, create_container(g, o, !detach));
+  if (detach) {
+    TRYV(start_container(g, o.id));
+    return 0;
+  }
+  sigset_t old;
+  ::sigprocmask(SIG_BLOCK, &fwd, &old);
+  UniqueFd sfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
+  Status st = start_container(g, o.id);
+  if (!st.ok()) {
+    (void)delete_container(g, o.id, true);
+    return std::move(st).error();
+  }
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG | __WALL);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      status = 0;
+      break;
+    }
+    struct signalfd_siginfo si;
+    if (::read(sfd.get(), &si, sizeof si) != sizeof si) continue;
+    if (si.ssi_signo == SIGCHLD) {
+      // Reap any other child (a re-parented process, a stage-1 leftover).
+      continue;
+    }
+    ::kill(pid, static_cast<int>(si.ssi_signo));
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  (void)delete_container(g, o.id, true);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+}  // namespace comet::runtime

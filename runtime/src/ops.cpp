@@ -1,0 +1,259 @@
+// start, kill, delete, state, list, pause/resume.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/container.hpp"
+#include "comet/runtime/hooks.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/state_store.hpp"
+#include "comet/runtime/sys.hpp"
+
+namespace comet::runtime {
+namespace {
+
+struct Loaded {
+  ContainerDir dir;
+  UniqueFd lock;
+  ContainerRecord rec;
+  oci::ContainerStatus status;
+};
+
+Result<Loaded> load(const Globals& g, const std::string& id) {
+  TRYV(validate_id(id));
+  ContainerDir dir(g.root, id);
+  if (!dir.exists()) return Error::msg("container " + id + " does not exist");
+  TRY(UniqueFd lock, dir.lock());
+  TRY(ContainerRecord rec, dir.load());
+  oci::ContainerStatus st = derive_status(dir, rec);
+  return Loaded{std::move(dir), std::move(lock), std::move(rec), st};
+}
+
+// A signal to the init only if it is still the process we started.
+int signal_init(const ContainerRecord& rec, int sig) {
+  PidFd p;
+  if (int e = PidFd::open(rec.pid, &p)) return e;
+  if (rec.start_time && process_start_time(rec.pid) != rec.start_time) return ESRCH;
+  return p.send_signal(sig);
+}
+
+std::optional<oci::Spec> saved_spec(const ContainerDir& dir) {
+  auto text = read_file(dir.file("config.json"));
+  if (!text.ok()) return std::nullopt;
+  auto spec = oci::parse_spec(*text);
+  if (!spec.ok()) return std::nullopt;
+  return std::move(*spec);
+}
+
+std::string state_doc(const Loaded& l, oci::ContainerStatus st) {
+  oci::State s;
+  s.oci_version = oci_version();
+  s.id = l.rec.id;
+  s.status = st;
+  s.pid = st == oci::ContainerStatus::kStopped ? 0 : l.rec.pid;
+  s.bundle = l.rec.bundle;
+  s.annotations = l.rec.annotations;
+  return oci::to_json(s, -1);
+}
+
+void kill_everything(const ContainerRecord& rec) {
+  // The init first (a pid namespace's init takes the rest with it), then
+  // whatever is left in the cgroup (no pid namespace, or joined ones).
+  PidFd p;
+  if (rec.pid > 0 && PidFd::open(rec.pid, &p) == 0 &&
+      (rec.start_time == 0 || process_start_time(rec.pid) == rec.start_time)) {
+    p.send_signal(SIGKILL);
+    if (!rec.freezer_dir.empty() && cgroup_frozen(rec.freezer_dir, rec.freezer_v2))
+      (void)freeze(rec.freezer_dir, rec.freezer_v2, false);
+    p.wait_exit(5000);
+  }
+  for (int round = 0; round < 50; round++) {
+    auto pids = cgroup_pids(rec.cgroup_dirs);
+    if (pids.empty()) break;
+    for (int pid : pids) ::kill(pid, SIGKILL);
+    if (!rec.freezer_dir.empty() && cgroup_frozen(rec.freezer_dir, rec.freezer_v2))
+      (void)freeze(rec.freezer_dir, rec.freezer_v2, false);
+    ::usleep(round < 5 ? 1000 : 10000);
+  }
+  for (size_t i = 0; i < rec.helper_pids.size(); i++) {
+    int hp = rec.helper_pids[i];
+    unsigned long long st = i < rec.helper_starts.size() ? rec.helper_starts[i] : 0;
+    if (hp > 0 && (st == 0 || process_start_time(hp) == st)) ::kill(hp, SIGKILL);
+  }
+}
+
+}  // namespace
+
+std::string oci_version() { return "1.2.0"; }
+
+Status start_container(const Globals& g, const std::string& id) {
+  TRY(Loaded l, load(g, id));
+  switch (l.status) {
+    case oci::ContainerStatus::kCreated: break;
+    case oci::ContainerStatus::kStopped: return Error::msg("cannot start a container that has stopped");
+    case oci::ContainerStatus::kCreating: return Error::msg("cannot start a container that is still being created");
+    default: return Error::msg("cannot start an already running container");
+  }
+  std::string fifo = l.dir.file("exec.fifo");
+  int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Error::sys(errno, "open " + fifo);
+  UniqueFd f(fd);
+  PidFd p;
+  if (int e = PidFd::open(l.rec.pid, &p)) return Error::sys(e, "container init " + std::to_string(l.rec.pid));
+  struct pollfd pfds[2] = {{fd, POLLIN, 0}, {p.fd(), POLLIN, 0}};
+  for (;;) {
+    int r = ::poll(pfds, 2, 10000);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Error::sys(errno, "poll exec fifo");
+    if (r == 0) return Error::msg("timed out waiting for the container init to start");
+    if (pfds[0].revents & POLLIN) break;
+    if (pfds[1].revents) return Error::msg("container init exited before start");
+    if (pfds[0].revents & POLLHUP) return Error::msg("container init closed the exec fifo");
+  }
+  char b;
+  if (::read(fd, &b, 1) != 1) return Error::msg("container init exited before start");
+  ::unlink(fifo.c_str());
+  if (auto spec = saved_spec(l.dir); spec && spec->hooks && !spec->hooks->poststart.empty()) {
+    std::string hs = state_doc(l, oci::ContainerStatus::kRunning);
+    Status st = run_hooks(spec->hooks->poststart, "poststart", hs);
+    if (!st.ok()) log::warn(st.error().what());
+  }
+  return ok();
+}
+
+Status kill_container(const Globals& g, const std::string& id, int sig, bool all) {
+  TRY(Loaded l, load(g, id));
+  if (l.status == oci::ContainerStatus::kStopped) {
+    if (all) return ok();  // containerd: kill --all after exit is not an error
+    return Error::msg("container not running");
+  }
+  if (all) {
+    for (int pid : cgroup_pids(l.rec.cgroup_dirs)) ::kill(pid, sig);
+    if (sig == SIGKILL && l.status == oci::ContainerStatus::kPaused)
+      (void)freeze(l.rec.freezer_dir, l.rec.freezer_v2, false);
+    return ok();
+  }
+  int e = signal_init(l.rec, sig);
+  if (e == ESRCH) return Error::msg("container not running");
+  if (e) return Error::sys(e, "kill container " + id);
+  return ok();
+}
+
+Status delete_container(const Globals& g, const std::string& id, bool force) {
+  TRYV(validate_id(id));
+  ContainerDir dir(g.root, id);
+  if (!dir.exists()) {
+    if (force) return ok();  // containerd runs delete, then delete --force
+    return Error::msg("container " + id + " does not exist");
+  }
+  TRY(UniqueFd lock, dir.lock());
+  auto rec_r = dir.load();
+  if (!rec_r.ok()) {
+    // A create killed before its first record, or a corrupt record:
+    // nothing is known to clean but the directory itself.
+    if (!force) return std::move(rec_r).error();
+    return dir.remove();
+  }
+  ContainerRecord rec = std::move(*rec_r);
+  oci::ContainerStatus st = derive_status(dir, rec);
+  if (!force && (st == oci::ContainerStatus::kRunning || st == oci::ContainerStatus::kPaused))
+    return Error::msg("cannot delete container " + id + " that is not stopped: " +
+                      oci::status_name(st));
+  kill_everything(rec);
+  Status result = destroy_cgroups(rec.cgroup_dirs);
+  for (auto& p : rec.cleanup_paths) {
+    ::umount2(p.c_str(), MNT_DETACH);
+    ::unlink(p.c_str());
+  }
+  if (auto spec = saved_spec(dir); spec && spec->hooks && !spec->hooks->poststop.empty()) {
+    oci::State s;
+    s.oci_version = oci_version();
+    s.id = id;
+    s.status = oci::ContainerStatus::kStopped;
+    s.bundle = rec.bundle;
+    s.annotations = rec.annotations;
+    Status hs = run_hooks(spec->hooks->poststop, "poststop", oci::to_json(s, -1));
+    if (!hs.ok()) log::warn(hs.error().what());
+  }
+  Status rm = dir.remove();
+  if (!result.ok()) return result;
+  return rm;
+}
+
+Result<oci::State> container_state(const Globals& g, const std::string& id) {
+  TRY(Loaded l, load(g, id));
+  oci::State s;
+  s.oci_version = oci_version();
+  s.id = l.rec.id;
+  s.status = l.status;
+  s.pid = l.status == oci::ContainerStatus::kStopped ? 0 : l.rec.pid;
+  s.bundle = l.rec.bundle;
+  s.annotations = l.rec.annotations;
+  return s;
+}
+
+Status pause_container(const Globals& g, const std::string& id, bool pause) {
+  TRY(Loaded l, load(g, id));
+  if (pause && l.status != oci::ContainerStatus::kRunning && l.status != oci::ContainerStatus::kCreated)
+    return Error::msg("container not running");
+  if (!pause && l.status != oci::ContainerStatus::kPaused) return Error::msg("container not paused");
+  return freeze(l.rec.freezer_dir, l.rec.freezer_v2, pause);
+}
+
+std::vector<ListEntry> list_containers(const Globals& g) {
+  std::vector<ListEntry> out;
+  for (auto& id : list_ids(g.root)) {
+    ContainerDir dir(g.root, id);
+    auto rec = dir.load();
+    if (!rec.ok()) continue;
+    ListEntry e;
+    oci::ContainerStatus st = derive_status(dir, *rec);
+    e.state.oci_version = oci_version();
+    e.state.id = id;
+    e.state.status = st;
+    e.state.pid = st == oci::ContainerStatus::kStopped ? 0 : rec->pid;
+    e.state.bundle = rec->bundle;
+    e.state.annotations = rec->annotations;
+    e.created = rec->created;
+    e.owner = rec->owner;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<int> parse_signal(const std::string& s) {
+  if (s.empty()) return Error::msg("invalid signal \"\"");
+  if (std::all_of(s.begin(), s.end(), ::isdigit)) {
+    int n = std::atoi(s.c_str());
+    if (n <= 0 || n > 64) return Error::msg("invalid signal \"" + s + "\"");
+    return n;
+  }
+  std::string name = s;
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (int n = 1; n < 32; n++) {
+    const char* abbrev = sigabbrev_np(n);
+    if (abbrev && name == abbrev) return n;
+  }
+  if (name.rfind("RTMIN", 0) == 0 || name.rfind("RTMAX", 0) == 0) {
+    int base = name[2] == 'M' && name[3] == 'I' ? SIGRTMIN : SIGRTMAX;
+    std::string rest = name.substr(5);
+    int off = rest.empty() ? 0 : std::atoi(rest.c_str());
+    int n = base + off;
+    if (n >= SIGRTMIN && n <= SIGRTMAX) return n;
+  }
+  return Error::msg("unknown signal \"" + s + "\"");
+}
+
+}  // namespace comet::runtime

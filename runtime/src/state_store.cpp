@@ -1,0 +1,149 @@
+#include "comet/runtime/state_store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/sys.hpp"
+
+namespace comet::runtime {
+
+using nlohmann::json;
+
+Status validate_id(const std::string& id) {
+  if (id.empty()) return Error::msg("invalid container id: must not be empty");
+  if (id.size() > 1024) return Error::msg("invalid container id: longer than 1024 characters");
+  if (id == "." || id == "..") return Error::msg("invalid container id \"" + id + "\"");
+  for (unsigned char c : id) {
+    bool okc = std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '+';
+    if (!okc)
+      return Error::msg("invalid container id \"" + id +
+                        "\": only [A-Za-z0-9_+.-] are allowed");
+  }
+  if (id.find("..") != std::string::npos)
+    return Error::msg("invalid container id \"" + id + "\": must not contain \"..\"");
+  return ok();
+}
+
+ContainerDir::ContainerDir(std::string root, std::string id)
+    : root_(std::move(root)), id_(std::move(id)), path_(join_path(root_, id_)) {}
+
+bool ContainerDir::exists() const {
+  struct stat st;
+  return ::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status ContainerDir::create() {
+  TRYV(mkdir_p(root_, 0711));
+  if (::mkdir(path_.c_str(), 0711) < 0) {
+    if (errno == EEXIST) return Error::msg("container with id exists: " + id_);
+    return Error::sys(errno, "mkdir " + path_);
+  }
+  return ok();
+}
+
+Result<UniqueFd> ContainerDir::lock() const {
+  std::string p = file("lock");
+  int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == ENOENT) return Error::msg("container " + id_ + " does not exist");
+    return Error::sys(errno, "open " + p);
+  }
+  UniqueFd owner(fd);
+  while (::flock(fd, LOCK_EX) < 0) {
+    if (errno != EINTR) return Error::sys(errno, "flock " + p);
+  }
+  // The directory may have been removed by a delete we waited for.
+  struct stat a, b;
+  if (::fstat(fd, &a) < 0 || ::stat(p.c_str(), &b) < 0 || a.st_ino != b.st_ino)
+    return Error::msg("container " + id_ + " does not exist");
+  return owner;
+}
+
+Status ContainerDir::save(const ContainerRecord& r) const {
+  json j = {{"id", r.id},
+            {"bundle", r.bundle},
+            {"rootfs", r.rootfs},
+            {"created", r.created},
+            {"owner", r.owner},
+            {"pid", r.pid},
+            {"start_time", r.start_time},
+            {"create_done", r.create_done},
+            {"annotations", r.annotations},
+            {"cgroup_dirs", r.cgroup_dirs},
+            {"freezer_dir", r.freezer_dir},
+            {"freezer_v2", r.freezer_v2},
+            {"helper_pids", r.helper_pids},
+            {"helper_starts", r.helper_starts},
+            {"layers", r.layers},
+            {"cleanup_paths", r.cleanup_paths},
+            {"terminal", r.terminal}};
+  return write_file_atomic(file("state.json"), j.dump());
+}
+
+Result<ContainerRecord> ContainerDir::load() const {
+  auto text = read_file(file("state.json"));
+  if (!text.ok()) {
+    if (text.error().err() == ENOENT) return Error::msg("container " + id_ + " does not exist");
+    return std::move(text).error();
+  }
+  try {
+    json j = json::parse(*text);
+    ContainerRecord r;
+    r.id = j.at("id").get<std::string>();
+    r.bundle = j.at("bundle").get<std::string>();
+    r.rootfs = j.value("rootfs", "");
+    r.created = j.value("created", "");
+    r.owner = j.value("owner", "");
+    r.pid = j.at("pid").get<int>();
+    r.start_time = j.value("start_time", 0ULL);
+    r.create_done = j.value("create_done", false);
+    r.annotations = j.value("annotations", std::map<std::string, std::string>{});
+    r.cgroup_dirs = j.value("cgroup_dirs", std::vector<std::string>{});
+    r.freezer_dir = j.value("freezer_dir", "");
+    r.freezer_v2 = j.value("freezer_v2", false);
+    r.helper_pids = j.value("helper_pids", std::vector<int>{});
+    r.helper_starts = j.value("helper_starts", std::vector<unsigned long long>{});
+    r.layers = j.value("layers", std::vector<std::string>{});
+    r.cleanup_paths = j.value("cleanup_paths", std::vector<std::string>{});
+    r.terminal = j.value("terminal", false);
+    return r;
+  } catch (const std::exception& e) {
+    return Error::msg("container " + id_ + ": corrupt state " + file("state.json") + ": " +
+                      e.what());
+  }
+}
+
+Status ContainerDir::remove() const { return remove_tree(path_); }
+
+oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecord& rec) {
+  bool alive = rec.pid > 0 && !process_dead(rec.pid) &&
+               (rec.start_time == 0 || process_start_time(rec.pid) == rec.start_time);
+  if (!alive) return oci::ContainerStatus::kStopped;
+  if (!rec.create_done) return oci::ContainerStatus::kCreating;
+  if (path_exists(dir.file("exec.fifo"))) return oci::ContainerStatus::kCreated;
+  if (!rec.freezer_dir.empty() && cgroup_frozen(rec.freezer_dir, rec.freezer_v2))
+    return oci::ContainerStatus::kPaused;
+  return oci::ContainerStatus::kRunning;
+}
+
+std::vector<std::string> list_ids(const std::string& root) {
+  std::vector<std::string> ids;
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return ids;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) ids.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace comet::runtime

@@ -1,0 +1,172 @@
+// The built-in Docker-like default profile: moby's profiles/seccomp/default.json
+// as Docker resolves it for the host architecture, Docker's default
+// capability set (which has CAP_SYS_CHROOT but not CAP_SYS_ADMIN,
+// CAP_SYS_PTRACE, CAP_SYS_MODULE, ...) and a kernel >= 4.8.
+#include <cerrno>
+#include <string_view>
+
+#include "comet/seccomp/seccomp.hpp"
+
+namespace comet::seccomp {
+namespace {
+
+// Allowed unconditionally on every architecture (names a given architecture
+// or libseccomp does not know are skipped by compile()).
+constexpr std::string_view kAllowed =
+    "accept accept4 access adjtimex alarm bind brk cachestat capget capset chdir chmod chown "
+    "chown32 clock_adjtime clock_adjtime64 clock_getres clock_getres_time64 clock_gettime "
+    "clock_gettime64 clock_nanosleep clock_nanosleep_time64 close close_range connect "
+    "copy_file_range creat dup dup2 dup3 epoll_create epoll_create1 epoll_ctl epoll_ctl_old "
+    "epoll_pwait epoll_pwait2 epoll_wait epoll_wait_old eventfd eventfd2 execve execveat exit "
+    "exit_group faccessat faccessat2 fadvise64 fadvise64_64 fallocate fanotify_mark fchdir fchmod "
+    "fchmodat fchmodat2 fchown fchown32 fchownat fcntl fcntl64 fdatasync fgetxattr flistxattr "
+    "flock fork fremovexattr fsetxattr fstat fstat64 fstatat64 fstatfs fstatfs64 fsync ftruncate "
+    "ftruncate64 futex futex_requeue futex_time64 futex_wait futex_waitv futex_wake futimesat "
+    "getcpu getcwd getdents getdents64 getegid getegid32 geteuid geteuid32 getgid getgid32 "
+    "getgroups getgroups32 getitimer getpeername getpgid getpgrp getpid getppid getpriority "
+    "getrandom getresgid getresgid32 getresuid getresuid32 getrlimit get_robust_list getrusage "
+    "getsid getsockname getsockopt get_thread_area gettid gettimeofday getuid getuid32 getxattr "
+    "inotify_add_watch inotify_init inotify_init1 inotify_rm_watch io_cancel ioctl io_destroy "
+    "io_getevents io_pgetevents io_pgetevents_time64 ioprio_get ioprio_set io_setup io_submit "
+    "io_uring_enter io_uring_register io_uring_setup ipc kill landlock_add_rule "
+    "landlock_create_ruleset landlock_restrict_self lchown lchown32 lgetxattr link linkat listen "
+    "listxattr llistxattr _llseek lremovexattr lseek lsetxattr lstat lstat64 madvise "
+    "map_shadow_stack membarrier memfd_create memfd_secret mincore mkdir mkdirat mknod mknodat "
+    "mlock mlock2 mlockall mmap mmap2 mprotect mq_getsetattr mq_notify mq_open mq_timedreceive "
+    "mq_timedreceive_time64 mq_timedsend mq_timedsend_time64 mq_unlink mremap msgctl msgget "
+    "msgrcv msgsnd msync munlock munlockall munmap name_to_handle_at nanosleep newfstatat "
+    "_newselect open openat openat2 pause pidfd_open pidfd_send_signal pipe pipe2 pkey_alloc "
+    "pkey_free pkey_mprotect poll ppoll ppoll_time64 prctl pread64 preadv preadv2 prlimit64 "
+    "process_mrelease pselect6 pselect6_time64 pwrite64 pwritev pwritev2 read readahead readlink "
+    "readlinkat readv recv recvfrom recvmmsg recvmmsg_time64 recvmsg remap_file_pages "
+    "removexattr rename renameat renameat2 restart_syscall rmdir rseq rt_sigaction rt_sigpending "
+    "rt_sigprocmask rt_sigqueueinfo rt_sigreturn rt_sigsuspend rt_sigtimedwait "
+    "rt_sigtimedwait_time64 rt_tgsigqueueinfo sched_getaffinity sched_getattr sched_getparam "
+    "sched_get_priority_max sched_get_priority_min sched_getscheduler sched_rr_get_interval "
+    "sched_rr_get_interval_time64 sched_setaffinity sched_setattr sched_setparam "
+    "sched_setscheduler sched_yield seccomp select semctl semget semop semtimedop "
+    "semtimedop_time64 send sendfile sendfile64 sendmmsg sendmsg sendto setfsgid setfsgid32 "
+    "setfsuid setfsuid32 setgid setgid32 setgroups setgroups32 setitimer setpgid setpriority "
+    "setregid setregid32 setresgid setresgid32 setresuid setresuid32 setreuid setreuid32 "
+    "setrlimit set_robust_list setsid setsockopt set_thread_area set_tid_address setuid setuid32 "
+    "setxattr shmat shmctl shmdt shmget shutdown sigaltstack signalfd signalfd4 sigprocmask "
+    "sigreturn socketcall socketpair splice stat stat64 statfs statfs64 statx symlink symlinkat "
+    "sync sync_file_range syncfs sysinfo tee tgkill time timer_create timer_delete "
+    "timer_getoverrun timer_gettime timer_gettime64 timer_settime timer_settime64 timerfd_create "
+    "timerfd_gettime timerfd_gettime64 timerfd_settime timerfd_settime64 times tkill truncate "
+    "truncate64 ugetrlimit umask uname unlink unlinkat utime utimensat utimensat_time64 utimes "
+    "vfork vmsplice wait4 waitid waitpid write writev "
+    // "minKernel": "4.8"
+    "process_vm_readv process_vm_writev ptrace "
+    // CAP_SYS_CHROOT is in Docker's default capability set
+    "chroot";
+
+// "includes": {"arches": [...]} entries for the host architecture.
+#if defined(__x86_64__)
+constexpr std::string_view kArchAllowed = "arch_prctl modify_ldt";
+#elif defined(__i386__)
+constexpr std::string_view kArchAllowed = "modify_ldt";
+#elif defined(__aarch64__) || defined(__arm__)
+constexpr std::string_view kArchAllowed =
+    "arm_fadvise64_64 arm_sync_file_range sync_file_range2 breakpoint cacheflush set_tls";
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+constexpr std::string_view kArchAllowed = "sync_file_range2 swapcontext";
+#elif defined(__s390x__) || defined(__s390__)
+constexpr std::string_view kArchAllowed =
+    "s390_pci_mmio_read s390_pci_mmio_write s390_runtime_instr";
+#elif defined(__riscv)
+constexpr std::string_view kArchAllowed = "riscv_flush_icache";
+#else
+constexpr std::string_view kArchAllowed = "";
+#endif
+
+// archMap: the host architecture and its sub-architectures.
+#if defined(__x86_64__)
+constexpr std::string_view kArches = "SCMP_ARCH_X86_64 SCMP_ARCH_X86 SCMP_ARCH_X32";
+#elif defined(__aarch64__)
+constexpr std::string_view kArches = "SCMP_ARCH_AARCH64 SCMP_ARCH_ARM";
+#elif defined(__s390x__)
+constexpr std::string_view kArches = "SCMP_ARCH_S390X SCMP_ARCH_S390";
+#elif defined(__riscv)
+constexpr std::string_view kArches = "SCMP_ARCH_RISCV64";
+#else
+constexpr std::string_view kArches = "";
+#endif
+
+// personality(2) personas an unprivileged container may select: PER_LINUX,
+// PER_LINUX32 (8), UNAME26 (0x20000), PER_LINUX32|UNAME26, and 0xffffffff
+// (query).
+constexpr uint64_t kPersonalities[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+
+// clone(2) without namespace flags (CLONE_NEWNS|NEWUTS|NEWIPC|NEWUSER|NEWPID|
+// NEWNET|NEWCGROUP): "excludes": {"caps": ["CAP_SYS_ADMIN"]}.
+constexpr uint64_t kCloneNamespaceMask = 2114060288;  // 0x7E020000
+#if defined(__s390x__) || defined(__s390__)
+constexpr uint32_t kCloneFlagsArg = 1;  // s390 swaps clone's first two arguments
+#else
+constexpr uint32_t kCloneFlagsArg = 0;
+#endif
+
+constexpr uint64_t kAfVsock = 40;
+
+std::vector<std::string> split(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const std::size_t sp = s.find(' ');
+    if (sp != 0) out.emplace_back(s.substr(0, sp));
+    if (sp == std::string_view::npos) break;
+    s.remove_prefix(sp + 1);
+  }
+  return out;
+}
+
+oci::SeccompSyscall allow(std::vector<std::string> names, std::vector<oci::SeccompArg> args = {}) {
+  oci::SeccompSyscall s;
+  s.names = std::move(names);
+  s.action = "SCMP_ACT_ALLOW";
+  s.args = std::move(args);
+  return s;
+}
+
+oci::SeccompArg arg(uint32_t index, uint64_t value, std::string op) {
+  oci::SeccompArg a;
+  a.index = index;
+  a.value = value;
+  a.op = std::move(op);
+  return a;
+}
+
+oci::Seccomp build() {
+  oci::Seccomp p;
+  p.default_action = "SCMP_ACT_ERRNO";
+  p.default_errno_ret = EPERM;
+  p.architectures = split(kArches);
+  p.syscalls.push_back(allow(split(kAllowed)));
+  if (!kArchAllowed.empty()) p.syscalls.push_back(allow(split(kArchAllowed)));
+  p.syscalls.push_back(allow({"socket"}, {arg(0, kAfVsock, "SCMP_CMP_NE")}));
+  for (uint64_t persona : kPersonalities) {
+    p.syscalls.push_back(allow({"personality"}, {arg(0, persona, "SCMP_CMP_EQ")}));
+  }
+  p.syscalls.push_back(
+      allow({"clone"}, {arg(kCloneFlagsArg, kCloneNamespaceMask, "SCMP_CMP_MASKED_EQ")}));
+  // Without CAP_SYS_ADMIN clone3 cannot be filtered on its flags (they are
+  // behind a pointer): ENOSYS makes libc fall back to clone.
+  oci::SeccompSyscall clone3;
+  clone3.names = {"clone3"};
+  clone3.action = "SCMP_ACT_ERRNO";
+  clone3.errno_ret = ENOSYS;
+  p.syscalls.push_back(std::move(clone3));
+  return p;
+}
+
+}  // namespace
+
+oci::Seccomp docker_default_profile() noexcept {
+  try {
+    return build();
+  } catch (...) {
+    return {};  // an empty default action: compile() refuses it
+  }
+}
+
+}  // namespace comet::seccomp
