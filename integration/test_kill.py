@@ -109,6 +109,7 @@ def test_kill_without_all_hits_only_init(rt, bundle):
     b = bundle().sh("/probe signal-ignore TERM & exec /probe sleep 30")
     cid = rt.start_detached(b)
     assert wait_for(lambda: len(_cgroup_procs(cid)) == 2, 5)
+    rt.wait_probe_ready(cid)
     init = rt.pid(cid)
     others = [p for p in _cgroup_procs(cid) if p != init]
     rt.kill(cid, "TERM").expect_ok()

@@ -29,8 +29,8 @@ def test_created_process_has_not_run_user_program(rt, bundle, workdir):
     rt.create(cid, b).expect_ok()
     assert not marker.exists(), "user process ran before start"
     rt.start(cid).expect_ok()
-    assert wait_for(marker.exists, 5), "user process did not run after start"
-    assert marker.read_text() == "ran\n"
+    assert wait_for(lambda: marker.exists() and marker.read_text() == "ran\n", 5), \
+        "user process did not run after start"
 
 
 def test_state_pid_is_host_pid_of_container_init(rt, bundle):

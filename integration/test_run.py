@@ -38,6 +38,7 @@ def _run_in_thread(rt, cid, b):
     t = threading.Thread(target=lambda: box.setdefault("res", rt.run(cid, b)), daemon=True)
     t.start()
     assert rt.wait_status(cid, "running") == "running"
+    rt.wait_probe_ready(cid)
     return t, box
 
 

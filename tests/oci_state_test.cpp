@@ -77,15 +77,18 @@ TEST(State, RunningShape) {
             "}");
 }
 
-TEST(State, PidOmittedOnlyWhenStopped) {
+TEST(State, PidAlwaysPresentZeroWhenStopped) {
   for (ContainerStatus s : {ContainerStatus::kCreating, ContainerStatus::kCreated, ContainerStatus::kRunning, ContainerStatus::kPaused}) {
     const json j = json::parse(to_json(make_state(s)));
     EXPECT_EQ(j.at("pid"), 4242) << status_name(s);
     EXPECT_EQ(j.at("status"), status_name(s));
   }
-  const json stopped = json::parse(to_json(make_state(ContainerStatus::kStopped)));
-  EXPECT_FALSE(stopped.contains("pid"));
-  EXPECT_EQ(keys(stopped), (std::set<std::string>{"ociVersion", "id", "status", "bundle"}));
+  // runc prints "pid": 0 for a stopped container; clients parse it.
+  State st = make_state(ContainerStatus::kStopped);
+  st.pid = 0;
+  const json stopped = json::parse(to_json(st));
+  EXPECT_EQ(stopped.at("pid"), 0);
+  EXPECT_EQ(keys(stopped), (std::set<std::string>{"ociVersion", "id", "status", "pid", "bundle"}));
 }
 
 TEST(State, Annotations) {
@@ -103,7 +106,7 @@ TEST(State, CompactAndEscaped) {
   std::string out;
   EXPECT_NO_THROW(out = to_json(st, -1));
   EXPECT_EQ(out,
-            "{\"ociVersion\":\"1.2.0\",\"id\":\"a\\\"b\",\"status\":\"stopped\","
+            "{\"ociVersion\":\"1.2.0\",\"id\":\"a\\\"b\",\"status\":\"stopped\",\"pid\":4242,"
             "\"bundle\":\"/tmp/\xEF\xBF\xBD\"}");
 }
 

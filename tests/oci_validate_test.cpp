@@ -201,15 +201,10 @@ TEST_F(Validate, Capabilities) {
   Capabilities& c = *s.process->capabilities;
   c.bounding = c.effective = c.inheritable = c.permitted = c.ambient = all;
   EXPECT_EQ(err(), "");
-  for (auto* set : {&c.bounding, &c.effective, &c.inheritable, &c.permitted, &c.ambient}) {
-    set->push_back("CAP_KILL ");
-    EXPECT_NE(err().find(R"([41] "CAP_KILL ": unknown capability)"), std::string::npos) << err();
-    set->pop_back();
-  }
-  c.ambient = {"kill"};
-  EXPECT_EQ(err(), R"(process.capabilities.ambient[0] "kill": unknown capability)");
-  c.ambient = {"CAP_SYS_ADMIN", "CAP_MAC_ADMIN", "CAP_NOT_YET"};
-  EXPECT_EQ(err(), R"(process.capabilities.ambient[2] "CAP_NOT_YET": unknown capability)");
+  // Unknown names pass validation: the runtime skips them with a warning,
+  // as runc does (an unknown name can only grant less).
+  c.ambient = {"kill", "CAP_NOT_YET", "CAP_KILL "};
+  EXPECT_EQ(err(), "");
 }
 
 TEST_F(Validate, HostnameAndDomainname) {

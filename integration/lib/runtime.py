@@ -255,11 +255,36 @@ class Runtime:
                 return last
             time.sleep(0.02)
 
+    def wait_probe_ready(self, cid: str, timeout: float = 5.0) -> None:
+        """Wait until the container init catches or ignores SIGTERM (the
+        probe's sleep / signal-ignore have installed their dispositions).
+        Until then a pid-namespace init silently drops TERM."""
+        import time
+
+        pid = self.pid(cid)
+        term_bit = 1 << (15 - 1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
+            except OSError:
+                return  # gone
+            if (int(fields["SigCgt"], 16) | int(fields["SigIgn"], 16)) & term_bit:
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"container {cid} (pid {pid}) never set up its signal handlers")
+
     def start_detached(self, bundle, cid: str | None = None) -> str:
-        """create + start; returns the id of the running container."""
+        """create + start; returns the id of the running container.  For
+        `/probe sleep|signal-ignore` it also waits for the probe's signal
+        dispositions, so that a following `kill` is not lost."""
         cid = cid or self.new_id()
         self.create(cid, bundle).expect_ok()
         self.start(cid).expect_ok()
+        args = bundle.process.get("args", []) if hasattr(bundle, "process") else []
+        if args[:1] == ["/probe"] and args[1:2] in (["sleep"], ["signal-ignore"]):
+            self.wait_probe_ready(cid)
         return cid
 
     def run_probe(self, bundle, *probe_args: str, extra: Sequence[str] = (), **kw) -> Result:

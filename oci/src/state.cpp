@@ -86,7 +86,7 @@ std::string to_json(const State& st, int indent) {
     j["ociVersion"] = st.oci_version;
     j["id"] = st.id;
     j["status"] = status_name(st.status);
-    if (st.status != ContainerStatus::kStopped) j["pid"] = st.pid;
+    j["pid"] = st.pid;  // runc prints 0 for a stopped container
     j["bundle"] = st.bundle;
     if (!st.annotations.empty()) j["annotations"] = string_map(st.annotations);
     return dump(j, indent);

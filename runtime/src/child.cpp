@@ -28,6 +28,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 #include "comet/runtime/hooks.hpp"
@@ -39,7 +40,19 @@ namespace {
 
 const ChildContext* g_ctx = nullptr;
 std::string g_state;  // hookstate.json, read after kHooksDone
-int g_dev_null = -1;  // /dev/null of our (new) mount namespace, verified
+int g_dev_null = -1;
+std::vector<std::string> g_env;  // process.env plus HOME when missing
+
+// The user's home from the container's /etc/passwd, "/" when unknown.
+std::string home_of(uint32_t uid) {
+  auto text = read_file("/etc/passwd");
+  if (!text.ok()) return "/";
+  for (auto& line : split(*text, '\n')) {
+    auto f = split(line, ':');
+    if (f.size() >= 6 && f[2] == std::to_string(uid)) return f[5].empty() ? "/" : f[5];
+  }
+  return "/";
+}  // /dev/null of our (new) mount namespace, verified
 
 [[noreturn]] void die(int err, const char* fmt, ...) noexcept __attribute__((format(printf, 2, 3)));
 [[noreturn]] void die(int err, const char* fmt, ...) noexcept {
@@ -83,25 +96,54 @@ constexpr unsigned long long kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 // Open (creating if missing) a mount target inside the rootfs. Each missing
 // component is made with mkdirat/openat relative to a parent resolved in the
 // root, so no symlink can move the target outside it.
-int ensure_target(int rootfd, const std::string& dest, bool dir) {
+// A dangling symlink on the way is followed inside the root and its target
+// created, as runc does (the image's /evil -> /tmp/x makes rootfs/tmp/x).
+int ensure_target(int rootfd, const std::string& dest, bool dir, int depth = 0) {
+  if (depth > 40) {
+    errno = ELOOP;
+    return -1;
+  }
   int fd = openat2_in_root(rootfd, dest, O_PATH, kInRoot);
   if (fd >= 0 || errno != ENOENT) return fd;
-  std::string parent = dest.substr(0, dest.rfind('/'));
-  std::string name = dest.substr(dest.rfind('/') + 1);
-  int pfd = parent.empty() ? ::dup(rootfd) : ensure_target(rootfd, parent, true);
-  if (pfd < 0) return -1;
-  int r;
-  if (dir) {
-    r = ::mkdirat(pfd, name.c_str(), 0755);
-  } else {
-    r = ::openat(pfd, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (r >= 0) ::close(r), r = 0;
-  }
-  int saved = errno;
-  ::close(pfd);
-  if (r < 0 && saved != EEXIST) {
-    errno = saved;
-    return -1;
+  std::vector<std::string> parts;
+  for (auto& p : split(dest, '/'))
+    if (!p.empty()) parts.push_back(p);
+  std::string cur;
+  for (size_t i = 0; i < parts.size(); i++) {
+    std::string next = cur + "/" + parts[i];
+    int f = openat2_in_root(rootfd, next, O_PATH, kInRoot);
+    if (f >= 0) {
+      ::close(f);
+      cur = next;
+      continue;
+    }
+    if (errno != ENOENT) return -1;
+    int pfd = openat2_in_root(rootfd, cur.empty() ? "/" : cur, O_PATH | O_DIRECTORY, kInRoot);
+    if (pfd < 0) return -1;
+    char link[4096];
+    ssize_t n = ::readlinkat(pfd, parts[i].c_str(), link, sizeof link - 1);
+    if (n >= 0) {
+      ::close(pfd);
+      link[n] = 0;
+      std::string target = link[0] == '/' ? std::string(link) : cur + "/" + link;
+      for (size_t j = i + 1; j < parts.size(); j++) target += "/" + parts[j];
+      return ensure_target(rootfd, clean_path(target), dir, depth + 1);
+    }
+    bool last = i + 1 == parts.size();
+    int r;
+    if (!last || dir) {
+      r = ::mkdirat(pfd, parts[i].c_str(), 0755);
+    } else {
+      r = ::openat(pfd, parts[i].c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (r >= 0) ::close(r), r = 0;
+    }
+    int saved = errno;
+    ::close(pfd);
+    if (r < 0 && saved != EEXIST) {
+      errno = saved;
+      return -1;
+    }
+    cur = next;
   }
   return openat2_in_root(rootfd, dest, O_PATH, kInRoot);
 }
@@ -399,9 +441,14 @@ void enter_root(int rootfd) {
     if (::mount(".", "/", nullptr, MS_MOVE, nullptr) < 0) die(errno, "move %s to /", c.rootfs.c_str());
     if (::chroot(".") < 0) die(errno, "chroot %s", c.rootfs.c_str());
   } else {
+    int oldroot = ::open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+    if (oldroot < 0) die(errno, "open the old root");
     if (::syscall(SYS_pivot_root, ".", ".") < 0) die(errno, "pivot_root %s", c.rootfs.c_str());
-    // The old root is now stacked under ".": detach it, without letting
-    // the unmount propagate back to the host.
+    // The old root is now stacked on top of the new one. Step onto it
+    // explicitly (mount(2) on "." would otherwise hit the new root), make
+    // it rslave so the detach cannot propagate to the host, and detach it.
+    if (::fchdir(oldroot) < 0) die(errno, "fchdir to the old root");
+    ::close(oldroot);
     if (::mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) die(errno, "make old root rslave");
     if (::umount2(".", MNT_DETACH) < 0) die(errno, "detach the old root");
   }
@@ -416,8 +463,9 @@ void write_sysctls() {
   const ChildContext& c = *g_ctx;
   for (auto& [key, value] : c.sysctl) {
     std::string rel = "sys/" + key;
-    for (auto& ch : rel)
-      if (ch == '.') ch = '/';
+    if (key.find('/') == std::string::npos)
+      for (auto& ch : rel)
+        if (ch == '.') ch = '/';
     // Through the host's verified procfs, no symlinks, no mount crossings:
     // the kernel picks the namespace from the writer, which is us.
     int fd = openat2_in_root(c.proc_fd, rel, O_WRONLY,
@@ -428,16 +476,21 @@ void write_sysctls() {
   }
 }
 
+std::string lower_strerror(int e) {
+  std::string s = std::strerror(e);
+  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
 std::string find_executable(const std::string& name) {
-  const ChildContext& c = *g_ctx;
   if (name.find('/') != std::string::npos) {
     struct stat st;
-    if (::stat(name.c_str(), &st) < 0) die(errno, "exec: \"%s\": stat", name.c_str());
+    if (::stat(name.c_str(), &st) < 0) die(0, "exec: \"%s\": %s", name.c_str(), lower_strerror(errno).c_str());
     if (S_ISDIR(st.st_mode)) die(EACCES, "exec: \"%s\": is a directory", name.c_str());
     return name;
   }
   std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  for (auto& e : c.env)
+  for (auto& e : g_env)
     if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
   for (auto& dir : split(path, ':')) {
     std::string cand = (dir.empty() ? "." : dir) + "/" + name;
@@ -550,11 +603,11 @@ void load_seccomp() {
   if (c.seccomp.needs_listener) send_listener_fd(listener);
 }
 
-// The mount point holding PATH's parent directory (longest prefix match).
+// The mount point holding PATH (longest prefix match, PATH included).
 std::string parent_mountpoint(const std::string& path) {
   auto text = read_file("/proc/self/mountinfo");
   std::string best = "/";
-  std::string dir = path.substr(0, path.rfind('/'));
+  const std::string& dir = path;  // the rootfs itself may be the mount (runc's getParentMount)
   if (!text.ok()) return best;
   for (auto& line : split(*text, '\n')) {
     auto f = split(line, ' ');
@@ -565,9 +618,24 @@ std::string parent_mountpoint(const std::string& path) {
   return best;
 }
 
+const char* ns_name(int flag) {
+  switch (flag) {
+    case CLONE_NEWUSER: return "user";
+    case CLONE_NEWPID: return "pid";
+    case CLONE_NEWNET: return "network";
+    case CLONE_NEWNS: return "mount";
+    case CLONE_NEWIPC: return "ipc";
+    case CLONE_NEWUTS: return "uts";
+    case CLONE_NEWCGROUP: return "cgroup";
+    case CLONE_NEWTIME: return "time";
+  }
+  return "?";
+}
+
 void join_namespaces() {
   for (auto& j : g_ctx->joins) {
-    if (::setns(j.fd, j.clone_flag) < 0) die(errno, "setns %s", j.path.c_str());
+    if (::setns(j.fd, j.clone_flag) < 0)
+      die(errno, "join %s namespace %s", ns_name(j.clone_flag), j.path.c_str());
     ::close(j.fd);
   }
 }
@@ -578,7 +646,8 @@ void write_time_offsets() {
   std::string text;
   for (auto& [clock, off] : c.time_offsets)
     text += clock + " " + std::to_string(off.secs) + " " + std::to_string(off.nanosecs) + "\n";
-  int fd = openat2_in_root(c.proc_fd, "self/timens_offsets", O_WRONLY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+  std::string rel = std::to_string(::getpid()) + "/timens_offsets";
+  int fd = openat2_in_root(c.proc_fd, rel, O_WRONLY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
   if (fd < 0 || ::write(fd, text.data(), text.size()) < 0) die(errno, "write timens_offsets");
   ::close(fd);
 }
@@ -631,10 +700,15 @@ void write_time_offsets() {
   int slave = -1;
   if (ctx.new_ns_flags & CLONE_NEWNS) {
     /* mounts, all resolved inside the rootfs */
+    // rshared: start as rslave (pivot_root refuses a shared new root) and
+    // add "shared" after the pivot, so the root is shared and still
+    // receives the host's mounts.
     unsigned long prop = ctx.rootfs_propagation ? ctx.rootfs_propagation : (MS_SLAVE | MS_REC);
+    if (prop & MS_SHARED) prop = MS_SLAVE | MS_REC;
     if (::mount(nullptr, "/", nullptr, prop, nullptr) < 0) die(errno, "set / propagation");
-    // pivot_root refuses a new root whose parent mount is shared.
-    if (prop & MS_SHARED) {
+    // Non-recursive settings leave the rootfs's own mount as it was on the
+    // host, maybe shared: make it private or pivot_root refuses it.
+    if (!(prop & MS_REC)) {
       std::string parent = parent_mountpoint(ctx.rootfs);
       if (::mount(nullptr, parent.c_str(), nullptr, MS_PRIVATE, nullptr) < 0)
         die(errno, "make %s private", parent.c_str());
@@ -666,6 +740,9 @@ void write_time_offsets() {
     if (!st.ok()) die(st.error().err(), "%s", st.error().message().c_str());
   }
   if (ctx.new_ns_flags & CLONE_NEWNS) {
+    // runc creates a missing cwd; made here, inside the root, before masks.
+    int cwdfd = ensure_target(rootfd, ctx.cwd, true);
+    if (cwdfd >= 0) ::close(cwdfd);
     mask_paths(rootfd);
     enter_root(rootfd);
   } else if (::chroot(ctx.rootfs.c_str()) < 0 || ::chdir("/") < 0) {
@@ -699,6 +776,9 @@ void write_time_offsets() {
   char cwdbuf[4096];
   if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
     die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
+  g_env = ctx.env;
+  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
+    g_env.push_back("HOME=" + home_of(ctx.uid));
   std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
   if (ctx.umask >= 0) ::umask(static_cast<mode_t>(ctx.umask));
   else ::umask(022);
@@ -711,20 +791,30 @@ void write_time_offsets() {
   if (early_seccomp) load_seccomp();
 
   /* sync 4: ready; wait for `start` to open the exec fifo */
+  // From here we outlive `create`: no parent-death signal. Killed before
+  // this point, the parent takes us with it; after it, delete --force
+  // finds us through the cgroup.
+  ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
   send_msg(ctx.sync_fd, MsgType::kReady);
   ::close(ctx.sync_fd);
   int fifo = ::openat(ctx.state_dir_fd, "exec.fifo", O_WRONLY | O_CLOEXEC);
   if (fifo < 0) die(errno, "open exec fifo");
-  if (::write(fifo, "0", 1) != 1) die(errno, "write exec fifo");
-  ::close(fifo);
   ::close(ctx.state_dir_fd);
+  // `start` reads the fifo to EOF: "0" is success, anything else the error.
   if (!ctx.start_container_hooks.empty()) {
     std::string created = g_state;
     size_t pos = created.find("\"status\":\"creating\"");
     if (pos != std::string::npos) created.replace(pos, 19, "\"status\":\"created\"");
     Status st = run_hooks(ctx.start_container_hooks, "startContainer", created);
-    if (!st.ok()) die(st.error().err(), "%s", st.error().message().c_str());
+    if (!st.ok()) {
+      std::string m = st.error().what();
+      ssize_t w = ::write(fifo, m.data(), m.size());
+      (void)w;
+      ::_exit(1);
+    }
   }
+  if (::write(fifo, "0", 1) != 1) die(errno, "write exec fifo");
+  ::close(fifo);
   // Nothing of ours crosses execve: every fd above the preserved ones closes.
   for (int fd = 3; fd < 3 + ctx.preserve_fds; fd++) {
     int fl = ::fcntl(fd, F_GETFD);
@@ -739,7 +829,7 @@ void write_time_offsets() {
       die(errno, "capset after seccomp");
   }
   std::vector<char*> argv, envp;
-  std::vector<std::string> args = ctx.args, env = ctx.env;
+  std::vector<std::string> args = ctx.args, env = g_env;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());

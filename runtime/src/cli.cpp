@@ -90,7 +90,7 @@ int print_list(const Globals& g, const std::string& format, bool quiet) {
 
 int write_spec(const std::string& bundle, bool rootless) {
   if (rootless) return fail(Error::msg("spec --rootless: rootless containers are not supported"));
-  std::string path = join_path(bundle.empty() ? "." : bundle, "config.json");
+  std::string path = bundle.empty() ? "config.json" : join_path(bundle, "config.json");
   if (path_exists(path)) return fail(Error::msg("File " + path + " exists. Remove it first"));
   Status st = write_file_atomic(path, oci::to_json(oci::default_spec(), 2) + "\n", 0644);
   if (!st.ok()) return fail(st.error());
@@ -172,6 +172,40 @@ int cli_main(int argc, char** argv) {
 
   auto* features = app.add_subcommand("features", "print the implemented features as JSON");
 
+  // An unknown verb or none at all: say so plainly (CLI11 would report a
+  // missing subcommand for both).
+  {
+    std::string verb;
+    for (int i = 1; i < argc; i++) {
+      std::string a = argv[i];
+      if (a.empty() || a[0] != '-') {
+        verb = a;
+        break;
+      }
+      if (a == "--help" || a == "-h" || a == "--version" || a == "-v") break;
+      if (a.find('=') == std::string::npos && (a == "--root" || a == "--log" || a == "--log-format")) i++;
+    }
+    bool help_or_version = false;
+    for (int i = 1; i < argc; i++) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h" || a == "--version" || a == "-v") help_or_version = true;
+    }
+    if (verb.empty() && !help_or_version) {
+      std::fprintf(stderr, "%s", app.help().c_str());
+      std::fprintf(stderr, "comet-runtime: a command is required\n");
+      return 1;
+    }
+    if (!verb.empty()) {
+      bool known = false;
+      for (auto* sc : app.get_subcommands([](CLI::App*) { return true; }))
+        if (sc->check_name(verb)) known = true;
+      if (!known) {
+        log::init(g.log, g.log_format == "json", g.debug);
+        log::error("unknown command \"" + verb + "\" (see comet-runtime --help)");
+        return 1;
+      }
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

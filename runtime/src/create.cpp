@@ -102,6 +102,23 @@ struct CreateCleanup {
   }
 };
 
+// The child died or closed the socket while we were sending: it may have
+// queued its reason first. Also name the likely cause of a silent death.
+Error child_failure(int sfd, const Error& fallback, const oci::Linux& lx) {
+  Msg m;
+  if (::recv(sfd, &m, sizeof m, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof m) &&
+      m.type == MsgType::kError) {
+    m.text[sizeof m.text - 1] = 0;
+    return Error(m.err, m.text);
+  }
+  bool silent = fallback.err() == EPIPE || fallback.message().rfind("container init exited", 0) == 0;
+  if (silent && lx.resources && lx.resources->memory && lx.resources->memory->limit)
+    return Error::msg(fallback.message() + " (linux.resources.memory.limit " +
+                      std::to_string(*lx.resources->memory->limit) +
+                      " may be too low: the init was killed)");
+  return fallback;
+}
+
 Result<std::string> resolve_dir(const std::string& p, const std::string& what) {
   char buf[PATH_MAX];
   if (!::realpath(p.c_str(), buf)) return Error::sys(errno, what + " " + p);
@@ -141,6 +158,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
       spec.process->env.push_back("LISTEN_PID=1");
     }
   }
+  log::debug("create " + o.id + ": bundle " + bundle + ", rootfs " + rootfs);
   TRY(ChildContext ctx, plan_child(spec, pin));
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
@@ -156,8 +174,22 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   cleanup.dir = &dir;
   TRY(UniqueFd lock, dir.lock());
   TRYV(write_file_atomic(dir.file("config.json"), config_text));
-  if (::mkfifo(dir.file("exec.fifo").c_str(), 0600) < 0)
+  // The init opens the fifo after it dropped to the container's user (and
+  // maybe into a user namespace): world-writable, owned by container root,
+  // as runc makes it. Only writers unblock `start`; nothing else is in it.
+  if (::mkfifo(dir.file("exec.fifo").c_str(), 0622) < 0)
     return Error::sys(errno, "mkfifo " + dir.file("exec.fifo"));
+  ::chmod(dir.file("exec.fifo").c_str(), 0622);
+  {
+    uid_t ru = 0;
+    gid_t rg = 0;
+    for (auto& m : lx.uid_mappings)
+      if (m.container_id == 0) ru = m.host_id;
+    for (auto& m : lx.gid_mappings)
+      if (m.container_id == 0) rg = m.host_id;
+    if ((ru || rg) && ::chown(dir.file("exec.fifo").c_str(), ru, rg) < 0)
+      return Error::sys(errno, "chown " + dir.file("exec.fifo"));
+  }
 
   // Fds the child inherits. All above 2 + preserve_fds.
   int min_fd = 3 + pin.preserve_fds;
@@ -222,6 +254,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   }
   sync_child.reset();
   cleanup.stage1 = ChildGuard(static_cast<pid_t>(pid));
+  log::debug("create " + o.id + ": cloned " + std::to_string(pid) + (ctx.slow_path ? " (two-stage)" : ""));
   int sfd = sync_parent.get();
   const auto& uidm = lx.uid_mappings;
   const auto& gidm = lx.gid_mappings;
@@ -229,10 +262,14 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
 
   /* sync 1 */
   if (new_user) {
-    if (ctx.slow_path) TRYV(expect_msg(sfd, MsgType::kNeedMaps));
+    if (ctx.slow_path) {
+      auto m = expect_msg(sfd, MsgType::kNeedMaps);
+      if (!m.ok()) return child_failure(sfd, m.error(), lx);
+    }
     TRYV(write_id_map(proc_fd.get(), static_cast<int>(pid), "uid_map", uidm));
     TRYV(write_id_map(proc_fd.get(), static_cast<int>(pid), "gid_map", gidm));
-    if (ctx.slow_path && send_msg(sfd, MsgType::kMapsDone)) return Error::msg("container init died");
+    if (ctx.slow_path && send_msg(sfd, MsgType::kMapsDone))
+      return child_failure(sfd, Error::msg("container init died"), lx);
   }
   TRYV(join_cgroups(ctx.cgroups, static_cast<int>(pid)));
   if (spec.process->oom_score_adj) {
@@ -247,13 +284,15 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     ::close(fd);
   }
   /* sync 2 */
-  if (int r = send_msg(sfd, MsgType::kGo)) return Error::sys(r, "sync with container init");
+  if (int r = send_msg(sfd, MsgType::kGo))
+    return child_failure(sfd, Error::sys(r, "sync with container init"), lx);
   int init_pid = static_cast<int>(pid);
   if (ctx.slow_path && (ctx.new_ns_flags & (CLONE_NEWPID | CLONE_NEWTIME) ||
                         std::any_of(ctx.joins.begin(), ctx.joins.end(),
                                     [](auto& j) { return j.clone_flag == CLONE_NEWPID; }))) {
-    TRY(Msg m, expect_msg(sfd, MsgType::kInitPid));
-    init_pid = m.value;
+    auto m = expect_msg(sfd, MsgType::kInitPid);
+    if (!m.ok()) return child_failure(sfd, m.error(), lx);
+    init_pid = m->value;
     PidFd::open(init_pid, &cleanup.init);
     cleanup.stage1.wait();
   } else {
@@ -264,17 +303,19 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(dir.save(rec));
 
   /* sync 3: hooks in the runtime namespace */
-  TRYV(expect_msg(sfd, MsgType::kMountsDone));
+  if (auto m = expect_msg(sfd, MsgType::kMountsDone); !m.ok()) return child_failure(sfd, m.error(), lx);
   std::string hs = hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
   TRYV(write_file_atomic(dir.file("hookstate.json"), hs));
   if (spec.hooks) {
     TRYV(run_hooks(spec.hooks->prestart, "prestart", hs));
     TRYV(run_hooks(spec.hooks->create_runtime, "createRuntime", hs));
   }
-  if (int r = send_msg(sfd, MsgType::kHooksDone)) return Error::sys(r, "sync with container init");
+  if (int r = send_msg(sfd, MsgType::kHooksDone))
+    return child_failure(sfd, Error::sys(r, "sync with container init"), lx);
   /* sync 4 */
-  TRYV(expect_msg(sfd, MsgType::kReady));
+  if (auto m = expect_msg(sfd, MsgType::kReady); !m.ok()) return child_failure(sfd, m.error(), lx);
 
+  log::debug("create " + o.id + ": init " + std::to_string(init_pid) + " ready");
   rec.create_done = true;
   TRYV(dir.save(rec));
   if (!o.pid_file.empty()) {

@@ -67,16 +67,15 @@ Status run_hook(const oci::Hook& hook, const std::string& state_json) noexcept {
   int timeout_ms = hook.timeout ? *hook.timeout * 1000 : -1;
   if (PidFd::open(pid, &pfd) == 0 && !pfd.wait_exit(timeout_ms)) {
     child.kill_and_reap();
-    return Error::msg("hook " + hook.path + ": timed out after " +
-                      std::to_string(*hook.timeout) + "s");
+    return Error::msg("hook " + hook.path + ": timeout after " + std::to_string(*hook.timeout) +
+                      "s");
   }
   int status = child.wait();
   if (status < 0) return Error::sys(errno, "hook " + hook.path + ": wait");
   if (WIFSIGNALED(status))
-    return Error::msg("hook " + hook.path + " killed by signal " + std::to_string(WTERMSIG(status)));
+    return Error::msg("hook " + hook.path + ": killed by signal " + std::to_string(WTERMSIG(status)));
   if (WEXITSTATUS(status) != 0)
-    return Error::msg("hook " + hook.path + " exited with status " +
-                      std::to_string(WEXITSTATUS(status)));
+    return Error::msg("hook " + hook.path + ": exit status " + std::to_string(WEXITSTATUS(status)));
   return ok();
 }
 

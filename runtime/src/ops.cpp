@@ -33,7 +33,7 @@ struct Loaded {
 Result<Loaded> load(const Globals& g, const std::string& id) {
   TRYV(validate_id(id));
   ContainerDir dir(g.root, id);
-  if (!dir.exists()) return Error::msg("container " + id + " does not exist");
+  if (!dir.exists()) return Error::msg("container does not exist");
   TRY(UniqueFd lock, dir.lock());
   TRY(ContainerRecord rec, dir.load());
   oci::ContainerStatus st = derive_status(dir, rec);
@@ -121,9 +121,19 @@ Status start_container(const Globals& g, const std::string& id) {
     if (pfds[1].revents) return Error::msg("container init exited before start");
     if (pfds[0].revents & POLLHUP) return Error::msg("container init closed the exec fifo");
   }
-  char b;
-  if (::read(fd, &b, 1) != 1) return Error::msg("container init exited before start");
+  // Everything the init writes until it closes: "0", or why it failed.
+  ::fcntl(fd, F_SETFL, 0);
+  std::string data;
+  char buf[512];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
   ::unlink(fifo.c_str());
+  if (data.empty()) return Error::msg("container init exited before start");
+  if (data != "0") return Error::msg(data);
   if (auto spec = saved_spec(l.dir); spec && spec->hooks && !spec->hooks->poststart.empty()) {
     std::string hs = state_doc(l, oci::ContainerStatus::kRunning);
     Status st = run_hooks(spec->hooks->poststart, "poststart", hs);
@@ -155,7 +165,7 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
   ContainerDir dir(g.root, id);
   if (!dir.exists()) {
     if (force) return ok();  // containerd runs delete, then delete --force
-    return Error::msg("container " + id + " does not exist");
+    return Error::msg("container does not exist");
   }
   TRY(UniqueFd lock, dir.lock());
   auto rec_r = dir.load();
@@ -236,7 +246,8 @@ Result<int> parse_signal(const std::string& s) {
   if (s.empty()) return Error::msg("invalid signal \"\"");
   if (std::all_of(s.begin(), s.end(), ::isdigit)) {
     int n = std::atoi(s.c_str());
-    if (n <= 0 || n > 64) return Error::msg("invalid signal \"" + s + "\"");
+    // 0 checks that the init exists, as kill(2) does.
+    if (s.size() > 3 || n > SIGRTMAX) return Error::msg("invalid signal \"" + s + "\": invalid argument");
     return n;
   }
   std::string name = s;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "comet/runtime/log.hpp"
 #include "comet/runtime/sys.hpp"
 
 namespace comet::runtime {
@@ -41,14 +42,18 @@ constexpr RlimitName kRlimits[] = {
     {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING}, {"RLIMIT_STACK", RLIMIT_STACK},
 };
 
+// Unknown names are skipped with a warning, as runc does: an unknown name
+// can only ever grant less.
 Result<uint64_t> cap_mask(const std::vector<std::string>& names, const std::string& field) {
   uint64_t m = 0;
   for (size_t i = 0; i < names.size(); i++) {
     cap_value_t v;
     std::string lower = names[i];
     for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (cap_from_name(lower.c_str(), &v) < 0 || lower.rfind("cap_", 0) != 0)
-      return Error::msg(field + "[" + std::to_string(i) + "]: unknown capability \"" + names[i] + "\"");
+    if (cap_from_name(lower.c_str(), &v) < 0 || lower.rfind("cap_", 0) != 0) {
+      log::warn(field + ": ignoring unknown or unavailable capability " + names[i]);
+      continue;
+    }
     if (v > CAP_LAST_CAP) {
       // Known to libcap but not to this kernel: runc warns and skips.
       continue;

@@ -42,7 +42,7 @@ bool ContainerDir::exists() const {
 Status ContainerDir::create() {
   TRYV(mkdir_p(root_, 0711));
   if (::mkdir(path_.c_str(), 0711) < 0) {
-    if (errno == EEXIST) return Error::msg("container with id exists: " + id_);
+    if (errno == EEXIST) return Error::msg("container with given ID already exists: " + id_);
     return Error::sys(errno, "mkdir " + path_);
   }
   return ok();
@@ -52,7 +52,7 @@ Result<UniqueFd> ContainerDir::lock() const {
   std::string p = file("lock");
   int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno == ENOENT) return Error::msg("container " + id_ + " does not exist");
+    if (errno == ENOENT) return Error::msg("container does not exist");
     return Error::sys(errno, "open " + p);
   }
   UniqueFd owner(fd);
@@ -62,7 +62,7 @@ Result<UniqueFd> ContainerDir::lock() const {
   // The directory may have been removed by a delete we waited for.
   struct stat a, b;
   if (::fstat(fd, &a) < 0 || ::stat(p.c_str(), &b) < 0 || a.st_ino != b.st_ino)
-    return Error::msg("container " + id_ + " does not exist");
+    return Error::msg("container does not exist");
   return owner;
 }
 
@@ -90,7 +90,7 @@ Status ContainerDir::save(const ContainerRecord& r) const {
 Result<ContainerRecord> ContainerDir::load() const {
   auto text = read_file(file("state.json"));
   if (!text.ok()) {
-    if (text.error().err() == ENOENT) return Error::msg("container " + id_ + " does not exist");
+    if (text.error().err() == ENOENT) return Error::msg("container does not exist");
     return std::move(text).error();
   }
   try {

@@ -1,0 +1,363 @@
+// The exec trampoline: the embedded image, the sealed memfd, and exec
+// through it (forked children; no root needed).
+#include "comet/runtime/trampoline.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace cr = comet::runtime;
+
+namespace {
+
+cr::UniqueFd tramp() {
+  auto fd = cr::sealed_trampoline();
+  EXPECT_TRUE(fd.ok()) << fd.error().what();
+  return fd.ok() ? std::move(fd).value() : cr::UniqueFd();
+}
+
+struct Outcome {
+  int code = -1;  // exit status, -1 if signalled
+  int signal = 0;
+  std::string out;  // the child's stdout
+};
+
+// Fork; body runs in the child with stdout on a pipe, and must exec or _exit.
+Outcome in_child(const std::function<int()>& body) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    _exit(body());
+  }
+  ::close(p[1]);
+  Outcome o;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    o.out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) o.code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
+  return o;
+}
+
+std::vector<char*> argv_of(std::vector<std::string>& s) {
+  std::vector<char*> v;
+  for (auto& x : s) v.push_back(x.data());
+  v.push_back(nullptr);
+  return v;
+}
+
+std::string real(const char* p) {
+  char buf[PATH_MAX];
+  return ::realpath(p, buf) ? buf : "";
+}
+
+TEST(Trampoline, ImageIsATinyStaticElf) {
+  auto img = cr::trampoline_image();
+  ASSERT_GE(img.size(), sizeof(Elf64_Ehdr));
+  EXPECT_LT(img.size(), 2048u);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  EXPECT_EQ(std::memcmp(eh.e_ident, ELFMAG, SELFMAG), 0);
+  EXPECT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
+  EXPECT_EQ(eh.e_type, ET_EXEC);
+  EXPECT_EQ(eh.e_machine, EM_X86_64);
+  for (int i = 0; i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    ASSERT_LE(eh.e_phoff + (i + 1) * sizeof ph, img.size());
+    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    EXPECT_NE(ph.p_type, PT_INTERP) << "must be static";
+    EXPECT_NE(ph.p_type, PT_DYNAMIC) << "must be static";
+    if (ph.p_type == PT_LOAD) {
+      EXPECT_FALSE(ph.p_flags & PF_W) << "no writable segment";
+    }
+  }
+}
+
+TEST(Trampoline, MemfdIsSealedAndUnwritable) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  const int seals = ::fcntl(fd.get(), F_GET_SEALS);
+  const int want = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+  EXPECT_EQ(seals & want, want);
+  EXPECT_EQ(::fcntl(fd.get(), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  EXPECT_EQ(::fcntl(fd.get(), F_ADD_SEALS, 0), -1) << "F_SEAL_SEAL: no seal changes";
+
+  // Contents are exactly the image.
+  auto img = cr::trampoline_image();
+  std::vector<unsigned char> back(img.size() + 1);
+  EXPECT_EQ(::pread(fd.get(), back.data(), back.size(), 0), static_cast<ssize_t>(img.size()));
+  EXPECT_EQ(std::memcmp(back.data(), img.data(), img.size()), 0);
+
+  // Through the fd: no write, no truncate, no growth.
+  errno = 0;
+  EXPECT_EQ(::pwrite(fd.get(), "x", 1, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(::ftruncate(fd.get(), 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(::ftruncate(fd.get(), 1 << 20), -1);
+  EXPECT_EQ(errno, EPERM);
+
+  // Through /proc/self/fd/N (what a container would use on /proc/PID/exe):
+  // as root the open itself succeeds (mode 0555 is no bar to root), but the
+  // seals refuse every write; as non-root the open fails EACCES.
+  std::string path = "/proc/self/fd/" + std::to_string(fd.get());
+  errno = 0;
+  cr::UniqueFd w(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (geteuid() == 0) {
+    ASSERT_TRUE(w.valid()) << std::strerror(errno);
+    errno = 0;
+    EXPECT_EQ(::write(w.get(), "x", 1), -1);
+    EXPECT_EQ(errno, EPERM);
+  } else {
+    EXPECT_FALSE(w.valid());
+    EXPECT_EQ(errno, EACCES);
+  }
+  errno = 0;
+  EXPECT_EQ(::open(path.c_str(), O_RDWR | O_TRUNC | O_CLOEXEC), -1);
+  EXPECT_EQ(errno, geteuid() == 0 ? EPERM : EACCES);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd.get(), &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(img.size()));
+  EXPECT_EQ(st.st_mode & 0777, 0555u);
+}
+
+TEST(Trampoline, RunsTheTargetWithExactArgvAndEnv) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  std::vector<std::string> args = {"mysh",
+                                   "-c",
+                                   "echo $0 \"$@\"; echo \"$FOO\"; readlink /proc/$$/exe; "
+                                   "tr '\\0' '\\n' </proc/$$/cmdline | head -n 1",
+                                   "zero",
+                                   "one",
+                                   "two"};
+  std::vector<std::string> env = {"FOO=bar baz", "PATH=/usr/bin:/bin"};
+  auto argv = argv_of(args), envp = argv_of(env);
+  auto o = in_child(
+      [&] { return cr::exec_via_trampoline(fd.get(), "/bin/sh", argv.data(), envp.data()) + 100; });
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out, "zero one two\nbar baz\n" + real("/bin/sh") + "\nmysh\n");
+}
+
+TEST(Trampoline, MissingTargetExits127) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  std::vector<std::string> args = {"nope"};
+  auto argv = argv_of(args);
+  auto o = in_child([&] {
+    return cr::exec_via_trampoline(fd.get(), "/nonexistent/comet-nope", argv.data(), environ) + 100;
+  });
+  EXPECT_EQ(o.code, 127);
+  // Not executable (a directory): also 127, from inside the trampoline.
+  o = in_child(
+      [&] { return cr::exec_via_trampoline(fd.get(), "/tmp", argv.data(), environ) + 100; });
+  EXPECT_EQ(o.code, 127);
+}
+
+TEST(Trampoline, ProcExeIsTheTargetOnceRunning) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  std::vector<std::string> args = {"sleep", "30"};
+  auto argv = argv_of(args);
+  pid_t pid = ::fork();
+  if (pid == 0) _exit(cr::exec_via_trampoline(fd.get(), "/bin/sleep", argv.data(), environ) + 100);
+  cr::ChildGuard child(pid);
+  const std::string want = real("/bin/sleep"), link = "/proc/" + std::to_string(pid) + "/exe";
+  std::string seen;
+  for (int i = 0; i < 500 && seen != want; i++) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+    seen = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    if (seen != want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(seen, want);
+  // argv[0] is the caller's, not the trampoline's marker or path.
+  std::string cmdline;
+  int c = ::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(c, 0);
+  char buf[256];
+  ssize_t n = ::read(c, buf, sizeof buf);
+  ::close(c);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), std::string("sleep\0"
+                                                                  "30\0",
+                                                                  9));
+}
+
+// CVE-2019-5736: a target script "#!/proc/self/exe" makes the kernel run
+// whatever /proc/self/exe is at exec time. Through the trampoline that is
+// the sealed memfd, which refuses to run when not called with its marker.
+TEST(Trampoline, ProcSelfExeShebangDoesNotReachTheRuntime) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  char dir[] = "/tmp/comet-tramp-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string script = std::string(dir) + "/evil";
+  {
+    cr::UniqueFd s(::open(script.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755));
+    ASSERT_TRUE(s.valid());
+    const char text[] = "#!/proc/self/exe --gtest_list_tests\n";
+    ASSERT_EQ(::write(s.get(), text, sizeof text - 1), static_cast<ssize_t>(sizeof text - 1));
+  }
+  std::vector<std::string> args = {"evil"};
+  auto argv = argv_of(args);
+  // Control: exec'd directly, the script runs this very test binary.
+  auto direct = in_child([&] {
+    ::execve(script.c_str(), argv.data(), environ);
+    return 100 + errno;
+  });
+  auto o = in_child([&] {
+    return cr::exec_via_trampoline(fd.get(), script.c_str(), argv.data(), environ) + 100;
+  });
+  ::unlink(script.c_str());
+  ::rmdir(dir);
+  EXPECT_EQ(direct.code, 0);
+  EXPECT_NE(direct.out.find("ProcSelfExeShebangDoesNotReachTheRuntime"), std::string::npos)
+      << direct.out;
+  EXPECT_EQ(o.code, 127);
+  EXPECT_EQ(o.out, "") << "the host binary (this test) ran inside the 'container'";
+}
+
+TEST(Trampoline, RefusesToRunWithoutItsMarker) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  auto o = in_child([&] {
+    const char* argv[] = {"not-the-marker", "/bin/true", "true", nullptr};
+    ::syscall(SYS_execveat, fd.get(), "", argv, environ, AT_EMPTY_PATH);
+    return 100 + errno;
+  });
+  EXPECT_EQ(o.code, 127);
+  o = in_child([&] {
+    const char* argv[] = {cr::kTrampolineArgv0, nullptr};  // no path
+    ::syscall(SYS_execveat, fd.get(), "", argv, environ, AT_EMPTY_PATH);
+    return 100 + errno;
+  });
+  EXPECT_EQ(o.code, 127);
+}
+
+TEST(Trampoline, ErrorsBeforeTheExec) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  char a0[] = "x";
+  char* argv[] = {a0, a0, a0, nullptr};
+  const char* scratch[6];
+  EXPECT_EQ(cr::exec_via_trampoline(fd.get(), "/bin/true", argv, environ, scratch, 5), E2BIG);
+  EXPECT_EQ(cr::exec_via_trampoline(fd.get(), "/bin/true", argv, environ, scratch, 0), E2BIG);
+  EXPECT_EQ(cr::exec_via_trampoline(-1, "/bin/true", argv, environ), EINVAL);
+  EXPECT_EQ(cr::exec_via_trampoline(fd.get(), nullptr, argv, environ), EINVAL);
+  cr::UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(cr::exec_via_trampoline(null.get(), "/bin/true", argv, environ), EACCES);
+  // Exactly enough scratch: argc + 3. Null argv/envp are allowed.
+  auto o = in_child([&] {
+    return cr::exec_via_trampoline(fd.get(), "/bin/true", argv, nullptr, scratch, 6) + 100;
+  });
+  EXPECT_EQ(o.code, 0);
+}
+
+// A 132-byte static ELF that only calls exit_group(42).
+std::vector<unsigned char> exit42_elf() {
+  const unsigned char code[] = {0xbf, 42,   0, 0, 0,  // mov edi, 42
+                                0xb8, 0xe7, 0, 0, 0,  // mov eax, 231
+                                0x0f, 0x05};          // syscall
+  const uint64_t base = 0x400000, hdrs = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_EXEC;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_entry = base + hdrs;
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 1;
+  Elf64_Phdr ph{};
+  ph.p_type = PT_LOAD;
+  ph.p_flags = PF_R | PF_X;
+  ph.p_vaddr = ph.p_paddr = base;
+  ph.p_filesz = ph.p_memsz = hdrs + sizeof code;
+  ph.p_align = 0x1000;
+  std::vector<unsigned char> out(hdrs + sizeof code);
+  std::memcpy(out.data(), &eh, sizeof eh);
+  std::memcpy(out.data() + sizeof eh, &ph, sizeof ph);
+  std::memcpy(out.data() + hdrs, code, sizeof code);
+  return out;
+}
+
+// In the child: a seccomp filter killing the process on any syscall but
+// execve, execveat and exit_group, then the trampoline to `target`.
+int exec_under_strict_seccomp(int tramp_fd, const char* target) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 3, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit_group, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+  char a0[] = "target";
+  char* argv[] = {a0, nullptr};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return 90;
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) return 91;
+  return cr::exec_via_trampoline(tramp_fd, target, argv, nullptr) + 100;
+}
+
+TEST(Trampoline, MakesNoSyscallButExecveAndExitGroup) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  // The target, a static binary, on a memfd left open across the exec so
+  // the trampoline can reach it as /proc/self/fd/N (a path walk, no syscall).
+  cr::UniqueFd target(static_cast<int>(::syscall(SYS_memfd_create, "exit42", 0)));
+  ASSERT_TRUE(target.valid());
+  auto elf = exit42_elf();
+  ASSERT_EQ(::write(target.get(), elf.data(), elf.size()), static_cast<ssize_t>(elf.size()));
+  const std::string path = "/proc/self/fd/" + std::to_string(target.get());
+
+  auto o = in_child([&] { return exec_under_strict_seccomp(fd.get(), path.c_str()); });
+  EXPECT_EQ(o.signal, 0) << "killed by seccomp: the trampoline made another syscall";
+  EXPECT_EQ(o.code, 42);
+  // A missing target under the same filter: exit_group(127), not SIGSYS.
+  o = in_child([&] { return exec_under_strict_seccomp(fd.get(), "/nonexistent"); });
+  EXPECT_EQ(o.signal, 0);
+  EXPECT_EQ(o.code, 127);
+  // Control: the filter does bite (a dynamic /bin/true needs mmap & co).
+  o = in_child([&] { return exec_under_strict_seccomp(fd.get(), "/bin/true"); });
+  EXPECT_EQ(o.signal, SIGSYS);
+}
+
+}  // namespace
