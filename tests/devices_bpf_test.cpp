@@ -326,13 +326,13 @@ const std::string kCgroup2 = "/sys/fs/cgroup/unified";
 // A cgroup2 directory and a temp dir of device nodes, removed whatever happens.
 struct Fixture {
   std::string cg, tmp;
-  void make(const std::string& tag, bool with_tmp) {
+  void make(const std::string& tag) {
     const std::string path = kCgroup2 + "/comet-devtest-" + tag + std::to_string(::getpid());
     ASSERT_EQ(::mkdir(path.c_str(), 0755), 0) << path << ": " << std::strerror(errno);
     cg = path;
     char tmpl[] = "/tmp/comet-devtest-XXXXXX";
-    if (with_tmp) ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    if (with_tmp) tmp = tmpl;
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    tmp = tmpl;
   }
   ~Fixture() {
     if (!tmp.empty()) {
@@ -386,7 +386,7 @@ TEST(DeviceFilterKernel, EnforcedOnARealCgroup) {
   if (!need_root()) GTEST_SKIP() << "needs root";
   if (::access((kCgroup2 + "/cgroup.procs").c_str(), F_OK) < 0) GTEST_SKIP() << "no " << kCgroup2;
   Fixture fx;
-  ASSERT_NO_FATAL_FAILURE(fx.make("a", true));
+  ASSERT_NO_FATAL_FAILURE(fx.make("a"));
   const std::string cg = fx.cg;
   const std::string mem = fx.tmp + "/mem", null = fx.tmp + "/null", full = fx.tmp + "/full";
   ASSERT_EQ(::mknod(mem.c_str(), S_IFCHR | 0600, makedev(1, 1)), 0) << std::strerror(errno);
@@ -451,7 +451,7 @@ TEST(DeviceFilterKernel, ReplacesOnlyItsOwnPrograms) {
   if (!need_root()) GTEST_SKIP() << "needs root";
   if (::access((kCgroup2 + "/cgroup.procs").c_str(), F_OK) < 0) GTEST_SKIP() << "no " << kCgroup2;
   Fixture fx;
-  ASSERT_NO_FATAL_FAILURE(fx.make("b", true));
+  ASSERT_NO_FATAL_FAILURE(fx.make("b"));
   const std::string cg = fx.cg;
   cr::UniqueFd dir(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_TRUE(dir.valid());

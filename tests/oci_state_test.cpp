@@ -78,7 +78,8 @@ TEST(State, RunningShape) {
 }
 
 TEST(State, PidAlwaysPresentZeroWhenStopped) {
-  for (ContainerStatus s : {ContainerStatus::kCreating, ContainerStatus::kCreated, ContainerStatus::kRunning, ContainerStatus::kPaused}) {
+  for (ContainerStatus s : {ContainerStatus::kCreating, ContainerStatus::kCreated,
+                            ContainerStatus::kRunning, ContainerStatus::kPaused}) {
     const json j = json::parse(to_json(make_state(s)));
     EXPECT_EQ(j.at("pid"), 4242) << status_name(s);
     EXPECT_EQ(j.at("status"), status_name(s));

@@ -92,9 +92,6 @@ constexpr std::array<std::string_view, 16> kRlimits = {
     "RLIMIT_NICE",   "RLIMIT_NOFILE", "RLIMIT_NPROC",      "RLIMIT_RSS",
     "RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK"};
 
-
-
-
 comet::Status check_process(const Process& p) {
   if (p.args.empty()) return Error::msg("process.args: required (at least one element)");
   if (p.cwd.empty()) return Error::msg("process.cwd: required");

@@ -159,8 +159,8 @@ Status create_cgroups(const CgroupPlan& plan) {
       if (errno != ENOENT) return Error::sys(errno, "mkdir " + h.dir);
       TRYV(mkdir_p(h.dir));
     }
-    if (!h.v2 && std::find(h.controllers.begin(), h.controllers.end(), "cpuset") !=
-                     h.controllers.end()) {
+    if (!h.v2 &&
+        std::find(h.controllers.begin(), h.controllers.end(), "cpuset") != h.controllers.end()) {
       // Parents created by mkdir_p need their cpus/mems too.
       TRYV(copy_cpuset_parent(h.dir));
     }
@@ -170,7 +170,9 @@ Status create_cgroups(const CgroupPlan& plan) {
 
 namespace {
 
-std::string i64(int64_t v) { return std::to_string(v); }
+std::string i64(int64_t v) {
+  return std::to_string(v);
+}
 
 Status apply_v1(const CgroupPlan& plan, const oci::Resources& r) {
   if (r.memory) {
@@ -208,10 +210,12 @@ Status apply_v1(const CgroupPlan& plan, const oci::Resources& r) {
       auto* h = plan.find("cpu");
       if (!h) return Error::msg("linux.resources.cpu: no cpu cgroup controller");
       if (c.shares && *c.shares) TRYV(write_cg(h->dir, "cpu.shares", std::to_string(*c.shares)));
-      if (c.period && *c.period) TRYV(write_cg(h->dir, "cpu.cfs_period_us", std::to_string(*c.period)));
+      if (c.period && *c.period)
+        TRYV(write_cg(h->dir, "cpu.cfs_period_us", std::to_string(*c.period)));
       if (c.quota && *c.quota) TRYV(write_cg(h->dir, "cpu.cfs_quota_us", i64(*c.quota)));
       if (c.burst) TRYV(write_cg(h->dir, "cpu.cfs_burst_us", i64(*c.burst)));
-      if (c.realtime_period) TRYV(write_cg(h->dir, "cpu.rt_period_us", std::to_string(*c.realtime_period)));
+      if (c.realtime_period)
+        TRYV(write_cg(h->dir, "cpu.rt_period_us", std::to_string(*c.realtime_period)));
       if (c.realtime_runtime) TRYV(write_cg(h->dir, "cpu.rt_runtime_us", i64(*c.realtime_runtime)));
       if (c.idle) TRYV(write_cg(h->dir, "cpu.idle", i64(*c.idle)));
     }
@@ -237,7 +241,8 @@ Status apply_v1(const CgroupPlan& plan, const oci::Resources& r) {
     if (b.leaf_weight) TRYV(write_cg(h->dir, "blkio.leaf_weight", std::to_string(*b.leaf_weight)));
     for (auto& wd : b.weight_device) {
       std::string dev = i64(wd.major) + ":" + i64(wd.minor);
-      if (wd.weight) TRYV(write_cg(h->dir, wfile + "_device", dev + " " + std::to_string(*wd.weight)));
+      if (wd.weight)
+        TRYV(write_cg(h->dir, wfile + "_device", dev + " " + std::to_string(*wd.weight)));
     }
     auto thr = [&](const std::vector<oci::ThrottleDevice>& v, const char* f) -> Status {
       for (auto& t : v)
@@ -252,7 +257,9 @@ Status apply_v1(const CgroupPlan& plan, const oci::Resources& r) {
   return ok();
 }
 
-std::string v2_hugetlb_file(const std::string& size) { return "hugetlb." + size + ".max"; }
+std::string v2_hugetlb_file(const std::string& size) {
+  return "hugetlb." + size + ".max";
+}
 
 }  // namespace
 
@@ -266,8 +273,8 @@ static std::string device_rule(const oci::DeviceCgroup& d) {
 
 // runc's default allow list, appended after the config's own rules.
 static const char* const kDefaultDeviceRules[] = {
-    "c *:* m", "b *:* m", "c 1:3 rwm", "c 1:8 rwm", "c 1:7 rwm", "c 5:0 rwm",   "c 1:5 rwm",
-    "c 1:9 rwm", "c 5:1 rwm", "c 136:* rwm", "c 5:2 rwm", "c 10:200 rwm"};
+    "c *:* m",   "b *:* m",   "c 1:3 rwm", "c 1:8 rwm",   "c 1:7 rwm", "c 5:0 rwm",
+    "c 1:5 rwm", "c 1:9 rwm", "c 5:1 rwm", "c 136:* rwm", "c 5:2 rwm", "c 10:200 rwm"};
 
 static Status apply_devices_v1(const CgroupPlan& plan, const oci::Resources& r) {
   auto* h = plan.find("devices");
@@ -276,7 +283,8 @@ static Status apply_devices_v1(const CgroupPlan& plan, const oci::Resources& r) 
   TRYV(write_cg(h->dir, "devices.deny", "a"));
   for (auto& d : r.devices) {
     std::string rule = device_rule(d);
-    TRYV(write_cg(h->dir, d.allow ? "devices.allow" : "devices.deny", rule == "a" ? "a *:* rwm" : rule));
+    TRYV(write_cg(h->dir, d.allow ? "devices.allow" : "devices.deny",
+                  rule == "a" ? "a *:* rwm" : rule));
   }
   for (const char* rule : kDefaultDeviceRules) TRYV(write_cg(h->dir, "devices.allow", rule));
   return ok();
@@ -291,15 +299,15 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& r) {
   if (plan.v2_only) {
     const std::string& d = v2->dir;
     if (r.memory) {
-      if (r.memory->limit) TRYV(write_cg(d, "memory.max", *r.memory->limit < 0 ? "max" : i64(*r.memory->limit)));
+      if (r.memory->limit)
+        TRYV(write_cg(d, "memory.max", *r.memory->limit < 0 ? "max" : i64(*r.memory->limit)));
       if (r.memory->reservation) TRYV(write_cg(d, "memory.low", i64(*r.memory->reservation)));
       if (r.memory->swap && r.memory->limit && *r.memory->swap >= 0)
         TRYV(write_cg(d, "memory.swap.max", i64(*r.memory->swap - *r.memory->limit)));
     }
     if (r.cpu) {
       if (r.cpu->shares && *r.cpu->shares)
-        TRYV(write_cg(d, "cpu.weight",
-                      std::to_string(1 + ((*r.cpu->shares - 2) * 9999) / 262142)));
+        TRYV(write_cg(d, "cpu.weight", std::to_string(1 + ((*r.cpu->shares - 2) * 9999) / 262142)));
       if (r.cpu->quota || r.cpu->period) {
         std::string q = r.cpu->quota && *r.cpu->quota > 0 ? i64(*r.cpu->quota) : "max";
         TRYV(write_cg(d, "cpu.max", q + " " + std::to_string(r.cpu->period.value_or(100000))));
@@ -316,14 +324,16 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& r) {
     for (auto& dev : r.devices)
       if (!(dev.allow == false && device_rule(dev) == "a")) only_defaults = false;
     if (!only_defaults)
-      return Error::msg("linux.resources.devices: device rules on a cgroup v2 host are not supported");
+      return Error::msg(
+          "linux.resources.devices: device rules on a cgroup v2 host are not supported");
   } else {
     TRYV(apply_v1(plan, r));
     TRYV(apply_devices_v1(plan, r));
   }
   for (auto& hp : r.hugepage_limits) {
     if (auto* h = plan.find("hugetlb")) {
-      std::string f = h->v2 ? v2_hugetlb_file(hp.page_size) : "hugetlb." + hp.page_size + ".limit_in_bytes";
+      std::string f =
+          h->v2 ? v2_hugetlb_file(hp.page_size) : "hugetlb." + hp.page_size + ".limit_in_bytes";
       TRYV(write_cg(h->dir, f, std::to_string(hp.limit)));
     } else {
       return Error::msg("linux.resources.hugepageLimits: no hugetlb cgroup controller");

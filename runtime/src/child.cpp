@@ -4,11 +4,14 @@
 #include "comet/runtime/child.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/keyctl.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
@@ -19,16 +22,13 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <grp.h>
-#include <sched.h>
-#include <signal.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 
 #include "comet/runtime/hooks.hpp"
@@ -79,7 +79,9 @@ void expect(MsgType t) noexcept {
   if (r || m.type != t) ::_exit(1);  // parent gone or confused: nothing to report to
 }
 
-std::string fdpath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+std::string fdpath(int fd) {
+  return "/proc/self/fd/" + std::to_string(fd);
+}
 
 int openat2_in_root(int rootfd, const std::string& path, int flags, unsigned long long resolve) {
   struct open_how how = {};
@@ -134,7 +136,8 @@ int ensure_target(int rootfd, const std::string& dest, bool dir, int depth = 0) 
     if (!last || dir) {
       r = ::mkdirat(pfd, parts[i].c_str(), 0755);
     } else {
-      r = ::openat(pfd, parts[i].c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+      r = ::openat(pfd, parts[i].c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                   0644);
       if (r >= 0) ::close(r), r = 0;
     }
     int saved = errno;
@@ -167,7 +170,8 @@ unsigned long locked_flags(const char* path) {
 int remount_bind(const std::string& path, unsigned long flags) {
   if (::mount(nullptr, path.c_str(), nullptr, MS_REMOUNT | MS_BIND | flags, nullptr) == 0) return 0;
   if (errno != EPERM) return -1;
-  unsigned long locked = locked_flags(path.c_str()) & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY);
+  unsigned long locked =
+      locked_flags(path.c_str()) & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY);
   return ::mount(nullptr, path.c_str(), nullptr, MS_REMOUNT | MS_BIND | flags | locked, nullptr);
 }
 
@@ -214,10 +218,9 @@ void mount_cgroups(int rootfd, const MountOp& op) {
   if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
   unsigned long flags = op.opt.flags;
   if (c.cgroups.v2_only) {
-    int r = c.cgroupns
-                ? ::mount("cgroup2", fdpath(fd).c_str(), "cgroup2", flags, nullptr)
-                : ::mount(c.cgroups.hierarchies[0].dir.c_str(), fdpath(fd).c_str(), nullptr,
-                          MS_BIND | MS_REC, nullptr);
+    int r = c.cgroupns ? ::mount("cgroup2", fdpath(fd).c_str(), "cgroup2", flags, nullptr)
+                       : ::mount(c.cgroups.hierarchies[0].dir.c_str(), fdpath(fd).c_str(), nullptr,
+                                 MS_BIND | MS_REC, nullptr);
     if (r < 0) die(errno, "mount cgroup2 on %s", op.dest.c_str());
     ::close(fd);
     if (!c.cgroupns && flags) {
@@ -228,7 +231,8 @@ void mount_cgroups(int rootfd, const MountOp& op) {
     return;
   }
   // v1 and hybrid: a tmpfs with one directory per hierarchy.
-  if (::mount("tmpfs", fdpath(fd).c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
+  if (::mount("tmpfs", fdpath(fd).c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") <
+      0)
     die(errno, "mount tmpfs on %s", op.dest.c_str());
   ::close(fd);
   for (const auto& h : c.cgroups.hierarchies) {
@@ -287,8 +291,8 @@ struct DefaultDev {
   const char* name;
   unsigned maj, min;
 };
-constexpr DefaultDev kDefaultDevs[] = {{"null", 1, 3},    {"zero", 1, 5},    {"full", 1, 7},
-                                       {"random", 1, 8},  {"urandom", 1, 9}, {"tty", 5, 0}};
+constexpr DefaultDev kDefaultDevs[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+                                       {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
 
 void make_device(int rootfd, const std::string& path, char type, unsigned maj, unsigned min,
                  mode_t mode, uid_t uid, gid_t gid) {
@@ -332,9 +336,9 @@ void setup_dev(int rootfd) {
     struct {
       const char* target;
       const char* name;
-    } links[] = {{"/proc/self/fd", "fd"},   {"/proc/self/fd/0", "stdin"},
+    } links[] = {{"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"},
                  {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
-                 {"pts/ptmx", "ptmx"},      {"/proc/kcore", "core"}};
+                 {"pts/ptmx", "ptmx"},          {"/proc/kcore", "core"}};
     for (auto& l : links) {
       if (::symlinkat(l.target, devfd, l.name) < 0 && errno != EEXIST)
         die(errno, "symlink /dev/%s", l.name);
@@ -394,7 +398,8 @@ int setup_console(int rootfd) {
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(cm), &master, sizeof(int));
-  if (::sendmsg(c.console_sock_fd, &mh, MSG_NOSIGNAL) < 0) die(errno, "send the pty master to the console socket");
+  if (::sendmsg(c.console_sock_fd, &mh, MSG_NOSIGNAL) < 0)
+    die(errno, "send the pty master to the console socket");
   ::close(master);
   ::close(c.console_sock_fd);
   return slave;
@@ -438,7 +443,8 @@ void enter_root(int rootfd) {
   const ChildContext& c = *g_ctx;
   if (::fchdir(rootfd) < 0) die(errno, "chdir %s", c.rootfs.c_str());
   if (c.no_pivot) {
-    if (::mount(".", "/", nullptr, MS_MOVE, nullptr) < 0) die(errno, "move %s to /", c.rootfs.c_str());
+    if (::mount(".", "/", nullptr, MS_MOVE, nullptr) < 0)
+      die(errno, "move %s to /", c.rootfs.c_str());
     if (::chroot(".") < 0) die(errno, "chroot %s", c.rootfs.c_str());
   } else {
     int oldroot = ::open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -449,12 +455,14 @@ void enter_root(int rootfd) {
     // it rslave so the detach cannot propagate to the host, and detach it.
     if (::fchdir(oldroot) < 0) die(errno, "fchdir to the old root");
     ::close(oldroot);
-    if (::mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0) die(errno, "make old root rslave");
+    if (::mount(nullptr, ".", nullptr, MS_SLAVE | MS_REC, nullptr) < 0)
+      die(errno, "make old root rslave");
     if (::umount2(".", MNT_DETACH) < 0) die(errno, "detach the old root");
   }
   if (::chdir("/") < 0) die(errno, "chdir /");
   if (c.rootfs_propagation & MS_SHARED) {
-    if (::mount(nullptr, "/", nullptr, MS_SHARED | MS_REC, nullptr) < 0) die(errno, "make / rshared");
+    if (::mount(nullptr, "/", nullptr, MS_SHARED | MS_REC, nullptr) < 0)
+      die(errno, "make / rshared");
   }
   if (c.rootfs_readonly && remount_bind("/", MS_RDONLY) < 0) die(errno, "remount / read-only");
 }
@@ -468,10 +476,12 @@ void write_sysctls() {
         if (ch == '.') ch = '/';
     // Through the host's verified procfs, no symlinks, no mount crossings:
     // the kernel picks the namespace from the writer, which is us.
-    int fd = openat2_in_root(c.proc_fd, rel, O_WRONLY,
-                             RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_BENEATH);
+    int fd = openat2_in_root(
+        c.proc_fd, rel, O_WRONLY,
+        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_BENEATH);
     if (fd < 0) die(errno, "sysctl %s: open /proc/%s", key.c_str(), rel.c_str());
-    if (::write(fd, value.data(), value.size()) < 0) die(errno, "sysctl %s=%s", key.c_str(), value.c_str());
+    if (::write(fd, value.data(), value.size()) < 0)
+      die(errno, "sysctl %s=%s", key.c_str(), value.c_str());
     ::close(fd);
   }
 }
@@ -485,7 +495,8 @@ std::string lower_strerror(int e) {
 std::string find_executable(const std::string& name) {
   if (name.find('/') != std::string::npos) {
     struct stat st;
-    if (::stat(name.c_str(), &st) < 0) die(0, "exec: \"%s\": %s", name.c_str(), lower_strerror(errno).c_str());
+    if (::stat(name.c_str(), &st) < 0)
+      die(0, "exec: \"%s\": %s", name.c_str(), lower_strerror(errno).c_str());
     if (S_ISDIR(st.st_mode)) die(EACCES, "exec: \"%s\": is a directory", name.c_str());
     return name;
   }
@@ -613,21 +624,30 @@ std::string parent_mountpoint(const std::string& path) {
     auto f = split(line, ' ');
     if (f.size() < 5) continue;
     const std::string& mp = f[4];
-    if ((dir == mp || dir.rfind(mp + "/", 0) == 0 || mp == "/") && mp.size() > best.size()) best = mp;
+    if ((dir == mp || dir.rfind(mp + "/", 0) == 0 || mp == "/") && mp.size() > best.size())
+      best = mp;
   }
   return best;
 }
 
 const char* ns_name(int flag) {
   switch (flag) {
-    case CLONE_NEWUSER: return "user";
-    case CLONE_NEWPID: return "pid";
-    case CLONE_NEWNET: return "network";
-    case CLONE_NEWNS: return "mount";
-    case CLONE_NEWIPC: return "ipc";
-    case CLONE_NEWUTS: return "uts";
-    case CLONE_NEWCGROUP: return "cgroup";
-    case CLONE_NEWTIME: return "time";
+    case CLONE_NEWUSER:
+      return "user";
+    case CLONE_NEWPID:
+      return "pid";
+    case CLONE_NEWNET:
+      return "network";
+    case CLONE_NEWNS:
+      return "mount";
+    case CLONE_NEWIPC:
+      return "ipc";
+    case CLONE_NEWUTS:
+      return "uts";
+    case CLONE_NEWCGROUP:
+      return "cgroup";
+    case CLONE_NEWTIME:
+      return "time";
   }
   return "?";
 }
@@ -671,13 +691,15 @@ void write_time_offsets() {
     if (ctx.new_ns_flags & CLONE_NEWUSER) {
       send_msg(ctx.sync_fd, MsgType::kNeedMaps);
       expect(MsgType::kMapsDone);
-      if (::setresuid(0, 0, 0) < 0 || ::setresgid(0, 0, 0) < 0) die(errno, "become root in the user namespace");
+      if (::setresuid(0, 0, 0) < 0 || ::setresgid(0, 0, 0) < 0)
+        die(errno, "become root in the user namespace");
     }
   }
   /* sync 2: the parent has written the id maps and placed us in the cgroups */
   expect(MsgType::kGo);
   if (!ctx.slow_path && (ctx.new_ns_flags & CLONE_NEWUSER)) {
-    if (::setresuid(0, 0, 0) < 0 || ::setresgid(0, 0, 0) < 0) die(errno, "become root in the user namespace");
+    if (::setresuid(0, 0, 0) < 0 || ::setresgid(0, 0, 0) < 0)
+      die(errno, "become root in the user namespace");
   }
   if (ctx.slow_path) {
     int late = ctx.new_ns_flags & (CLONE_NEWPID | CLONE_NEWTIME);
@@ -771,7 +793,8 @@ void write_time_offsets() {
       if (::dup2(slave, fd) < 0) die(errno, "dup2 the pty");
     ::close(slave);
   }
-  if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\") set in config.json", ctx.cwd.c_str());
+  if (::chdir(ctx.cwd.c_str()) < 0)
+    die(errno, "chdir to cwd (\"%s\") set in config.json", ctx.cwd.c_str());
   // CVE-2024-21626: the cwd must be inside the container's root.
   char cwdbuf[4096];
   if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
@@ -780,8 +803,10 @@ void write_time_offsets() {
   if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
     g_env.push_back("HOME=" + home_of(ctx.uid));
   std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
-  if (ctx.umask >= 0) ::umask(static_cast<mode_t>(ctx.umask));
-  else ::umask(022);
+  if (ctx.umask >= 0)
+    ::umask(static_cast<mode_t>(ctx.umask));
+  else
+    ::umask(022);
 
   bool nnp = ctx.no_new_privileges;
   bool kept_admin = set_identity(ctx.has_seccomp && !nnp);

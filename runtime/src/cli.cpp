@@ -69,11 +69,14 @@ int print_list(const Globals& g, const std::string& format, bool quiet) {
     return 0;
   }
   auto pad = [](std::string s, size_t w) {
-    if (s.size() < w) s.append(w - s.size(), ' ');
-    else s += ' ';
+    if (s.size() < w)
+      s.append(w - s.size(), ' ');
+    else
+      s += ' ';
     return s;
   };
-  std::vector<std::vector<std::string>> rows = {{"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"}};
   for (auto& e : entries)
     rows.push_back({e.state.id, std::to_string(e.state.pid), oci::status_name(e.state.status),
                     e.state.bundle, e.created, e.owner.empty() ? "root" : e.owner});
@@ -101,9 +104,10 @@ int write_spec(const std::string& bundle, bool rootless) {
 
 int cli_main(int argc, char** argv) {
   Globals g;
-  CLI::App app{"comet-runtime: a runc-compatible OCI runtime that turns declared capabilities "
-               "into kernel-enforced policy",
-               "comet-runtime"};
+  CLI::App app{
+      "comet-runtime: a runc-compatible OCI runtime that turns declared capabilities "
+      "into kernel-enforced policy",
+      "comet-runtime"};
   app.set_version_flag("--version,-v", version_text());
   app.add_option("--root", g.root, "root directory for container state")->capture_default_str();
   app.add_option("--log", g.log, "log file (default: stderr)");
@@ -127,7 +131,8 @@ int cli_main(int argc, char** argv) {
     c->add_option("--preserve-fds", co.preserve_fds, "pass N fds after stdio to the container")
         ->check(CLI::NonNegativeNumber);
   };
-  auto* create = app.add_subcommand("create", "create a container (stopped before the user process)");
+  auto* create =
+      app.add_subcommand("create", "create a container (stopped before the user process)");
   add_create_opts(create);
   bool detach = false;
   auto* run = app.add_subcommand("run", "create and start a container, wait for it, delete it");
@@ -142,7 +147,8 @@ int cli_main(int argc, char** argv) {
 
   std::string sig = "SIGTERM";
   bool all = false;
-  auto* kill = app.add_subcommand("kill", "send a signal (name or number, default SIGTERM) to the init");
+  auto* kill =
+      app.add_subcommand("kill", "send a signal (name or number, default SIGTERM) to the init");
   kill->add_option("container-id", id)->required();
   kill->add_option("signal", sig, "signal name or number")->capture_default_str();
   kill->add_flag("--all,-a", all, "signal every process in the container");
@@ -183,7 +189,9 @@ int cli_main(int argc, char** argv) {
         break;
       }
       if (a == "--help" || a == "-h" || a == "--version" || a == "-v") break;
-      if (a.find('=') == std::string::npos && (a == "--root" || a == "--log" || a == "--log-format")) i++;
+      if (a.find('=') == std::string::npos &&
+          (a == "--root" || a == "--log" || a == "--log-format"))
+        i++;
     }
     bool help_or_version = false;
     for (int i = 1; i < argc; i++) {

@@ -111,7 +111,8 @@ Error child_failure(int sfd, const Error& fallback, const oci::Linux& lx) {
     m.text[sizeof m.text - 1] = 0;
     return Error(m.err, m.text);
   }
-  bool silent = fallback.err() == EPIPE || fallback.message().rfind("container init exited", 0) == 0;
+  bool silent =
+      fallback.err() == EPIPE || fallback.message().rfind("container init exited", 0) == 0;
   if (silent && lx.resources && lx.resources->memory && lx.resources->memory->limit)
     return Error::msg(fallback.message() + " (linux.resources.memory.limit " +
                       std::to_string(*lx.resources->memory->limit) +
@@ -132,8 +133,9 @@ Result<std::string> resolve_dir(const std::string& p, const std::string& what) {
 Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep_child) {
   TRYV(validate_id(o.id));
   if (g.systemd_cgroup)
-    return Error::msg("systemd cgroup driver requested (--systemd-cgroup), but systemd is not "
-                      "running on this host; use the cgroupfs driver");
+    return Error::msg(
+        "systemd cgroup driver requested (--systemd-cgroup), but systemd is not "
+        "running on this host; use the cgroupfs driver");
   TRY(std::string bundle, resolve_dir(o.bundle, "bundle"));
   TRY(std::string config_text, read_file(bundle + "/config.json"));
   TRY(oci::Spec spec, oci::parse_spec(config_text));
@@ -193,8 +195,11 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
 
   // Fds the child inherits. All above 2 + preserve_fds.
   int min_fd = 3 + pin.preserve_fds;
-  TRY(UniqueFd state_fd, high(UniqueFd(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)), min_fd, "state dir"));
-  TRY(UniqueFd proc_fd, high(UniqueFd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)), min_fd, "/proc"));
+  TRY(UniqueFd state_fd,
+      high(UniqueFd(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)), min_fd,
+           "state dir"));
+  TRY(UniqueFd proc_fd,
+      high(UniqueFd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)), min_fd, "/proc"));
   struct statfs sfs;
   if (!proc_fd || ::fstatfs(proc_fd.get(), &sfs) < 0 || sfs.f_type != kProcSuperMagic)
     return Error::msg("/proc is not a procfs mount");
@@ -217,7 +222,8 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     join_fds.push_back(std::move(h));
   }
   int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return Error::sys(errno, "socketpair");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return Error::sys(errno, "socketpair");
   TRY(UniqueFd sync_parent, high(UniqueFd(sp[0]), min_fd, "sync socket"));
   TRY(UniqueFd sync_child, high(UniqueFd(sp[1]), min_fd, "sync socket"));
   ctx.sync_fd = sync_child.get();
@@ -254,7 +260,8 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   }
   sync_child.reset();
   cleanup.stage1 = ChildGuard(static_cast<pid_t>(pid));
-  log::debug("create " + o.id + ": cloned " + std::to_string(pid) + (ctx.slow_path ? " (two-stage)" : ""));
+  log::debug("create " + o.id + ": cloned " + std::to_string(pid) +
+             (ctx.slow_path ? " (two-stage)" : ""));
   int sfd = sync_parent.get();
   const auto& uidm = lx.uid_mappings;
   const auto& gidm = lx.gid_mappings;
@@ -303,8 +310,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(dir.save(rec));
 
   /* sync 3: hooks in the runtime namespace */
-  if (auto m = expect_msg(sfd, MsgType::kMountsDone); !m.ok()) return child_failure(sfd, m.error(), lx);
-  std::string hs = hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
+  if (auto m = expect_msg(sfd, MsgType::kMountsDone); !m.ok())
+    return child_failure(sfd, m.error(), lx);
+  std::string hs =
+      hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
   TRYV(write_file_atomic(dir.file("hookstate.json"), hs));
   if (spec.hooks) {
     TRYV(run_hooks(spec.hooks->prestart, "prestart", hs));
@@ -323,8 +332,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRYV(write_file_atomic(pf, std::to_string(init_pid), 0644));
   }
   cleanup.armed = false;
-  if (!keep_child) cleanup.stage1.release();
-  else cleanup.stage1.release();
+  if (!keep_child)
+    cleanup.stage1.release();
+  else
+    cleanup.stage1.release();
   return init_pid;
 }
 

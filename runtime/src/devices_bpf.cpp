@@ -148,19 +148,23 @@ Result<bpf_prog_info> prog_info(int fd) {
 }  // namespace
 
 std::vector<bpf_insn> device_filter_program(const std::vector<oci::DeviceCgroup>& rules) {
-  std::vector<bpf_insn> p;
-  // struct bpf_cgroup_dev_ctx { u32 access_type; u32 major; u32 minor; }
-  p.push_back(ldx_w(kR2, kR1, 0));  // r2 = type (low 16 bits)
-  p.push_back(alu32_imm(BPF_AND, kR2, 0xffff));
-  p.push_back(ldx_w(kR3, kR1, 0));  // r3 = access (high 16 bits)
-  p.push_back(alu32_imm(BPF_RSH, kR3, 16));
-  p.push_back(ldx_w(kR4, kR1, 4));  // r4 = major
-  p.push_back(ldx_w(kR5, kR1, 8));  // r5 = minor
-  for (auto it = rules.rbegin(); it != rules.rend(); ++it)
-    if (append_rule(p, *it)) return p;
-  p.push_back(alu32_imm(BPF_MOV, kR0, 0));  // no rule matched: deny
-  p.push_back(exit_insn());
-  return p;
+  try {
+    std::vector<bpf_insn> p;
+    // struct bpf_cgroup_dev_ctx { u32 access_type; u32 major; u32 minor; }
+    p.push_back(ldx_w(kR2, kR1, 0));  // r2 = type (low 16 bits)
+    p.push_back(alu32_imm(BPF_AND, kR2, 0xffff));
+    p.push_back(ldx_w(kR3, kR1, 0));  // r3 = access (high 16 bits)
+    p.push_back(alu32_imm(BPF_RSH, kR3, 16));
+    p.push_back(ldx_w(kR4, kR1, 4));  // r4 = major
+    p.push_back(ldx_w(kR5, kR1, 8));  // r5 = minor
+    for (auto it = rules.rbegin(); it != rules.rend(); ++it)
+      if (append_rule(p, *it)) return p;
+    p.push_back(alu32_imm(BPF_MOV, kR0, 0));  // no rule matched: deny
+    p.push_back(exit_insn());
+    return p;
+  } catch (...) {
+    return {};  // out of memory: load_device_filter refuses an empty program
+  }
 }
 
 Result<UniqueFd> load_device_filter(const std::vector<bpf_insn>& program) {
@@ -200,21 +204,25 @@ Result<UniqueFd> load_device_filter(const std::vector<bpf_insn>& program) {
 }
 
 Result<std::vector<uint32_t>> attached_device_filters(int cgroup_dir_fd) {
-  std::vector<uint32_t> ids(64);
-  for (int attempt = 0; attempt < 10; attempt++) {
-    bpf_attr attr{};
-    attr.query.target_fd = static_cast<uint32_t>(cgroup_dir_fd);
-    attr.query.attach_type = BPF_CGROUP_DEVICE;
-    attr.query.prog_ids = ptr(ids.data());
-    attr.query.prog_cnt = static_cast<uint32_t>(ids.size());
-    if (sys_bpf(BPF_PROG_QUERY, &attr) == 0) {
-      ids.resize(std::min<size_t>(attr.query.prog_cnt, ids.size()));
-      return ids;
+  try {
+    std::vector<uint32_t> ids(64);
+    for (int attempt = 0; attempt < 10; attempt++) {
+      bpf_attr attr{};
+      attr.query.target_fd = static_cast<uint32_t>(cgroup_dir_fd);
+      attr.query.attach_type = BPF_CGROUP_DEVICE;
+      attr.query.prog_ids = ptr(ids.data());
+      attr.query.prog_cnt = static_cast<uint32_t>(ids.size());
+      if (sys_bpf(BPF_PROG_QUERY, &attr) == 0) {
+        ids.resize(std::min<size_t>(attr.query.prog_cnt, ids.size()));
+        return ids;
+      }
+      if (errno != ENOSPC) return Error::sys(errno, "bpf prog_query cgroup_device");
+      ids.resize(std::max<size_t>(attr.query.prog_cnt, ids.size() * 2));  // raced: grew
     }
-    if (errno != ENOSPC) return Error::sys(errno, "bpf prog_query cgroup_device");
-    ids.resize(std::max<size_t>(attr.query.prog_cnt, ids.size() * 2));  // raced: grew
+    return Error::sys(ENOSPC, "bpf prog_query cgroup_device: list keeps growing");
+  } catch (...) {
+    return Error::sys(ENOMEM, "bpf prog_query cgroup_device");
   }
-  return Error::sys(ENOSPC, "bpf prog_query cgroup_device: list keeps growing");
 }
 
 Status attach_device_filter(int cgroup_dir_fd, int prog_fd) {

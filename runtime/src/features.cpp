@@ -17,14 +17,15 @@ std::string features_json() {
   oci::Features f;
   f.oci_version_min = "1.0.0";
   f.oci_version_max = oci_version();
-  f.hooks = {"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"};
+  f.hooks = {"prestart",       "createRuntime", "createContainer",
+             "startContainer", "poststart",     "poststop"};
   for (const libmnt_optmap* m = mnt_get_builtin_optmap(MNT_LINUX_MAP); m && m->name; m++) {
     if (std::strchr(m->name, '=')) continue;
     f.mount_options.emplace_back(m->name);
   }
-  for (const char* o : {"bind", "rbind", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev",
-                        "rnoexec", "rexec", "rnodiratime", "rdiratime", "rnoatime",
-                        "rstrictatime", "rrelatime"})
+  for (const char* o :
+       {"bind", "rbind", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec", "rexec",
+        "rnodiratime", "rdiratime", "rnoatime", "rstrictatime", "rrelatime"})
     f.mount_options.emplace_back(o);
   f.namespaces = {"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"};
   for (int c = 0; c <= CAP_LAST_CAP; c++) {

@@ -73,7 +73,8 @@ Status run_hook(const oci::Hook& hook, const std::string& state_json) noexcept {
   int status = child.wait();
   if (status < 0) return Error::sys(errno, "hook " + hook.path + ": wait");
   if (WIFSIGNALED(status))
-    return Error::msg("hook " + hook.path + ": killed by signal " + std::to_string(WTERMSIG(status)));
+    return Error::msg("hook " + hook.path + ": killed by signal " +
+                      std::to_string(WTERMSIG(status)));
   if (WEXITSTATUS(status) != 0)
     return Error::msg("hook " + hook.path + ": exit status " + std::to_string(WEXITSTATUS(status)));
   return ok();

@@ -15,10 +15,14 @@ bool g_debug = false;
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warning";
-    case Level::kError: return "error";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warning";
+    case Level::kError:
+      return "error";
   }
   return "info";
 }
@@ -62,7 +66,9 @@ bool init(const std::string& path, bool json, bool debug) {
   return true;
 }
 
-bool debug_enabled() { return g_debug; }
+bool debug_enabled() {
+  return g_debug;
+}
 
 void write(Level lvl, const std::string& msg) {
   if (lvl == Level::kDebug && !g_debug) return;

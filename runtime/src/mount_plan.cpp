@@ -21,12 +21,18 @@ struct RecAttr {
 // runc's recursive attributes (runtime-spec "rro" & co.), applied with
 // mount_setattr(AT_RECURSIVE).
 constexpr RecAttr kRecAttrs[] = {
-    {"rro", MOUNT_ATTR_RDONLY, false},          {"rrw", MOUNT_ATTR_RDONLY, true},
-    {"rnosuid", MOUNT_ATTR_NOSUID, false},      {"rsuid", MOUNT_ATTR_NOSUID, true},
-    {"rnodev", MOUNT_ATTR_NODEV, false},        {"rdev", MOUNT_ATTR_NODEV, true},
-    {"rnoexec", MOUNT_ATTR_NOEXEC, false},      {"rexec", MOUNT_ATTR_NOEXEC, true},
-    {"rnodiratime", MOUNT_ATTR_NODIRATIME, false}, {"rdiratime", MOUNT_ATTR_NODIRATIME, true},
-    {"rnoatime", MOUNT_ATTR_NOATIME, false},    {"rstrictatime", MOUNT_ATTR_STRICTATIME, false},
+    {"rro", MOUNT_ATTR_RDONLY, false},
+    {"rrw", MOUNT_ATTR_RDONLY, true},
+    {"rnosuid", MOUNT_ATTR_NOSUID, false},
+    {"rsuid", MOUNT_ATTR_NOSUID, true},
+    {"rnodev", MOUNT_ATTR_NODEV, false},
+    {"rdev", MOUNT_ATTR_NODEV, true},
+    {"rnoexec", MOUNT_ATTR_NOEXEC, false},
+    {"rexec", MOUNT_ATTR_NOEXEC, true},
+    {"rnodiratime", MOUNT_ATTR_NODIRATIME, false},
+    {"rdiratime", MOUNT_ATTR_NODIRATIME, true},
+    {"rnoatime", MOUNT_ATTR_NOATIME, false},
+    {"rstrictatime", MOUNT_ATTR_STRICTATIME, false},
     {"rrelatime", MOUNT_ATTR_RELATIME, false},
 };
 

@@ -95,22 +95,29 @@ void kill_everything(const ContainerRecord& rec) {
 
 }  // namespace
 
-std::string oci_version() { return "1.2.0"; }
+std::string oci_version() {
+  return "1.2.0";
+}
 
 Status start_container(const Globals& g, const std::string& id) {
   TRY(Loaded l, load(g, id));
   switch (l.status) {
-    case oci::ContainerStatus::kCreated: break;
-    case oci::ContainerStatus::kStopped: return Error::msg("cannot start a container that has stopped");
-    case oci::ContainerStatus::kCreating: return Error::msg("cannot start a container that is still being created");
-    default: return Error::msg("cannot start an already running container");
+    case oci::ContainerStatus::kCreated:
+      break;
+    case oci::ContainerStatus::kStopped:
+      return Error::msg("cannot start a container that has stopped");
+    case oci::ContainerStatus::kCreating:
+      return Error::msg("cannot start a container that is still being created");
+    default:
+      return Error::msg("cannot start an already running container");
   }
   std::string fifo = l.dir.file("exec.fifo");
   int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return Error::sys(errno, "open " + fifo);
   UniqueFd f(fd);
   PidFd p;
-  if (int e = PidFd::open(l.rec.pid, &p)) return Error::sys(e, "container init " + std::to_string(l.rec.pid));
+  if (int e = PidFd::open(l.rec.pid, &p))
+    return Error::sys(e, "container init " + std::to_string(l.rec.pid));
   struct pollfd pfds[2] = {{fd, POLLIN, 0}, {p.fd(), POLLIN, 0}};
   for (;;) {
     int r = ::poll(pfds, 2, 10000);
@@ -178,8 +185,8 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
   ContainerRecord rec = std::move(*rec_r);
   oci::ContainerStatus st = derive_status(dir, rec);
   if (!force && (st == oci::ContainerStatus::kRunning || st == oci::ContainerStatus::kPaused))
-    return Error::msg("cannot delete container " + id + " that is not stopped: " +
-                      oci::status_name(st));
+    return Error::msg("cannot delete container " + id +
+                      " that is not stopped: " + oci::status_name(st));
   kill_everything(rec);
   Status result = destroy_cgroups(rec.cgroup_dirs);
   for (auto& p : rec.cleanup_paths) {
@@ -215,9 +222,11 @@ Result<oci::State> container_state(const Globals& g, const std::string& id) {
 
 Status pause_container(const Globals& g, const std::string& id, bool pause) {
   TRY(Loaded l, load(g, id));
-  if (pause && l.status != oci::ContainerStatus::kRunning && l.status != oci::ContainerStatus::kCreated)
+  if (pause && l.status != oci::ContainerStatus::kRunning &&
+      l.status != oci::ContainerStatus::kCreated)
     return Error::msg("container not running");
-  if (!pause && l.status != oci::ContainerStatus::kPaused) return Error::msg("container not paused");
+  if (!pause && l.status != oci::ContainerStatus::kPaused)
+    return Error::msg("container not paused");
   return freeze(l.rec.freezer_dir, l.rec.freezer_v2, pause);
 }
 
@@ -247,7 +256,8 @@ Result<int> parse_signal(const std::string& s) {
   if (std::all_of(s.begin(), s.end(), ::isdigit)) {
     int n = std::atoi(s.c_str());
     // 0 checks that the init exists, as kill(2) does.
-    if (s.size() > 3 || n > SIGRTMAX) return Error::msg("invalid signal \"" + s + "\": invalid argument");
+    if (s.size() > 3 || n > SIGRTMAX)
+      return Error::msg("invalid signal \"" + s + "\": invalid argument");
     return n;
   }
   std::string name = s;

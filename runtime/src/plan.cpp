@@ -22,8 +22,8 @@ struct NsType {
   int flag;
 };
 constexpr NsType kNamespaces[] = {
-    {"user", CLONE_NEWUSER}, {"pid", CLONE_NEWPID},     {"network", CLONE_NEWNET},
-    {"mount", CLONE_NEWNS},  {"ipc", CLONE_NEWIPC},     {"uts", CLONE_NEWUTS},
+    {"user", CLONE_NEWUSER},     {"pid", CLONE_NEWPID},   {"network", CLONE_NEWNET},
+    {"mount", CLONE_NEWNS},      {"ipc", CLONE_NEWIPC},   {"uts", CLONE_NEWUTS},
     {"cgroup", CLONE_NEWCGROUP}, {"time", CLONE_NEWTIME},
 };
 
@@ -32,14 +32,22 @@ struct RlimitName {
   int res;
 };
 constexpr RlimitName kRlimits[] = {
-    {"RLIMIT_AS", RLIMIT_AS},           {"RLIMIT_CORE", RLIMIT_CORE},
-    {"RLIMIT_CPU", RLIMIT_CPU},         {"RLIMIT_DATA", RLIMIT_DATA},
-    {"RLIMIT_FSIZE", RLIMIT_FSIZE},     {"RLIMIT_LOCKS", RLIMIT_LOCKS},
-    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK}, {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
-    {"RLIMIT_NICE", RLIMIT_NICE},       {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-    {"RLIMIT_NPROC", RLIMIT_NPROC},     {"RLIMIT_RSS", RLIMIT_RSS},
-    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},   {"RLIMIT_RTTIME", RLIMIT_RTTIME},
-    {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING}, {"RLIMIT_STACK", RLIMIT_STACK},
+    {"RLIMIT_AS", RLIMIT_AS},
+    {"RLIMIT_CORE", RLIMIT_CORE},
+    {"RLIMIT_CPU", RLIMIT_CPU},
+    {"RLIMIT_DATA", RLIMIT_DATA},
+    {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+    {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+    {"RLIMIT_NICE", RLIMIT_NICE},
+    {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+    {"RLIMIT_NPROC", RLIMIT_NPROC},
+    {"RLIMIT_RSS", RLIMIT_RSS},
+    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+    {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+    {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+    {"RLIMIT_STACK", RLIMIT_STACK},
 };
 
 // Unknown names are skipped with a warning, as runc does: an unknown name
@@ -117,21 +125,25 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
   if (!lx.rootfs_propagation.empty()) {
     auto o = parse_mount_options({lx.rootfs_propagation});
     if (!o.ok() || !o->propagation)
-      return Error::msg("linux.rootfsPropagation \"" + lx.rootfs_propagation + "\": unknown propagation");
+      return Error::msg("linux.rootfsPropagation \"" + lx.rootfs_propagation +
+                        "\": unknown propagation");
     c.rootfs_propagation = o->propagation;
   }
   TRY(c.mounts, plan_mounts(spec, in.bundle));
   for (auto& m : c.mounts)
     if (m.dest == "/dev" && m.type == "tmpfs") c.dev_is_tmpfs = true;
   if (!(c.new_ns_flags & CLONE_NEWNS) && !c.mounts.empty() &&
-      !std::any_of(c.joins.begin(), c.joins.end(), [](auto& j) { return j.clone_flag == CLONE_NEWNS; }))
+      !std::any_of(c.joins.begin(), c.joins.end(),
+                   [](auto& j) { return j.clone_flag == CLONE_NEWNS; }))
     return Error::msg("mounts: a mount namespace is required to set up mounts");
   for (size_t i = 0; i < lx.devices.size(); i++) {
     const auto& d = lx.devices[i];
     if (d.path.empty() || d.path[0] != '/')
-      return Error::msg("linux.devices[" + std::to_string(i) + "].path \"" + d.path + "\": must be absolute");
+      return Error::msg("linux.devices[" + std::to_string(i) + "].path \"" + d.path +
+                        "\": must be absolute");
     if (d.type.empty() || std::strchr("cbup", d.type[0]) == nullptr || d.type.size() != 1)
-      return Error::msg("linux.devices[" + std::to_string(i) + "].type \"" + d.type + "\": must be c, b, u or p");
+      return Error::msg("linux.devices[" + std::to_string(i) + "].type \"" + d.type +
+                        "\": must be c, b, u or p");
   }
   c.devices = lx.devices;
   c.masked_paths = lx.masked_paths;
@@ -156,7 +168,8 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
     TRY(c.caps.bounding, cap_mask(p.capabilities->bounding, "process.capabilities.bounding"));
     TRY(c.caps.effective, cap_mask(p.capabilities->effective, "process.capabilities.effective"));
     TRY(c.caps.permitted, cap_mask(p.capabilities->permitted, "process.capabilities.permitted"));
-    TRY(c.caps.inheritable, cap_mask(p.capabilities->inheritable, "process.capabilities.inheritable"));
+    TRY(c.caps.inheritable,
+        cap_mask(p.capabilities->inheritable, "process.capabilities.inheritable"));
     TRY(c.caps.ambient, cap_mask(p.capabilities->ambient, "process.capabilities.ambient"));
   }
   c.no_new_privileges = p.no_new_privileges;
@@ -166,7 +179,8 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
     for (auto& n : kRlimits)
       if (r.type == n.name) res = n.res;
     if (res < 0)
-      return Error::msg("process.rlimits[" + std::to_string(i) + "].type: unknown rlimit \"" + r.type + "\"");
+      return Error::msg("process.rlimits[" + std::to_string(i) + "].type: unknown rlimit \"" +
+                        r.type + "\"");
     c.rlimits.push_back({res, {static_cast<rlim_t>(r.soft), static_cast<rlim_t>(r.hard)}});
   }
   if (lx.personality) {
@@ -175,7 +189,8 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
     else if (lx.personality->domain == "LINUX32")
       c.personality = PER_LINUX32;
     else
-      return Error::msg("linux.personality.domain \"" + lx.personality->domain + "\": must be LINUX or LINUX32");
+      return Error::msg("linux.personality.domain \"" + lx.personality->domain +
+                        "\": must be LINUX or LINUX32");
     if (!lx.personality->flags.empty())
       return Error::msg("linux.personality.flags: not supported by this runtime");
   }

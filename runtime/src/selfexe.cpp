@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <seccomp.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <seccomp.h>
 
 extern char** environ;
 
@@ -62,7 +62,8 @@ void ensure_sealed_self(int argc, char** argv) {
   flags |= 0x0010U;  // MFD_EXEC (Linux 6.3): exec allowed even with vm.memfd_noexec=1
 #endif
   int mfd = ::memfd_create("comet-runtime", flags);
-  if (mfd < 0 && errno == EINVAL) mfd = ::memfd_create("comet-runtime", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (mfd < 0 && errno == EINVAL)
+    mfd = ::memfd_create("comet-runtime", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (mfd < 0) die("memfd_create");
   off_t off = 0;
   while (off < st.st_size) {

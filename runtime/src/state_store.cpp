@@ -23,8 +23,7 @@ Status validate_id(const std::string& id) {
   for (unsigned char c : id) {
     bool okc = std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '+';
     if (!okc)
-      return Error::msg("invalid container id \"" + id +
-                        "\": only [A-Za-z0-9_+.-] are allowed");
+      return Error::msg("invalid container id \"" + id + "\": only [A-Za-z0-9_+.-] are allowed");
   }
   if (id.find("..") != std::string::npos)
     return Error::msg("invalid container id \"" + id + "\": must not contain \"..\"");
@@ -120,7 +119,9 @@ Result<ContainerRecord> ContainerDir::load() const {
   }
 }
 
-Status ContainerDir::remove() const { return remove_tree(path_); }
+Status ContainerDir::remove() const {
+  return remove_tree(path_);
+}
 
 oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecord& rec) {
   bool alive = rec.pid > 0 && !process_dead(rec.pid) &&

@@ -9,14 +9,22 @@ namespace comet::runtime {
 
 const char* msg_name(MsgType t) {
   switch (t) {
-    case MsgType::kNeedMaps: return "need-maps";
-    case MsgType::kMapsDone: return "maps-done";
-    case MsgType::kGo: return "go";
-    case MsgType::kInitPid: return "init-pid";
-    case MsgType::kMountsDone: return "mounts-done";
-    case MsgType::kHooksDone: return "hooks-done";
-    case MsgType::kReady: return "ready";
-    case MsgType::kError: return "error";
+    case MsgType::kNeedMaps:
+      return "need-maps";
+    case MsgType::kMapsDone:
+      return "maps-done";
+    case MsgType::kGo:
+      return "go";
+    case MsgType::kInitPid:
+      return "init-pid";
+    case MsgType::kMountsDone:
+      return "mounts-done";
+    case MsgType::kHooksDone:
+      return "hooks-done";
+    case MsgType::kReady:
+      return "ready";
+    case MsgType::kError:
+      return "error";
   }
   return "?";
 }
@@ -50,12 +58,12 @@ int recv_msg(int fd, Msg* out) noexcept {
 Result<Msg> expect_msg(int fd, MsgType want) {
   Msg m;
   int r = recv_msg(fd, &m);
-  if (r == EPIPE)
-    return Error::msg(std::string("container init exited before ") + msg_name(want));
+  if (r == EPIPE) return Error::msg(std::string("container init exited before ") + msg_name(want));
   if (r) return Error::sys(r, "read sync socket");
   if (m.type == MsgType::kError) return Error(m.err, m.text);
   if (m.type != want)
-    return Error::msg(std::string("sync: expected ") + msg_name(want) + ", got " + msg_name(m.type));
+    return Error::msg(std::string("sync: expected ") + msg_name(want) + ", got " +
+                      msg_name(m.type));
   return m;
 }
 

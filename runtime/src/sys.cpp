@@ -30,7 +30,9 @@ Result<std::string> read_file_at(int dirfd, const std::string& name) {
   return out;
 }
 
-Result<std::string> read_file(const std::string& path) { return read_file_at(AT_FDCWD, path); }
+Result<std::string> read_file(const std::string& path) {
+  return read_file_at(AT_FDCWD, path);
+}
 
 static Status write_all(int fd, std::string_view data, const std::string& what) {
   size_t off = 0;
@@ -105,13 +107,16 @@ static int remove_at(int dirfd, const char* name, dev_t dev) {
 
 Status remove_tree(const std::string& path) {
   struct stat st;
-  if (::lstat(path.c_str(), &st) < 0) return errno == ENOENT ? ok() : Error::sys(errno, "stat " + path);
+  if (::lstat(path.c_str(), &st) < 0)
+    return errno == ENOENT ? ok() : Error::sys(errno, "stat " + path);
   int r = remove_at(AT_FDCWD, path.c_str(), st.st_dev);
   if (r) return Error::sys(r, "remove " + path);
   return ok();
 }
 
-bool path_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool path_exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
 
 std::string join_path(std::string_view a, std::string_view b) {
   std::string out(a);
@@ -127,8 +132,10 @@ std::string clean_path(std::string_view p) {
   for (auto& s : split(p, '/')) {
     if (s.empty() || s == ".") continue;
     if (s == "..") {
-      if (!parts.empty() && parts.back() != "..") parts.pop_back();
-      else if (!abs) parts.push_back(s);
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else if (!abs)
+        parts.push_back(s);
       continue;
     }
     parts.push_back(s);

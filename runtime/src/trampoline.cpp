@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <string>
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
@@ -54,9 +53,8 @@ Result<UniqueFd> sealed_trampoline() {
   if (::fcntl(fd.get(), F_ADD_SEALS, kSeals) < 0)
     return Error::sys(errno, "seal exec trampoline memfd");
   int seals = ::fcntl(fd.get(), F_GET_SEALS);
-  if (seals < 0 || (seals & kSeals) != kSeals)
-    return Error::sys(seals < 0 ? errno : 0,
-                      "exec trampoline memfd not sealed (seals " + std::to_string(seals) + ")");
+  if (seals < 0) return Error::sys(errno, "get seals of exec trampoline memfd");
+  if ((seals & kSeals) != kSeals) return Error::msg("exec trampoline memfd is not fully sealed");
   return fd;
 }
 

@@ -53,7 +53,7 @@ const char* errno_name(int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T v) : v_(std::in_place_index<0>, std::move(v)) {}  // NOLINT: implicit on purpose
+  Result(T v) : v_(std::in_place_index<0>, std::move(v)) {}      // NOLINT: implicit on purpose
   Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
@@ -92,7 +92,9 @@ class [[nodiscard]] Result<void> {
 
 using Status = Result<void>;
 
-inline Status ok() { return {}; }
+inline Status ok() {
+  return {};
+}
 
 }  // namespace comet
 
@@ -102,9 +104,9 @@ inline Status ok() { return {}; }
 // TRY(decl, expr): evaluate expr (a Result<T>); on error return it; else bind
 // the value to decl.
 #define TRY(decl, expr) TRY_IMPL_(COMET_CONCAT(try_res_, __LINE__), decl, expr)
-#define TRY_IMPL_(tmp, decl, expr)                 \
-  auto tmp = (expr);                               \
-  if (!tmp.ok()) return std::move(tmp).error();    \
+#define TRY_IMPL_(tmp, decl, expr)              \
+  auto tmp = (expr);                            \
+  if (!tmp.ok()) return std::move(tmp).error(); \
   decl = std::move(tmp).value()
 
 // TRYV(expr): for Result<void> (or any Result whose value is not needed).

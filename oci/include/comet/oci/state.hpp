@@ -35,8 +35,8 @@ struct Features {
   bool cgroup_v1 = false, cgroup_v2 = false, cgroup_systemd = false, cgroup_systemd_user = false,
        cgroup_rdma = false;
   bool seccomp_enabled = false;
-  std::vector<std::string> seccomp_actions, seccomp_operators, seccomp_archs,
-      seccomp_known_flags, seccomp_supported_flags;
+  std::vector<std::string> seccomp_actions, seccomp_operators, seccomp_archs, seccomp_known_flags,
+      seccomp_supported_flags;
   bool apparmor = false, selinux = false, intel_rdt = false, idmap_mounts = false;
   std::map<std::string, std::string> annotations;
   std::vector<std::string> potentially_unsafe_config_annotations;

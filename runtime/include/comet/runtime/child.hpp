@@ -35,20 +35,20 @@ struct JoinNs {
 
 struct ChildContext {
   // namespaces
-  int new_ns_flags = 0;          // CLONE_NEW* to create
-  std::vector<JoinNs> joins;     // user first
-  bool slow_path = false;        // two-stage: joins or a time namespace
+  int new_ns_flags = 0;       // CLONE_NEW* to create
+  std::vector<JoinNs> joins;  // user first
+  bool slow_path = false;     // two-stage: joins or a time namespace
   std::map<std::string, oci::TimeOffset> time_offsets;
-  bool userns = false;           // the container has its own user ns (new or joined)
+  bool userns = false;  // the container has its own user ns (new or joined)
 
   // files and mounts
-  std::string rootfs;            // absolute host path
+  std::string rootfs;  // absolute host path
   bool rootfs_readonly = false;
   unsigned long rootfs_propagation = 0;  // 0 = default (rslave)
   bool no_pivot = false;
   std::vector<MountOp> mounts;
   std::vector<oci::Device> devices;  // config devices
-  bool dev_is_tmpfs = false;     // the config mounts a tmpfs on /dev: add default devices
+  bool dev_is_tmpfs = false;         // the config mounts a tmpfs on /dev: add default devices
   std::vector<std::string> masked_paths, readonly_paths;
   CgroupPlan cgroups;
   bool cgroupns = false;
@@ -83,10 +83,10 @@ struct ChildContext {
 
   // fds opened by the parent, inherited across clone
   int sync_fd = -1;
-  int state_dir_fd = -1;     // O_PATH: exec.fifo is opened through it after pivot_root
-  int proc_fd = -1;          // the host's /proc, verified procfs
-  int lock_fd = -1;          // the state lock: closed first, or `start` would wait on us
-  int console_sock_fd = -1;  // connected --console-socket
+  int state_dir_fd = -1;           // O_PATH: exec.fifo is opened through it after pivot_root
+  int proc_fd = -1;                // the host's /proc, verified procfs
+  int lock_fd = -1;                // the state lock: closed first, or `start` would wait on us
+  int console_sock_fd = -1;        // connected --console-socket
   int seccomp_listener_sock = -1;  // connected listenerPath socket
 };
 

@@ -48,7 +48,8 @@ namespace comet::runtime {
 // detaches filters this runtime attached, never someone else's.
 inline constexpr const char kDeviceFilterName[] = "comet_devices";
 
-// Pure: the program for rules (see the semantics above). Never empty.
+// Pure: the program for rules (see the semantics above). Empty only when
+// out of memory (load_device_filter then fails: fail closed).
 std::vector<struct bpf_insn> device_filter_program(const std::vector<oci::DeviceCgroup>& rules);
 
 // bpf(BPF_PROG_LOAD, BPF_PROG_TYPE_CGROUP_DEVICE, license "Apache"). On

@@ -12,9 +12,15 @@ enum class Level { kDebug, kInfo, kWarn, kError };
 // Returns false (and leaves logging on stderr) when the file cannot be opened.
 bool init(const std::string& path, bool json, bool debug);
 void write(Level lvl, const std::string& msg);
-inline void debug(const std::string& m) { write(Level::kDebug, m); }
-inline void info(const std::string& m) { write(Level::kInfo, m); }
-inline void warn(const std::string& m) { write(Level::kWarn, m); }
+inline void debug(const std::string& m) {
+  write(Level::kDebug, m);
+}
+inline void info(const std::string& m) {
+  write(Level::kInfo, m);
+}
+inline void warn(const std::string& m) {
+  write(Level::kWarn, m);
+}
 // An error: to the log, and also as a plain line on stderr when the log is a
 // file (runc does the same, and people read stderr).
 void error(const std::string& m);

@@ -19,7 +19,7 @@ struct MountOptions {
   unsigned long flags = 0;        // MS_* for the mount itself (no propagation)
   unsigned long propagation = 0;  // MS_SHARED|MS_PRIVATE|MS_SLAVE|MS_UNBINDABLE (+MS_REC)
   unsigned long long rec_attr_set = 0, rec_attr_clr = 0;  // rro, rnosuid...: mount_setattr
-  std::string data;               // fs-specific options, comma separated
+  std::string data;                                       // fs-specific options, comma separated
   bool bind = false;
   bool recursive_bind = false;
   bool tmpcopyup = false;

@@ -34,9 +34,9 @@ struct ContainerRecord {
   std::vector<std::string> cgroup_dirs;  // absolute, every hierarchy joined
   std::string freezer_dir;               // v1 freezer or the v2 dir
   bool freezer_v2 = false;
-  std::vector<int> helper_pids;                 // per-container helpers, killed at delete
+  std::vector<int> helper_pids;  // per-container helpers, killed at delete
   std::vector<unsigned long long> helper_starts;
-  std::vector<std::string> layers;       // active hardening layers, for state/inspect
+  std::vector<std::string> layers;         // active hardening layers, for state/inspect
   std::vector<std::string> cleanup_paths;  // things delete must remove (netns mounts, ...)
   bool terminal = false;
 };

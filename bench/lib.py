@@ -1,0 +1,60 @@
+"""Shared helpers for the benchmark scripts: bundles, timing, medians."""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+COMET = Path(os.environ.get("COMET_RUNTIME", REPO / "build" / "runtime" / "comet-runtime"))
+
+
+def busybox_bundle(root: Path, args):
+    """A bundle with a busybox-static rootfs and runc's default config."""
+    rootfs = root / "rootfs" / "bin"
+    rootfs.mkdir(parents=True)
+    shutil.copy("/bin/busybox", rootfs / "busybox")
+    out = subprocess.run([str(rootfs / "busybox"), "--list"], capture_output=True, text=True).stdout
+    for applet in out.split():
+        if applet != "busybox":
+            (rootfs / applet).symlink_to("busybox")
+    subprocess.run(["runc", "spec"], cwd=root, check=True)
+    cfg = json.loads((root / "config.json").read_text())
+    cfg["process"]["terminal"] = False
+    cfg["process"]["args"] = args
+    (root / "config.json").write_text(json.dumps(cfg, indent=2))
+    return root
+
+
+def timed(cmd, **kw):
+    """Run cmd; return (ms, peak RSS in KiB of the command itself).
+
+    The RSS comes from /usr/bin/time -f %M (GNU time, a small C parent), so
+    it is the runtime's own peak, not the forked Python's."""
+    t0 = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + list(cmd), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, **kw)
+    ms = (time.perf_counter() - t0) * 1000
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd} failed ({p.returncode}): {p.stderr}")
+    return ms, int(p.stderr.strip().splitlines()[-1])
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def table(rows, header):
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("-" * len(line))
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def tmpdir(prefix):
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))

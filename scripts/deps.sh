@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages comet-runtime needs to build, test and
+# benchmark. Idempotent: installs only what is missing. Source it or run it.
+set -euo pipefail
+
+COMET_PACKAGES=(
+  # build
+  build-essential cmake ninja-build pkg-config clang clang-format
+  libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-cpp-dev libmount-dev
+  libnftables-dev libcli11-dev libgtest-dev libssl-dev
+  # run and test
+  busybox-static python3 python3-pytest iproute2 nftables util-linux procps
+  # reference runtimes for the benchmarks and the engine suites
+  runc crun time
+)
+
+missing=()
+for p in "${COMET_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "comet: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
