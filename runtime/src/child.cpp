@@ -352,6 +352,28 @@ void setup_dev(int rootfd) {
   }
 }
 
+// Hand the pty master to --console-socket (SCM_RIGHTS), as runc does.
+void send_pty_master(int master) {
+  const ChildContext& c = *g_ctx;
+  char name[] = "/dev/ptmx";
+  struct iovec iov = {name, sizeof name - 1};
+  char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &master, sizeof(int));
+  if (::sendmsg(c.console_sock_fd, &mh, MSG_NOSIGNAL) < 0)
+    die(errno, "send the pty master to the console socket");
+  ::close(master);
+  ::close(c.console_sock_fd);
+}
+
 // The pty: opened from the container's own devpts, its peer bound on
 // /dev/console (verified to be a plain file we made, never a symlink), the
 // master sent to --console-socket.
@@ -385,23 +407,7 @@ int setup_console(int rootfd) {
     die(errno, "bind the pty on /dev/console");
   ::close(target);
 
-  char name[] = "/dev/ptmx";
-  struct iovec iov = {name, sizeof name - 1};
-  char cbuf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
-  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &master, sizeof(int));
-  if (::sendmsg(c.console_sock_fd, &mh, MSG_NOSIGNAL) < 0)
-    die(errno, "send the pty master to the console socket");
-  ::close(master);
-  ::close(c.console_sock_fd);
+  send_pty_master(master);
   return slave;
 }
 
@@ -853,6 +859,77 @@ void write_time_offsets() {
     if (capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
       die(errno, "capset after seccomp");
   }
+  std::vector<char*> argv, envp;
+  std::vector<std::string> args = ctx.args, env = g_env;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ::execve(exe.c_str(), argv.data(), envp.data());
+  die(errno, "exec %s", exe.c_str());
+}
+
+[[noreturn]] void exec_child_main(const ChildContext& ctx) noexcept {
+  g_ctx = &ctx;
+  ::close(ctx.lock_fd);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  expect(MsgType::kGo);  // the parent has placed us in the container's cgroups
+  if (ctx.exec_ns_flags && ::setns(ctx.exec_pidfd, ctx.exec_ns_flags) < 0)
+    die(errno, "join the container's namespaces");
+  ::close(ctx.exec_pidfd);
+  // The pid (and time) namespace applies to children: fork the process.
+  pid_t pid = ::fork();
+  if (pid < 0) die(errno, "fork into the container");
+  if (pid > 0) {
+    send_msg(ctx.sync_fd, MsgType::kInitPid, 0, pid);
+    ::_exit(0);
+  }
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  int slave = -1;
+  if (ctx.terminal) {
+    int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) die(errno, "open the container's /dev/ptmx");
+    int unlock = 0;
+    if (::ioctl(master, TIOCSPTLCK, &unlock) < 0) die(errno, "unlockpt");
+    slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave < 0) die(errno, "open the pty peer");
+    if (ctx.has_console_size) {
+      struct winsize ws = {};
+      ws.ws_row = static_cast<unsigned short>(ctx.console_size.height);
+      ws.ws_col = static_cast<unsigned short>(ctx.console_size.width);
+      ::ioctl(slave, TIOCSWINSZ, &ws);
+    }
+    send_pty_master(master);
+    if (::setsid() < 0) die(errno, "setsid");
+    if (::ioctl(slave, TIOCSCTTY, 0) < 0) die(errno, "set the controlling terminal");
+    for (int fd = 0; fd < 3; fd++)
+      if (::dup2(slave, fd) < 0) die(errno, "dup2 the pty");
+    ::close(slave);
+  }
+  for (auto& rl : ctx.rlimits)
+    if (::setrlimit(rl.resource, &rl.value) < 0) die(errno, "error setting rlimit type %d", rl.resource);
+  if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\")", ctx.cwd.c_str());
+  char cwdbuf[4096];
+  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
+    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
+  g_env = ctx.env;
+  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
+    g_env.push_back("HOME=" + home_of(ctx.uid));
+  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
+  ::umask(ctx.umask >= 0 ? static_cast<mode_t>(ctx.umask) : 022);
+  bool nnp = ctx.no_new_privileges;
+  bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
+  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  for (int fd = 3; fd < 3 + ctx.preserve_fds; fd++) {
+    int fl = ::fcntl(fd, F_GETFD);
+    if (fl >= 0) ::fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+  }
+  // The sync socket stays open (CLOEXEC): execve closing it is the success signal.
+  if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    die(errno, "close_range");
+  if (ctx.has_seccomp) load_seccomp();
+  if (kept_admin && capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
+    die(errno, "capset after seccomp");
   std::vector<char*> argv, envp;
   std::vector<std::string> args = ctx.args, env = g_env;
   for (auto& a : args) argv.push_back(a.data());

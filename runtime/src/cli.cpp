@@ -178,6 +178,23 @@ int cli_main(int argc, char** argv) {
 
   auto* features = app.add_subcommand("features", "print the implemented features as JSON");
 
+  ExecOptions eo;
+  auto* exec = app.add_subcommand("exec", "run a new process inside a running container");
+  exec->add_option("--process,-p", eo.process_file, "process.json to run (- for stdin)");
+  exec->add_flag("--detach,-d", eo.detach, "start the process and return");
+  exec->add_flag("--tty,-t", eo.tty, "allocate a pty (needs --console-socket)");
+  exec->add_option("--pid-file", eo.pid_file, "write the process's pid to this file");
+  exec->add_option("--console-socket", eo.console_socket, "unix socket that receives the pty master");
+  exec->add_option("--cwd", eo.cwd, "working directory inside the container");
+  exec->add_option("--env,-e", eo.env, "KEY=VALUE to add to the environment")->take_all();
+  exec->add_option("--user,-u", eo.user, "UID[:GID]");
+  exec->add_option("--additional-gids,-g", eo.additional_gids, "additional gids")->take_all();
+  exec->add_option("--cap,-c", eo.caps, "add a capability")->take_all();
+  exec->add_flag("--no-new-privs", eo.no_new_privs, "set no_new_privs");
+  exec->add_option("--preserve-fds", eo.preserve_fds, "pass N fds after stdio")->check(CLI::NonNegativeNumber);
+  // Everything from the container id on is ours, even words that look like flags.
+  exec->prefix_command();
+
   // An unknown verb or none at all: say so plainly (CLI11 would report a
   // missing subcommand for both).
   {
@@ -267,6 +284,15 @@ int cli_main(int argc, char** argv) {
     return st.ok() ? 0 : fail(st.error());
   }
   if (*spec) return write_spec(spec_bundle, rootless);
+  if (*exec) {
+    auto rest = exec->remaining();
+    if (rest.empty()) return fail(Error::msg("exec: a container id is required"));
+    eo.id = rest[0];
+    eo.args.assign(rest.begin() + 1, rest.end());
+    auto r = exec_container(g, eo);
+    if (!r.ok()) return fail(r.error());
+    return *r;
+  }
   if (*features) {
     std::cout << features_json() << "\n";
     return 0;

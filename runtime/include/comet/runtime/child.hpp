@@ -88,10 +88,20 @@ struct ChildContext {
   int lock_fd = -1;                // the state lock: closed first, or `start` would wait on us
   int console_sock_fd = -1;        // connected --console-socket
   int seccomp_listener_sock = -1;  // connected listenerPath socket
+
+  // exec: join the namespaces of a running init instead of making them
+  int exec_pidfd = -1;     // pidfd of the container init
+  int exec_ns_flags = 0;   // CLONE_NEW* where the init's ns differs from ours
 };
 
 // The child's entry point after clone(2). Never returns: it execs the user
 // process or _exit()s after reporting an error.
 [[noreturn]] void child_main(const ChildContext& ctx) noexcept;
+
+// The `exec` child: setns(pidfd) into the container, fork into its pid
+// namespace, set up the process as child_main does, execve. The parent sees
+// EOF on the sync socket when execve succeeded (the socket is CLOEXEC), or
+// a kError. Stage 1 sends kInitPid with the pid of the exec'd process.
+[[noreturn]] void exec_child_main(const ChildContext& ctx) noexcept;
 
 }  // namespace comet::runtime

@@ -30,6 +30,19 @@ struct CreateOptions {
   int preserve_fds = 0;
 };
 
+struct ExecOptions {
+  std::string id;
+  std::string process_file;  // --process FILE (or -)
+  std::vector<std::string> args;
+  bool detach = false;
+  bool tty = false;
+  std::string pid_file, console_socket, cwd, user;
+  std::vector<std::string> env, caps;
+  std::vector<uint32_t> additional_gids;
+  bool no_new_privs = false;
+  int preserve_fds = 0;
+};
+
 // Builds the container and leaves its init blocked on exec.fifo.
 // When keep_child is set (run), the init stays this process's child and
 // its pid is returned for waiting.
@@ -38,6 +51,8 @@ Status start_container(const Globals& g, const std::string& id);
 // create + start, wait, delete: returns the container's exit status
 // (128+signal when killed), as runc does.
 Result<int> run_container(const Globals& g, const CreateOptions& o, bool detach);
+// Returns the exit status of the exec'd process (0 with detach).
+Result<int> exec_container(const Globals& g, const ExecOptions& o);
 Status kill_container(const Globals& g, const std::string& id, int sig, bool all);
 Status delete_container(const Globals& g, const std::string& id, bool force);
 Result<oci::State> container_state(const Globals& g, const std::string& id);

@@ -1,0 +1,223 @@
+// `exec`: run a new process in a running container. It joins every
+// namespace of the init (setns on a pidfd), the container's cgroups, and
+// gets the container's seccomp filter, capabilities and no_new_privs (or
+// what --process / the flags ask, never the runtime's own).
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/container.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/plan.hpp"
+#include "comet/runtime/state_store.hpp"
+#include "comet/runtime/sync.hpp"
+#include "comet/runtime/sys.hpp"
+#include "comet/seccomp/seccomp.hpp"
+
+namespace comet::runtime {
+namespace {
+
+struct NsFile {
+  const char* name;
+  int flag;
+};
+constexpr NsFile kNsFiles[] = {{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},
+                               {"pid", CLONE_NEWPID},   {"net", CLONE_NEWNET},
+                               {"ipc", CLONE_NEWIPC},   {"uts", CLONE_NEWUTS},
+                               {"cgroup", CLONE_NEWCGROUP}, {"time", CLONE_NEWTIME}};
+
+// The namespaces where the init differs from us: those are the ones to join.
+int differing_namespaces(int pid) {
+  int flags = 0;
+  for (auto& n : kNsFiles) {
+    struct stat a, b;
+    std::string theirs = "/proc/" + std::to_string(pid) + "/ns/" + n.name;
+    std::string ours = std::string("/proc/self/ns/") + n.name;
+    if (::stat(theirs.c_str(), &a) < 0 || ::stat(ours.c_str(), &b) < 0) continue;
+    if (a.st_ino != b.st_ino || a.st_dev != b.st_dev) flags |= n.flag;
+  }
+  return flags;
+}
+
+Result<oci::Process> read_process(const std::string& path) {
+  TRY(std::string text, path == "-" ? read_file("/dev/stdin") : read_file(path));
+  // Reuse the config parser: a process is a config's "process" member.
+  std::string doc = "{\"ociVersion\":\"1.0.0\",\"process\":" + text + "}";
+  auto spec = oci::parse_spec(doc);
+  if (!spec.ok()) return Error::msg("--process " + path + ": " + spec.error().message());
+  if (!spec->process) return Error::msg("--process " + path + ": no process");
+  return std::move(*spec->process);
+}
+
+Result<UniqueFd> connect_console(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error::sys(errno, "socket");
+  UniqueFd s(fd);
+  struct sockaddr_un a = {};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return Error::msg("console socket path too long: " + path);
+  std::memcpy(a.sun_path, path.data(), path.size());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
+    return Error::sys(errno, "connect to console socket " + path);
+  return s;
+}
+
+}  // namespace
+
+Result<int> exec_container(const Globals& g, const ExecOptions& o) {
+  TRYV(validate_id(o.id));
+  ContainerDir dir(g.root, o.id);
+  if (!dir.exists()) return Error::msg("container does not exist");
+  TRY(UniqueFd lock, dir.lock());
+  TRY(ContainerRecord rec, dir.load());
+  oci::ContainerStatus st = derive_status(dir, rec);
+  if (st == oci::ContainerStatus::kStopped) return Error::msg("cannot exec in a stopped container");
+  if (st == oci::ContainerStatus::kPaused) return Error::msg("cannot exec in a paused state");
+  TRY(std::string config_text, read_file(dir.file("config.json")));
+  TRY(oci::Spec spec, oci::parse_spec(config_text));
+
+  // The process: --process wins; else the container's own, overridden by flags.
+  oci::Process proc = spec.process ? *spec.process : oci::Process{};
+  if (!o.process_file.empty()) {
+    TRY(proc, read_process(o.process_file));
+  } else {
+    if (o.args.empty()) return Error::msg("exec: a command is required (or --process)");
+    proc.args = o.args;
+    proc.terminal = o.tty;
+    for (auto& e : o.env) proc.env.push_back(e);
+    if (!o.cwd.empty()) proc.cwd = o.cwd;
+    if (!o.user.empty()) {
+      auto parts = split(o.user, ':');
+      proc.user.uid = static_cast<uint32_t>(std::stoul(parts[0]));
+      if (parts.size() > 1) proc.user.gid = static_cast<uint32_t>(std::stoul(parts[1]));
+      proc.user.additional_gids.clear();
+    }
+    for (auto gid : o.additional_gids) proc.user.additional_gids.push_back(gid);
+    if (!o.caps.empty()) {
+      if (!proc.capabilities) proc.capabilities = oci::Capabilities{};
+      for (auto& c : o.caps) {
+        proc.capabilities->bounding.push_back(c);
+        proc.capabilities->effective.push_back(c);
+        proc.capabilities->permitted.push_back(c);
+      }
+    }
+    if (o.no_new_privs) proc.no_new_privileges = true;
+  }
+  if (proc.cwd.empty()) proc.cwd = "/";
+  // Never looser than the container: no_new_privs stays on if the init has it.
+  if (spec.process && spec.process->no_new_privileges) proc.no_new_privileges = true;
+  if (proc.terminal && o.console_socket.empty())
+    return Error::msg("cannot allocate tty if runc will detach without setting console socket");
+  if (!proc.terminal && !o.console_socket.empty())
+    return Error::msg("cannot use console socket if runc will not detach or allocate tty");
+
+  oci::Spec pspec = spec;
+  pspec.process = proc;
+  pspec.mounts.clear();
+  if (pspec.hooks) pspec.hooks.reset();
+  PlanInputs pin{o.id, rec.bundle, rec.rootfs, false, true, o.preserve_fds};
+  TRY(ChildContext ctx, plan_child(pspec, pin));
+  const oci::Linux empty_linux;
+  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+  if (lx.seccomp) {
+    TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
+    ctx.has_seccomp = true;
+    if (ctx.seccomp.needs_listener)
+      return Error::msg("exec: a seccomp notify listener cannot be attached to an exec'd process");
+  }
+
+  PidFd init;
+  if (int e = PidFd::open(rec.pid, &init)) return Error::sys(e, "container init " + std::to_string(rec.pid));
+  if (rec.start_time && process_start_time(rec.pid) != rec.start_time)
+    return Error::msg("cannot exec in a stopped container");
+  UniqueFd pidfd_high;
+  ctx.exec_pidfd = init.fd();
+  if (ctx.exec_pidfd < 3 + o.preserve_fds) {
+    pidfd_high.reset(::fcntl(init.fd(), F_DUPFD_CLOEXEC, 3 + o.preserve_fds));
+    if (!pidfd_high) return Error::sys(errno, "dup pidfd");
+    ctx.exec_pidfd = pidfd_high.get();
+  }
+  ctx.exec_ns_flags = differing_namespaces(rec.pid);
+  ctx.lock_fd = lock.get();
+  UniqueFd console;
+  if (!o.console_socket.empty()) {
+    TRY(console, connect_console(o.console_socket));
+    ctx.console_sock_fd = console.get();
+  }
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return Error::sys(errno, "socketpair");
+  UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
+  ctx.sync_fd = sync_child.get();
+  // Preserved fds are the caller's 3..3+N-1; ours must not sit among them.
+  for (UniqueFd* f : {&sync_parent, &sync_child, &console}) {
+    if (f->valid() && f->get() < 3 + o.preserve_fds) {
+      int n = ::fcntl(f->get(), F_DUPFD_CLOEXEC, 3 + o.preserve_fds);
+      if (n < 0) return Error::sys(errno, "dup");
+      f->reset(n);
+    }
+  }
+  ctx.sync_fd = sync_child.get();
+  ctx.console_sock_fd = console.get();
+
+  if (!o.detach) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  pid_t stage1 = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  if (stage1 < 0) return Error::sys(errno, "clone");
+  if (stage1 == 0) {
+    sync_parent.reset();
+    exec_child_main(ctx);
+  }
+  sync_child.reset();
+  console.reset();
+  ChildGuard guard(stage1);
+  std::vector<std::string> dirs = rec.cgroup_dirs;
+  for (auto& d : dirs) {
+    Status js = write_file(d + "/cgroup.procs", std::to_string(stage1));
+    if (!js.ok()) return std::move(js).error().wrap("join cgroup " + d);
+  }
+  if (int r = send_msg(sync_parent.get(), MsgType::kGo)) return Error::sys(r, "sync with exec child");
+  TRY(Msg m, expect_msg(sync_parent.get(), MsgType::kInitPid));
+  int pid = m.value;
+  guard.wait();
+  // EOF: execve succeeded (the socket was CLOEXEC). A message: it failed.
+  Msg fail;
+  int r = recv_msg(sync_parent.get(), &fail);
+  if (r == 0 && fail.type == MsgType::kError) {
+    ::waitpid(pid, nullptr, __WALL);
+    return Error(fail.err, fail.text);
+  }
+  if (!o.pid_file.empty()) TRYV(write_file_atomic(o.pid_file, std::to_string(pid), 0644));
+  lock.reset();
+  if (o.detach) return 0;
+
+  sigset_t fwd, old;
+  sigemptyset(&fwd);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&fwd, s);
+  ::sigprocmask(SIG_BLOCK, &fwd, &old);
+  UniqueFd sfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
+  int status = 0;
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG | __WALL);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    struct signalfd_siginfo si;
+    if (::read(sfd.get(), &si, sizeof si) != sizeof si) continue;
+    if (si.ssi_signo != SIGCHLD) ::kill(pid, static_cast<int>(si.ssi_signo));
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+}  // namespace comet::runtime
