@@ -87,11 +87,12 @@ def test_kill_all_stopped_container_succeeds(rt, bundle):
 
 
 def _cgroup_procs(cid):
+    # runc: the v1 pids hierarchy; comet: the cgroup2 one (v1 only for limits)
     from lib import cgroup_dirs_named
     for d in cgroup_dirs_named(cid):
-        if d.parts[4] == "pids":
+        if d.parts[4] in ("pids", "unified"):
             return [int(p) for p in (d / "cgroup.procs").read_text().split()]
-    raise AssertionError(f"no pids cgroup for {cid}")
+    raise AssertionError(f"no pids or unified cgroup for {cid}")
 
 
 def test_kill_all_kills_every_process(rt, bundle):

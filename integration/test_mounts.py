@@ -161,7 +161,7 @@ def test_cgroup_mount(rt, bundle):
 
 
 def test_cgroup_mount_shows_own_cgroup(rt, bundle):
-    b = bundle().probe("ls", "/sys/fs/cgroup/pids")
+    b = bundle().probe("ls", "/sys/fs/cgroup/pids").resources(pids={"limit": 100})
     res = rt.run(rt.new_id(), b)
     entries = res.probe()["data"]
     assert "pids.max" in entries and "cgroup.procs" in entries

@@ -1,5 +1,6 @@
 #include "comet/runtime/cgroups.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <chrono>
 #include <thread>
 
+#include "comet/runtime/devices_bpf.hpp"
+#include "comet/runtime/fd.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/sys.hpp"
 
@@ -82,7 +85,30 @@ CgroupMode detect_cgroup_mode() {
   return CgroupMode::kV1;
 }
 
-Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id) {
+bool is_cgroup2_dir(const std::string& dir) {
+  struct statfs s;
+  return ::statfs(dir.c_str(), &s) == 0 && s.f_type == kCgroup2Magic;
+}
+
+std::vector<std::string> needed_v1_controllers(const oci::Resources* r) {
+  std::vector<std::string> n;
+  if (!r) return n;
+  if (r->memory) n.push_back("memory");
+  if (r->cpu) {
+    const auto& c = *r->cpu;
+    if (c.shares || c.quota || c.period || c.realtime_runtime || c.realtime_period || c.burst ||
+        c.idle)
+      n.push_back("cpu");
+    if (!c.cpus.empty() || !c.mems.empty()) n.push_back("cpuset");
+  }
+  if (r->pids) n.push_back("pids");
+  if (r->block_io) n.push_back("blkio");
+  if (!r->hugepage_limits.empty()) n.push_back("hugetlb");
+  return n;
+}
+
+Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
+                                const oci::Resources* res) {
   CgroupPlan plan;
   std::string rel = cgroups_path.empty() ? id : cgroups_path;
   if (rel.find("..") != std::string::npos || (!rel.empty() && rel.find(':') != std::string::npos))
@@ -124,16 +150,25 @@ Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::stri
     plan.hierarchies.push_back(std::move(h));
   }
   if (plan.hierarchies.empty()) return Error::msg("no cgroup hierarchy is mounted");
-  plan.v2_only = plan.hierarchies.size() == 1 && plan.hierarchies[0].v2;
-  if (auto* f = plan.find("freezer")) {
-    plan.freezer_dir = f->dir;
-  } else {
-    for (auto& h : plan.hierarchies)
-      if (h.v2) {
-        plan.freezer_dir = h.dir;
-        plan.freezer_v2 = true;
-      }
+  bool has_v2 = std::any_of(plan.hierarchies.begin(), plan.hierarchies.end(),
+                            [](const CgroupHierarchy& h) { return h.v2; });
+  if (has_v2) {
+    auto need = needed_v1_controllers(res);
+    std::erase_if(plan.hierarchies, [&](const CgroupHierarchy& h) {
+      if (h.v2) return false;
+      for (auto& c : h.controllers)
+        if (std::find(need.begin(), need.end(), c) != need.end()) return false;
+      return true;
+    });
   }
+  plan.v2_only = plan.hierarchies.size() == 1 && plan.hierarchies[0].v2;
+  for (auto& h : plan.hierarchies)
+    if (h.v2) {
+      plan.freezer_dir = h.dir;
+      plan.freezer_v2 = true;
+    }
+  if (plan.freezer_dir.empty())
+    if (auto* f = plan.find("freezer")) plan.freezer_dir = f->dir;
   return plan;
 }
 
@@ -276,6 +311,27 @@ static const char* const kDefaultDeviceRules[] = {
     "c *:* m",   "b *:* m",   "c 1:3 rwm", "c 1:8 rwm",   "c 1:7 rwm", "c 5:0 rwm",
     "c 1:5 rwm", "c 1:9 rwm", "c 5:1 rwm", "c 136:* rwm", "c 5:2 rwm", "c 10:200 rwm"};
 
+// Device rules on cgroup2 (v2 and hybrid hosts): an eBPF program on the
+// container's directory, same rules and order as the v1 file interface.
+static Status apply_devices_v2(const CgroupHierarchy& h, const oci::Resources& r) {
+  std::vector<oci::DeviceCgroup> rules = r.devices;
+  for (const char* rule : kDefaultDeviceRules) {
+    oci::DeviceCgroup d;
+    d.allow = true;
+    auto parts = split(rule, ' ');
+    d.type = parts[0];
+    auto mm = split(parts[1], ':');
+    if (mm[0] != "*") d.major = std::stoll(mm[0]);
+    if (mm[1] != "*") d.minor = std::stoll(mm[1]);
+    d.access = parts[2];
+    rules.push_back(d);
+  }
+  TRY(UniqueFd prog, load_device_filter(device_filter_program(rules)));
+  UniqueFd dir(::open(h.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return Error::sys(errno, "open " + h.dir);
+  return attach_device_filter(dir.get(), prog.get());
+}
+
 static Status apply_devices_v1(const CgroupPlan& plan, const oci::Resources& r) {
   auto* h = plan.find("devices");
   if (!h) return ok();
@@ -318,18 +374,13 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& r) {
     if (r.pids) TRYV(write_cg(d, "pids.max", r.pids->limit > 0 ? i64(r.pids->limit) : "max"));
     if (r.block_io && r.block_io->weight)
       TRYV(write_cg(d, "io.weight", std::to_string(*r.block_io->weight)));
-    // Device rules on a pure v2 host need an eBPF device program; refuse
-    // anything stricter than allow-all rather than run unconfined.
-    bool only_defaults = true;
-    for (auto& dev : r.devices)
-      if (!(dev.allow == false && device_rule(dev) == "a")) only_defaults = false;
-    if (!only_defaults)
-      return Error::msg(
-          "linux.resources.devices: device rules on a cgroup v2 host are not supported");
   } else {
     TRYV(apply_v1(plan, r));
-    TRYV(apply_devices_v1(plan, r));
   }
+  if (v2)
+    TRYV(apply_devices_v2(*v2, r));
+  else
+    TRYV(apply_devices_v1(plan, r));
   for (auto& hp : r.hugepage_limits) {
     if (auto* h = plan.find("hugetlb")) {
       std::string f =
@@ -348,9 +399,10 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& r) {
   return ok();
 }
 
-Status join_cgroups(const CgroupPlan& plan, int pid) {
+Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2) {
   std::string p = std::to_string(pid);
-  for (auto& h : plan.hierarchies) TRYV(write_cg(h.dir, "cgroup.procs", p));
+  for (auto& h : plan.hierarchies)
+    if (!(skip_v2 && h.v2)) TRYV(write_cg(h.dir, "cgroup.procs", p));
   return ok();
 }
 

@@ -34,6 +34,7 @@
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
+#include "comet/runtime/trampoline.hpp"
 
 namespace comet::runtime {
 namespace {
@@ -492,6 +493,16 @@ void write_sysctls() {
   }
 }
 
+// The last step: execveat the sealed trampoline, which execs EXE. Nothing in
+// the container ever execs the runtime's own binary (CVE-2019-5736). A
+// seccomp profile that refuses execveat fails here, closed.
+[[noreturn]] void exec_final(const std::string& exe, std::vector<char*>& argv,
+                             std::vector<char*>& envp) {
+  int e = exec_via_trampoline(g_ctx->trampoline_fd, exe.c_str(), argv.data(), envp.data());
+  die(e, "exec %s through the sealed trampoline (the seccomp profile must allow execveat)",
+      exe.c_str());
+}
+
 std::string lower_strerror(int e) {
   std::string s = std::strerror(e);
   if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
@@ -503,7 +514,9 @@ std::string find_executable(const std::string& name) {
     struct stat st;
     if (::stat(name.c_str(), &st) < 0)
       die(0, "exec: \"%s\": %s", name.c_str(), lower_strerror(errno).c_str());
-    if (S_ISDIR(st.st_mode)) die(EACCES, "exec: \"%s\": is a directory", name.c_str());
+    if (S_ISDIR(st.st_mode)) die(0, "exec: \"%s\": is a directory", name.c_str());
+    if (::access(name.c_str(), X_OK) < 0)
+      die(0, "exec: \"%s\": %s", name.c_str(), lower_strerror(errno).c_str());
     return name;
   }
   std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -865,8 +878,7 @@ void write_time_offsets() {
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  ::execve(exe.c_str(), argv.data(), envp.data());
-  die(errno, "exec %s", exe.c_str());
+  exec_final(exe, argv, envp);
 }
 
 [[noreturn]] void exec_child_main(const ChildContext& ctx) noexcept {
@@ -907,7 +919,8 @@ void write_time_offsets() {
     ::close(slave);
   }
   for (auto& rl : ctx.rlimits)
-    if (::setrlimit(rl.resource, &rl.value) < 0) die(errno, "error setting rlimit type %d", rl.resource);
+    if (::setrlimit(rl.resource, &rl.value) < 0)
+      die(errno, "error setting rlimit type %d", rl.resource);
   if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\")", ctx.cwd.c_str());
   char cwdbuf[4096];
   if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
@@ -936,8 +949,7 @@ void write_time_offsets() {
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  ::execve(exe.c_str(), argv.data(), envp.data());
-  die(errno, "exec %s", exe.c_str());
+  exec_final(exe, argv, envp);
 }
 
 }  // namespace comet::runtime

@@ -1,5 +1,6 @@
 // `create` and `run`: the parent side of the sync protocol in sync.hpp.
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -26,6 +27,7 @@
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
+#include "comet/runtime/trampoline.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
 namespace comet::runtime {
@@ -120,6 +122,19 @@ Error child_failure(int sfd, const Error& fallback, const oci::Linux& lx) {
   return fallback;
 }
 
+// clone3(2) fork-style (no new stack), optionally straight into a cgroup2
+// directory.
+Result<long> clone_into(int ns_flags, int cgroup_fd) {
+  struct clone_args args = {};
+  args.flags = static_cast<uint64_t>(static_cast<unsigned>(ns_flags)) |
+               (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return Error::sys(errno, "clone3");
+  return pid;
+}
+
 Result<std::string> resolve_dir(const std::string& p, const std::string& what) {
   char buf[PATH_MAX];
   if (!::realpath(p.c_str(), buf)) return Error::sys(errno, what + " " + p);
@@ -168,7 +183,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
     ctx.has_seccomp = true;
   }
-  TRY(ctx.cgroups, plan_cgroups(lx.cgroups_path, o.id));
+  TRY(ctx.cgroups, plan_cgroups(lx.cgroups_path, o.id, lx.resources ? &*lx.resources : nullptr));
 
   ContainerDir dir(g.root, o.id);
   TRYV(dir.create());
@@ -221,6 +236,9 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     j.fd = h.get();
     join_fds.push_back(std::move(h));
   }
+  TRY(UniqueFd tramp0, sealed_trampoline());
+  TRY(UniqueFd tramp, high(std::move(tramp0), min_fd, "exec trampoline"));
+  ctx.trampoline_fd = tramp.get();
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair");
@@ -252,8 +270,12 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
 
   if (keep_child && ctx.slow_path) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   int clone_flags = ctx.slow_path ? 0 : (ctx.new_ns_flags & ~CLONE_NEWCGROUP);
-  long pid = ::syscall(SYS_clone, clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
-  if (pid < 0) return Error::sys(errno, "clone");
+  // Born in its cgroup2 directory (CLONE_INTO_CGROUP): no migration, so no
+  // RCU grace period. v1 hierarchies still need a cgroup.procs write.
+  UniqueFd v2dir;
+  for (auto& h : ctx.cgroups.hierarchies)
+    if (h.v2) v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  TRY(long pid, clone_into(clone_flags, v2dir.get()));
   if (pid == 0) {
     sync_parent.reset();
     child_main(ctx);
@@ -278,7 +300,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     if (ctx.slow_path && send_msg(sfd, MsgType::kMapsDone))
       return child_failure(sfd, Error::msg("container init died"), lx);
   }
-  TRYV(join_cgroups(ctx.cgroups, static_cast<int>(pid)));
+  TRYV(join_cgroups(ctx.cgroups, static_cast<int>(pid), /*skip_v2=*/v2dir.valid()));
   if (spec.process->oom_score_adj) {
     std::string rel = std::to_string(pid) + "/oom_score_adj";
     int fd = ::openat(proc_fd.get(), rel.c_str(), O_WRONLY | O_CLOEXEC);

@@ -3,6 +3,7 @@
 // gets the container's seccomp filter, capabilities and no_new_privs (or
 // what --process / the flags ask, never the runtime's own).
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -24,6 +25,7 @@
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
+#include "comet/runtime/trampoline.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
 namespace comet::runtime {
@@ -33,9 +35,9 @@ struct NsFile {
   const char* name;
   int flag;
 };
-constexpr NsFile kNsFiles[] = {{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},
-                               {"pid", CLONE_NEWPID},   {"net", CLONE_NEWNET},
-                               {"ipc", CLONE_NEWIPC},   {"uts", CLONE_NEWUTS},
+constexpr NsFile kNsFiles[] = {{"user", CLONE_NEWUSER},     {"mnt", CLONE_NEWNS},
+                               {"pid", CLONE_NEWPID},       {"net", CLONE_NEWNET},
+                               {"ipc", CLONE_NEWIPC},       {"uts", CLONE_NEWUTS},
                                {"cgroup", CLONE_NEWCGROUP}, {"time", CLONE_NEWTIME}};
 
 // The namespaces where the init differs from us: those are the ones to join.
@@ -139,7 +141,8 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   }
 
   PidFd init;
-  if (int e = PidFd::open(rec.pid, &init)) return Error::sys(e, "container init " + std::to_string(rec.pid));
+  if (int e = PidFd::open(rec.pid, &init))
+    return Error::sys(e, "container init " + std::to_string(rec.pid));
   if (rec.start_time && process_start_time(rec.pid) != rec.start_time)
     return Error::msg("cannot exec in a stopped container");
   UniqueFd pidfd_high;
@@ -156,12 +159,14 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     TRY(console, connect_console(o.console_socket));
     ctx.console_sock_fd = console.get();
   }
+  TRY(UniqueFd tramp, sealed_trampoline());
   int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return Error::sys(errno, "socketpair");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return Error::sys(errno, "socketpair");
   UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
   ctx.sync_fd = sync_child.get();
   // Preserved fds are the caller's 3..3+N-1; ours must not sit among them.
-  for (UniqueFd* f : {&sync_parent, &sync_child, &console}) {
+  for (UniqueFd* f : {&sync_parent, &sync_child, &console, &tramp}) {
     if (f->valid() && f->get() < 3 + o.preserve_fds) {
       int n = ::fcntl(f->get(), F_DUPFD_CLOEXEC, 3 + o.preserve_fds);
       if (n < 0) return Error::sys(errno, "dup");
@@ -170,10 +175,24 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   }
   ctx.sync_fd = sync_child.get();
   ctx.console_sock_fd = console.get();
+  ctx.trampoline_fd = tramp.get();
 
   if (!o.detach) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  pid_t stage1 = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
-  if (stage1 < 0) return Error::sys(errno, "clone");
+  // Into the container's cgroup2 directory at birth; v1 dirs by write.
+  UniqueFd v2dir;
+  std::vector<std::string> v1dirs;
+  for (auto& d : rec.cgroup_dirs) {
+    if (is_cgroup2_dir(d))
+      v2dir.reset(::open(d.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    else
+      v1dirs.push_back(d);
+  }
+  struct clone_args ca = {};
+  ca.flags = v2dir.valid() ? CLONE_INTO_CGROUP : 0;
+  ca.exit_signal = SIGCHLD;
+  ca.cgroup = static_cast<uint64_t>(v2dir.valid() ? v2dir.get() : 0);
+  pid_t stage1 = static_cast<pid_t>(::syscall(SYS_clone3, &ca, sizeof ca));
+  if (stage1 < 0) return Error::sys(errno, "clone3");
   if (stage1 == 0) {
     sync_parent.reset();
     exec_child_main(ctx);
@@ -181,12 +200,12 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   sync_child.reset();
   console.reset();
   ChildGuard guard(stage1);
-  std::vector<std::string> dirs = rec.cgroup_dirs;
-  for (auto& d : dirs) {
+  for (auto& d : v1dirs) {
     Status js = write_file(d + "/cgroup.procs", std::to_string(stage1));
     if (!js.ok()) return std::move(js).error().wrap("join cgroup " + d);
   }
-  if (int r = send_msg(sync_parent.get(), MsgType::kGo)) return Error::sys(r, "sync with exec child");
+  if (int r = send_msg(sync_parent.get(), MsgType::kGo))
+    return Error::sys(r, "sync with exec child");
   TRY(Msg m, expect_msg(sync_parent.get(), MsgType::kInitPid));
   int pid = m.value;
   guard.wait();
@@ -203,7 +222,8 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
 
   sigset_t fwd, old;
   sigemptyset(&fwd);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&fwd, s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD})
+    sigaddset(&fwd, s);
   ::sigprocmask(SIG_BLOCK, &fwd, &old);
   UniqueFd sfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
   int status = 0;

@@ -35,12 +35,24 @@ enum class CgroupMode { kV1, kHybrid, kV2 };
 CgroupMode detect_cgroup_mode();
 
 // Reads /proc/self/mountinfo and /proc/self/cgroup.
-Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id);
+//
+// Where a cgroup2 hierarchy exists (v2 or hybrid), the container lives in
+// it (born there with CLONE_INTO_CGROUP, frozen there, device rules as an
+// eBPF program there), and a v1 controller hierarchy is joined only when
+// RES sets a limit that controller enforces. On a hybrid host each v1 join
+// costs the create one RCU grace period (~10 ms), so it is paid only when
+// it buys something. On a pure v1 host every hierarchy is joined, as runc
+// does.
+Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
+                                const oci::Resources* res = nullptr);
+// v1 controllers RES needs ("memory", "pids", ...).
+std::vector<std::string> needed_v1_controllers(const oci::Resources* res);
+bool is_cgroup2_dir(const std::string& dir);
 
 // mkdir every directory (v1 cpuset gets its parent's cpus/mems first).
 Status create_cgroups(const CgroupPlan& plan);
 Status apply_resources(const CgroupPlan& plan, const oci::Resources& res);
-Status join_cgroups(const CgroupPlan& plan, int pid);
+Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2 = false);
 // rmdir every directory, retrying briefly while the last tasks leave.
 Status destroy_cgroups(const std::vector<std::string>& dirs);
 // The pids in a container's cgroup (from the first dir that lists them).

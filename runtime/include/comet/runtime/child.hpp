@@ -85,13 +85,14 @@ struct ChildContext {
   int sync_fd = -1;
   int state_dir_fd = -1;           // O_PATH: exec.fifo is opened through it after pivot_root
   int proc_fd = -1;                // the host's /proc, verified procfs
+  int trampoline_fd = -1;          // sealed memfd of the exec trampoline (trampoline.hpp)
   int lock_fd = -1;                // the state lock: closed first, or `start` would wait on us
   int console_sock_fd = -1;        // connected --console-socket
   int seccomp_listener_sock = -1;  // connected listenerPath socket
 
   // exec: join the namespaces of a running init instead of making them
-  int exec_pidfd = -1;     // pidfd of the container init
-  int exec_ns_flags = 0;   // CLONE_NEW* where the init's ns differs from ours
+  int exec_pidfd = -1;    // pidfd of the container init
+  int exec_ns_flags = 0;  // CLONE_NEW* where the init's ns differs from ours
 };
 
 // The child's entry point after clone(2). Never returns: it execs the user

@@ -1,18 +1,18 @@
-// CVE-2019-5736: a container process must never be able to open the
-// runtime's binary for writing through /proc/PID/exe. Commands that put a
-// process into a container (create, run, exec) first re-execute themselves
-// from a sealed memfd copy, so /proc/self/exe of anything we start is an
-// immutable anonymous file, never the binary on the host.
+// Version text and the CLI entry point.
+//
+// CVE-2019-5736 (a container process writing the runtime's binary through
+// /proc/PID/exe) is closed by two things instead of a full self-copy: every
+// process the runtime starts inside a container is non-dumpable until it
+// execs (so /proc/PID/exe cannot be opened from the container), and the
+// final exec goes through a sealed memfd trampoline (trampoline.hpp), so a
+// "#!/proc/self/exe" target resolves to that immutable file, never to the
+// binary on the host.
 #pragma once
 
 #include <string>
 
 namespace comet::runtime {
 
-// Returns only if already running from a sealed copy, or the command does
-// not need one. On failure to seal, exits 1 (fail closed).
-void ensure_sealed_self(int argc, char** argv);
-bool running_sealed();
 std::string version_text();
 int cli_main(int argc, char** argv);
 
