@@ -178,6 +178,28 @@ int cli_main(int argc, char** argv) {
 
   auto* features = app.add_subcommand("features", "print the implemented features as JSON");
 
+  std::string ps_format = "table";
+  auto* ps = app.add_subcommand("ps", "list the processes of a container");
+  ps->add_option("--format,-f", ps_format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  ps->prefix_command();
+
+  std::string resources_file;
+  std::string up_memory, up_pids;
+  auto* update = app.add_subcommand("update", "change a running container's resource limits");
+  update->add_option("--resources,-r", resources_file, "LinuxResources JSON file, - for stdin");
+  update->add_option("--memory", up_memory, "memory limit in bytes");
+  update->add_option("--pids-limit", up_pids, "maximum number of pids");
+  update->add_option("container-id", id)->required();
+
+  bool ev_stats = false;
+  std::string ev_interval = "5s";
+  auto* events = app.add_subcommand("events", "print container stats as JSON lines");
+  events->add_flag("--stats", ev_stats, "print the stats once and exit");
+  events->add_option("--interval", ev_interval, "interval between stats (e.g. 5s, 500ms)")
+      ->capture_default_str();
+  events->add_option("container-id", id)->required();
+
   ExecOptions eo;
   auto* exec = app.add_subcommand("exec", "run a new process inside a running container");
   exec->add_option("--process,-p", eo.process_file, "process.json to run (- for stdin)");
@@ -286,6 +308,46 @@ int cli_main(int argc, char** argv) {
     return st.ok() ? 0 : fail(st.error());
   }
   if (*spec) return write_spec(spec_bundle, rootless);
+  if (*ps) {
+    auto rest = ps->remaining();
+    if (rest.empty()) return fail(Error::msg("ps: a container id is required"));
+    std::vector<std::string> ps_args(rest.begin() + 1, rest.end());
+    Status st = ps_container(g, rest[0], ps_format, ps_args);
+    return st.ok() ? 0 : fail(st.error());
+  }
+  if (*update) {
+    std::string body;
+    if (!resources_file.empty()) {
+      auto t = read_file(resources_file == "-" ? "/dev/stdin" : resources_file);
+      if (!t.ok()) return fail(t.error());
+      body = *t;
+    } else {
+      nlohmann::json r = nlohmann::json::object();
+      try {
+        if (!up_memory.empty()) r["memory"]["limit"] = std::stoll(up_memory);
+        if (!up_pids.empty()) r["pids"]["limit"] = std::stoll(up_pids);
+      } catch (const std::exception&) {
+        return fail(Error::msg("update: --memory and --pids-limit take a number"));
+      }
+      body = r.dump();
+    }
+    Status st = update_container(g, id, body);
+    return st.ok() ? 0 : fail(st.error());
+  }
+  if (*events) {
+    int ms = 5000;
+    try {
+      size_t pos = 0;
+      double v = std::stod(ev_interval, &pos);
+      std::string unit = ev_interval.substr(pos);
+      ms = static_cast<int>(unit == "ms" ? v : unit == "m" ? v * 60000 : v * 1000);
+    } catch (const std::exception&) {
+      return fail(Error::msg("events: invalid --interval \"" + ev_interval + "\""));
+    }
+    if (ms <= 0) return fail(Error::msg("events: --interval must be positive"));
+    Status st = events_container(g, id, ev_stats, ms);
+    return st.ok() ? 0 : fail(st.error());
+  }
   if (*exec) {
     auto rest = exec->remaining();
     if (rest.empty()) return fail(Error::msg("exec: a container id is required"));

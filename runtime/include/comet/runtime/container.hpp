@@ -64,6 +64,17 @@ struct ListEntry {
 };
 std::vector<ListEntry> list_containers(const Globals& g);
 
+// ps: --format json prints the pids; table runs the host's ps(1) with
+// PS_ARGS (default -ef) and keeps the container's lines, as runc does.
+Status ps_container(const Globals& g, const std::string& id, const std::string& format,
+                    const std::vector<std::string>& ps_args);
+// update --resources: merge into the saved config, join newly needed v1
+// controllers, apply. RESOURCES_JSON is a runtime-spec LinuxResources object.
+Status update_container(const Globals& g, const std::string& id, const std::string& resources_json);
+// events: {"type":"stats","id":..,"data":{cpu,memory,pids,...}} lines, once
+// (--stats) or every interval until the container stops.
+Status events_container(const Globals& g, const std::string& id, bool once, int interval_ms);
+
 // SIGKILL, "KILL", "9" -> signal number; error for anything else.
 Result<int> parse_signal(const std::string& s);
 
