@@ -12,6 +12,7 @@
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/log.hpp"
+#include "comet/runtime/pack_cli.hpp"
 #include "comet/runtime/selfexe.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sys.hpp"
@@ -200,6 +201,31 @@ int cli_main(int argc, char** argv) {
       ->capture_default_str();
   events->add_option("container-id", id)->required();
 
+  auto* pack = app.add_subcommand("pack", "SoyaPack tooling: validate, lint, bundle, explain");
+  pack->require_subcommand(1);
+  std::string pack_path, pack_format = "text", pack_rootfs, pack_out, pack_input, pack_output,
+                         explain_path, explain_host;
+  bool pack_strict = false;
+  auto* pvalidate = pack->add_subcommand("validate", "check the manifest's shape");
+  pvalidate->add_option("pack", pack_path, "pack directory or soyapack.yaml")->required();
+  auto* plint = pack->add_subcommand("lint", "check capabilities, tools and examples agree");
+  plint->add_option("pack", pack_path, "pack directory or soyapack.yaml")->required();
+  plint->add_flag("--strict", pack_strict, "also fail wildcards, uncovered capabilities");
+  plint->add_option("--format", pack_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  plint->add_option("--rootfs", pack_rootfs, "check runtime.interpreter exists in this rootfs");
+  auto* pbundle = pack->add_subcommand("bundle", "compile the capabilities into an OCI bundle");
+  pbundle->add_option("pack", pack_path, "pack directory")->required();
+  pbundle->add_option("--rootfs", pack_rootfs, "the rootfs the pack runs on")->required();
+  pbundle->add_option("-o,--output-bundle", pack_out, "bundle directory to write")->required();
+  pbundle->add_option("--input", pack_input, "host dir for /workdir/inputs");
+  pbundle->add_option("--output", pack_output, "host dir for /workdir/out");
+  auto* pexplain =
+      pack->add_subcommand("explain", "say whether a path or host is allowed, and why");
+  pexplain->add_option("pack", pack_path, "pack directory or soyapack.yaml")->required();
+  pexplain->add_option("--path", explain_path, "a sandbox path");
+  pexplain->add_option("--host", explain_host, "HOST:PORT[:PROTO]");
+
   ExecOptions eo;
   auto* exec = app.add_subcommand("exec", "run a new process inside a running container");
   exec->add_option("--process,-p", eo.process_file, "process.json to run (- for stdin)");
@@ -308,6 +334,12 @@ int cli_main(int argc, char** argv) {
     return st.ok() ? 0 : fail(st.error());
   }
   if (*spec) return write_spec(spec_bundle, rootless);
+  if (*pack) {
+    if (*pvalidate) return pack_validate(pack_path);
+    if (*plint) return pack_lint(pack_path, pack_strict, pack_format, pack_rootfs);
+    if (*pbundle) return pack_bundle(pack_path, pack_rootfs, pack_out, pack_input, pack_output);
+    if (*pexplain) return pack_explain(pack_path, explain_path, explain_host);
+  }
   if (*ps) {
     auto rest = ps->remaining();
     if (rest.empty()) return fail(Error::msg("ps: a container id is required"));

@@ -1,0 +1,1 @@
+print("never run: lint rejects this pack")

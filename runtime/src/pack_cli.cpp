@@ -1,0 +1,189 @@
+// `comet-runtime pack validate|lint|bundle|explain`: the SoyaPack tooling
+// over capability/ (parse, lint, compile, match). Nothing here starts a
+// container.
+#include "comet/runtime/pack_cli.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "comet/capability/compile.hpp"
+#include "comet/capability/lint.hpp"
+#include "comet/capability/manifest.hpp"
+#include "comet/capability/match.hpp"
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/sys.hpp"
+
+namespace comet::runtime {
+namespace cap = comet::capability;
+namespace {
+
+// PATH is a pack directory or its soyapack.yaml.
+Result<std::pair<std::string, std::string>> read_manifest(const std::string& path) {
+  std::string file = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    file = join_path(path, "soyapack.yaml");
+  TRY(std::string text, read_file(file));
+  return std::make_pair(file, std::move(text));
+}
+
+std::string pack_dir_of(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path;
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string abs_path(const std::string& p) {
+  std::error_code ec;
+  auto a = std::filesystem::absolute(p, ec);
+  return ec ? p : a.lexically_normal().string();
+}
+
+}  // namespace
+
+int pack_validate(const std::string& path) {
+  auto m = read_manifest(path);
+  if (!m.ok()) {
+    log::error(m.error().what());
+    return 2;
+  }
+  auto man = cap::load_manifest(m->second, m->first);
+  if (!man.ok()) {
+    log::error(man.error().what());
+    return 1;
+  }
+  std::printf("%s: %s@%s is valid\n", m->first.c_str(), man->name.c_str(), man->version.c_str());
+  return 0;
+}
+
+int pack_lint(const std::string& path, bool strict, const std::string& format,
+              const std::string& rootfs) {
+  auto m = read_manifest(path);
+  if (!m.ok()) {
+    log::error(m.error().what());
+    return 2;
+  }
+  // lint runs on anything that parses; shape errors make the input unusable.
+  auto man = cap::parse_manifest(m->second, m->first);
+  if (!man.ok()) {
+    log::error(man.error().what());
+    return 2;
+  }
+  cap::LintOptions opts;
+  opts.strict = strict;
+  if (!rootfs.empty()) {
+    opts.exists_in_rootfs = [rootfs](const std::string& p) {
+      struct stat st;
+      return ::stat(join_path(rootfs, p).c_str(), &st) == 0;
+    };
+  }
+  auto findings = cap::lint(*man, opts);
+  if (format == "json")
+    std::printf("%s\n", cap::render_json(findings, m->first, 2).c_str());
+  else
+    std::fputs(cap::render_text(findings).c_str(), stdout);
+  return cap::has_errors(findings) ? 1 : 0;
+}
+
+int pack_bundle(const std::string& pack, const std::string& rootfs, const std::string& out,
+                const std::string& input, const std::string& output) {
+  auto m = read_manifest(pack);
+  if (!m.ok()) {
+    log::error(m.error().what());
+    return 2;
+  }
+  auto man = cap::load_manifest(m->second, m->first);
+  if (!man.ok()) {
+    log::error(man.error().what());
+    return 1;
+  }
+  if (rootfs.empty()) {
+    log::error("pack bundle: --rootfs DIR is required");
+    return 2;
+  }
+  cap::CompileInputs in;
+  in.rootfs = abs_path(rootfs);
+  in.pack_dir = abs_path(pack_dir_of(pack));
+  if (!input.empty()) in.host_dirs["/workdir/inputs"] = abs_path(input);
+  if (!output.empty()) in.host_dirs["/workdir/out"] = abs_path(output);
+  auto spec = cap::compile(*man, in);
+  if (!spec.ok()) {
+    log::error(spec.error().what());
+    return 1;
+  }
+  // Nothing is written unless the whole config compiled.
+  Status st = mkdir_p(out, 0755);
+  if (st.ok())
+    st = write_file_atomic(join_path(out, "config.json"), oci::to_json(*spec, 2) + "\n", 0644);
+  if (!st.ok()) {
+    log::error(st.error().what());
+    return 1;
+  }
+  std::printf("%s\n", join_path(out, "config.json").c_str());
+  return 0;
+}
+
+int pack_explain(const std::string& pack, const std::string& path, const std::string& host) {
+  auto m = read_manifest(pack);
+  if (!m.ok()) {
+    log::error(m.error().what());
+    return 2;
+  }
+  auto man = cap::load_manifest(m->second, m->first);
+  if (!man.ok()) {
+    log::error(man.error().what());
+    return 2;
+  }
+  if (path.empty() == host.empty()) {
+    log::error("pack explain: give exactly one of --path P or --host HOST:PORT[:PROTO]");
+    return 2;
+  }
+  if (!path.empty()) {
+    auto d = cap::fs_decision(man->capabilities, path);
+    std::string by = d.path.empty() ? d.entry : d.path + " " + d.entry;
+    if (d.access == cap::Access::denied)
+      std::printf("denied: %s (no fs entry matches; the path does not exist in the sandbox)\n",
+                  path.c_str());
+    else
+      std::printf("allowed: %s %s, by %s\n", std::string(cap::to_string(d.access)).c_str(),
+                  path.c_str(), by.c_str());
+    return d.access == cap::Access::denied ? 1 : 0;
+  }
+  // HOST:PORT[:PROTO], PROTO default https (tcp for other ports than 443/80).
+  auto parts = split(host, ':');
+  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty()) {
+    log::error("pack explain --host \"" + host + "\": expected HOST:PORT[:PROTO]");
+    return 2;
+  }
+  int port = 0;
+  try {
+    port = std::stoi(parts[1]);
+  } catch (const std::exception&) {
+  }
+  if (port < 1 || port > 65535) {
+    log::error("pack explain --host \"" + host + "\": port must be 1..65535");
+    return 2;
+  }
+  std::string proto_s = parts.size() == 3 ? parts[2]
+                                          : (port == 80    ? "http"
+                                             : port == 443 ? "https"
+                                                           : "tcp");
+  auto proto = cap::parse_protocol(proto_s);
+  if (!proto) {
+    log::error("pack explain --host \"" + host + "\": unknown protocol \"" + proto_s + "\"");
+    return 2;
+  }
+  auto d = cap::egress_allows(man->capabilities, parts[0], port, *proto);
+  std::string target = parts[0] + ":" + std::to_string(port) + ":" + proto_s;
+  if (d.allowed)
+    std::printf("allowed: %s, by %s %s\n", target.c_str(), d.path.c_str(), d.entry.c_str());
+  else
+    std::printf("denied: %s (no match)\n", target.c_str());
+  return d.allowed ? 0 : 1;
+}
+
+}  // namespace comet::runtime
