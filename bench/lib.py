@@ -32,15 +32,18 @@ def busybox_bundle(root: Path, args):
 def timed(cmd, **kw):
     """Run cmd; return (ms, peak RSS in KiB of the command itself).
 
-    The RSS comes from /usr/bin/time -f %M (GNU time, a small C parent), so
-    it is the runtime's own peak, not the forked Python's."""
-    t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + list(cmd), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True, **kw)
-    ms = (time.perf_counter() - t0) * 1000
-    if p.returncode != 0:
-        raise RuntimeError(f"{cmd} failed ({p.returncode}): {p.stderr}")
-    return ms, int(p.stderr.strip().splitlines()[-1])
+    The RSS comes from GNU time (-f %M -o FILE), a small C parent, so it is
+    the runtime's own peak, not the forked Python's. stdio is /dev/null:
+    a container init inherits create's stdio, so a pipe would never close."""
+    with tempfile.NamedTemporaryFile("r", prefix="comet-bench-rss-") as out:
+        t0 = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name] + list(cmd),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, **kw)
+        ms = (time.perf_counter() - t0) * 1000
+        if p.returncode != 0:
+            raise RuntimeError(f"{cmd} failed ({p.returncode})")
+        return ms, int(out.read().strip().splitlines()[-1])
 
 
 def median(xs):

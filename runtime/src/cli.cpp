@@ -235,10 +235,19 @@ int cli_main(int argc, char** argv) {
   exec->add_option("--console-socket", eo.console_socket,
                    "unix socket that receives the pty master");
   exec->add_option("--cwd", eo.cwd, "working directory inside the container");
-  exec->add_option("--env,-e", eo.env, "KEY=VALUE to add to the environment")->take_all();
+  exec->add_option("--env,-e", eo.env, "KEY=VALUE to add to the environment")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   exec->add_option("--user,-u", eo.user, "UID[:GID]");
-  exec->add_option("--additional-gids,-g", eo.additional_gids, "additional gids")->take_all();
-  exec->add_option("--cap,-c", eo.caps, "add a capability")->take_all();
+  exec->add_option("--additional-gids,-g", eo.additional_gids, "additional gids")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  exec->add_option("--cap,-c", eo.caps, "add a capability")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   exec->add_flag("--no-new-privs", eo.no_new_privs, "set no_new_privs");
   exec->add_option("--preserve-fds", eo.preserve_fds, "pass N fds after stdio")
       ->check(CLI::NonNegativeNumber);

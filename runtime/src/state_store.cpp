@@ -128,9 +128,10 @@ oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecor
                (rec.start_time == 0 || process_start_time(rec.pid) == rec.start_time);
   if (!alive) return oci::ContainerStatus::kStopped;
   if (!rec.create_done) return oci::ContainerStatus::kCreating;
-  if (path_exists(dir.file("exec.fifo"))) return oci::ContainerStatus::kCreated;
+  // Frozen first: a paused created container is "paused" until resumed.
   if (!rec.freezer_dir.empty() && cgroup_frozen(rec.freezer_dir, rec.freezer_v2))
     return oci::ContainerStatus::kPaused;
+  if (path_exists(dir.file("exec.fifo"))) return oci::ContainerStatus::kCreated;
   return oci::ContainerStatus::kRunning;
 }
 
