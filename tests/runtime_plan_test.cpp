@@ -1,0 +1,186 @@
+// Pure parts of runtime/: mount option parsing (libmount's table), the mount
+// plan, the spec -> child plan, cgroup controller selection, signal names,
+// container ids. No root, no syscalls that change anything.
+#include <gtest/gtest.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/container.hpp"
+#include "comet/runtime/mounts.hpp"
+#include "comet/runtime/plan.hpp"
+#include "comet/runtime/state_store.hpp"
+#include "comet/runtime/sys.hpp"
+
+using namespace comet;
+using namespace comet::runtime;
+
+TEST(MountOptions, FlagsDataAndPropagation) {
+  auto o = parse_mount_options({"nosuid", "noexec", "nodev", "ro", "size=65536k", "mode=755"});
+  ASSERT_TRUE(o.ok()) << o.error().what();
+  EXPECT_EQ(o->flags, MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY);
+  EXPECT_EQ(o->data, "size=65536k,mode=755");
+  EXPECT_EQ(o->propagation, 0u);
+  EXPECT_FALSE(o->bind);
+
+  o = parse_mount_options({"rbind", "rprivate", "ro", "rw"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->bind);
+  EXPECT_TRUE(o->recursive_bind);
+  EXPECT_EQ(o->propagation, MS_PRIVATE | MS_REC);
+  EXPECT_EQ(o->flags & MS_RDONLY, 0u) << "a later rw undoes ro";
+  EXPECT_EQ(o->flags & (MS_BIND | MS_REC), 0u) << "bind is not a remount flag";
+
+  o = parse_mount_options({"bind", "shared"});
+  EXPECT_EQ(o->propagation, static_cast<unsigned long>(MS_SHARED));
+  o = parse_mount_options({"rslave"});
+  EXPECT_EQ(o->propagation, MS_SLAVE | MS_REC);
+}
+
+TEST(MountOptions, RecursiveAttributes) {
+  auto o = parse_mount_options({"rro", "rnosuid", "rnoexec", "rdev"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->rec_attr_set, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+  EXPECT_EQ(o->rec_attr_clr, static_cast<unsigned long long>(MOUNT_ATTR_NODEV));
+}
+
+TEST(MountOptions, IdmapRefusedNotIgnored) {
+  auto o = parse_mount_options({"bind", "idmap"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.error().message(), "mount option \"idmap\": idmapped mounts are not supported");
+}
+
+TEST(MountPlan, CleansDestinationsAndResolvesBindSources) {
+  oci::Spec s = oci::default_spec();
+  s.mounts.push_back({"/data//x/../y/", "bind", "relsrc", {"rbind", "ro"}, false});
+  auto ops = plan_mounts(s, "/bundles/b");
+  ASSERT_TRUE(ops.ok()) << ops.error().what();
+  const MountOp& last = ops->back();
+  EXPECT_EQ(last.dest, "/data/y");
+  EXPECT_EQ(last.source, "/bundles/b/relsrc");
+  EXPECT_TRUE(last.opt.bind);
+  EXPECT_EQ(last.opt.flags, static_cast<unsigned long>(MS_RDONLY));
+  EXPECT_TRUE(std::any_of(ops->begin(), ops->end(), [](const MountOp& m) { return m.cgroup; }));
+}
+
+TEST(MountPlan, Errors) {
+  oci::Spec s = oci::default_spec();
+  s.mounts = {{"relative", "tmpfs", "tmpfs", {}, false}};
+  auto r = plan_mounts(s, "/b");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "mounts[0].destination \"relative\": must be an absolute path");
+  s.mounts = {{"/x", "", "", {}, false}};
+  r = plan_mounts(s, "/b");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "mounts[0].type: required for a non-bind mount to /x");
+  s.mounts = {{"/x", "bind", "", {"bind"}, false}};
+  r = plan_mounts(s, "/b");
+  EXPECT_EQ(r.error().message(), "mounts[0].source: a bind mount needs a source");
+}
+
+static PlanInputs inputs() {
+  return PlanInputs{"c1", "/b", "/b/rootfs", false, false, 0};
+}
+
+TEST(ChildPlan, DefaultSpec) {
+  oci::Spec s = oci::default_spec();
+  auto c = plan_child(s, inputs());
+  ASSERT_TRUE(c.ok()) << c.error().what();
+  EXPECT_EQ(c->new_ns_flags,
+            CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS);
+  EXPECT_FALSE(c->slow_path);
+  EXPECT_TRUE(c->dev_is_tmpfs);
+  EXPECT_TRUE(c->has_caps);
+  EXPECT_EQ(c->caps.inheritable, 0u) << "inheritable stays empty unless asked";
+  EXPECT_EQ(c->caps.bounding,
+            (1ULL << 29) | (1ULL << 5) | (1ULL << 10));  // AUDIT_WRITE KILL NET_BIND
+  EXPECT_EQ(c->keyring_name, "_ses.c1");
+  ASSERT_EQ(c->rlimits.size(), 1u);
+  EXPECT_EQ(c->rlimits[0].value.rlim_cur, 1024u);
+}
+
+TEST(ChildPlan, JoinsMakeTheSlowPathUserFirst) {
+  oci::Spec s = oci::default_spec();
+  s.linux_->namespaces.push_back({"network", "/run/netns/x"});
+  s.linux_->namespaces.erase(s.linux_->namespaces.begin() + 1);  // drop the new network ns
+  s.linux_->namespaces.push_back({"user", "/proc/1/ns/user"});
+  auto c = plan_child(s, inputs());
+  ASSERT_TRUE(c.ok()) << c.error().what();
+  EXPECT_TRUE(c->slow_path);
+  ASSERT_EQ(c->joins.size(), 2u);
+  EXPECT_EQ(c->joins[0].clone_flag, CLONE_NEWUSER);
+  EXPECT_TRUE(c->userns);
+}
+
+TEST(ChildPlan, RefusesWhatItCannotEnforce) {
+  struct Case {
+    void (*mutate)(oci::Spec&);
+    const char* error;
+  } cases[] = {
+      {[](oci::Spec& s) { s.process->apparmor_profile = "x"; },
+       "process.apparmorProfile \"x\": AppArmor is not supported by this runtime"},
+      {[](oci::Spec& s) { s.process->selinux_label = "l"; },
+       "process.selinuxLabel \"l\": SELinux is not supported by this runtime"},
+      {[](oci::Spec& s) { s.process->has_scheduler = true; },
+       "process.scheduler: not supported by this runtime"},
+      {[](oci::Spec& s) { s.linux_->has_intel_rdt = true; },
+       "linux.intelRdt: not supported by this runtime"},
+      {[](oci::Spec& s) { s.process->rlimits[0].type = "RLIMIT_BOGUS"; },
+       "process.rlimits[0].type: unknown rlimit \"RLIMIT_BOGUS\""},
+      {[](oci::Spec& s) { s.process->cwd = "rel"; },
+       "process.cwd \"rel\": must be an absolute path"},
+  };
+  for (auto& c : cases) {
+    oci::Spec s = oci::default_spec();
+    c.mutate(s);
+    auto r = plan_child(s, inputs());
+    ASSERT_FALSE(r.ok()) << c.error;
+    EXPECT_EQ(r.error().message(), c.error);
+  }
+}
+
+TEST(Cgroups, NeededV1Controllers) {
+  EXPECT_TRUE(needed_v1_controllers(nullptr).empty());
+  oci::Resources r;
+  r.devices.push_back({false, "", {}, {}, "rwm"});
+  EXPECT_TRUE(needed_v1_controllers(&r).empty()) << "device rules are an eBPF program on cgroup2";
+  r.memory = oci::Memory{};
+  r.memory->limit = 1 << 20;
+  r.pids = oci::Pids{100};
+  r.cpu = oci::Cpu{};
+  r.cpu->cpus = "0";
+  auto n = needed_v1_controllers(&r);
+  EXPECT_EQ(n, (std::vector<std::string>{"memory", "cpuset", "pids"}));
+}
+
+TEST(Signals, NamesNumbersAndErrors) {
+  EXPECT_EQ(*parse_signal("KILL"), SIGKILL);
+  EXPECT_EQ(*parse_signal("SIGTERM"), SIGTERM);
+  EXPECT_EQ(*parse_signal("term"), SIGTERM);
+  EXPECT_EQ(*parse_signal("9"), 9);
+  EXPECT_EQ(*parse_signal("0"), 0);
+  EXPECT_EQ(*parse_signal("RTMIN+2"), SIGRTMIN + 2);
+  EXPECT_EQ(parse_signal("BOGUS").error().message(), "unknown signal \"BOGUS\"");
+  EXPECT_EQ(parse_signal("99").error().message(), "invalid signal \"99\": invalid argument");
+}
+
+TEST(Ids, Validation) {
+  EXPECT_TRUE(validate_id("abc-1_2.3+x").ok());
+  EXPECT_FALSE(validate_id("").ok());
+  EXPECT_FALSE(validate_id("a/b").ok());
+  EXPECT_FALSE(validate_id("..").ok());
+  EXPECT_FALSE(validate_id("a..b").ok());
+  EXPECT_FALSE(validate_id(std::string(1025, 'a')).ok());
+  EXPECT_EQ(validate_id("a/b").error().message(),
+            "invalid container id \"a/b\": only [A-Za-z0-9_+.-] are allowed");
+}
+
+TEST(Paths, CleanAndJoin) {
+  EXPECT_EQ(clean_path("/a//b/./c/../d/"), "/a/b/d");
+  EXPECT_EQ(clean_path("/../../x"), "/x");
+  EXPECT_EQ(clean_path("a/../../b"), "../b");
+  EXPECT_EQ(join_path("/root/", "/id"), "/root/id");
+}
