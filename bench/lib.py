@@ -46,6 +46,17 @@ def timed(cmd, **kw):
         return ms, int(out.read().strip().splitlines()[-1])
 
 
+def run_ms(cmd, **kw):
+    """Wall time of cmd in ms, stdio on /dev/null, nothing in between."""
+    t0 = time.perf_counter()
+    p = subprocess.run(list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, **kw)
+    ms = (time.perf_counter() - t0) * 1000
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd} failed ({p.returncode})")
+    return ms
+
+
 def median(xs):
     return statistics.median(xs)
 

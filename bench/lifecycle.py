@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from lib import COMET, busybox_bundle, median, table, timed, tmpdir
+from lib import COMET, busybox_bundle, median, run_ms, table, timed, tmpdir
 
 
 def runtimes(state):
@@ -62,17 +62,19 @@ def main():
         for i in range(a.n):
             for name in rts:
                 cid = f"b{name}{i}"
-                ms, rss = timed(cmd(rts, name, state, ["run", "--bundle", str(bundle), cid]))
-                res[name]["run"].append(ms)
-                res[name]["rss"].append(rss)
+                res[name]["run"].append(run_ms(cmd(rts, name, state, ["run", "--bundle", str(bundle), cid])))
                 subprocess.run(cmd(rts, name, state, ["delete", "-f", cid]), capture_output=True)
                 cid = f"c{name}{i}"
                 t0 = time.perf_counter()
-                timed(cmd(rts, name, state, ["create", "--bundle", str(bundle), cid]))
-                timed(cmd(rts, name, state, ["start", cid]))
+                run_ms(cmd(rts, name, state, ["create", "--bundle", str(bundle), cid]))
+                run_ms(cmd(rts, name, state, ["start", cid]))
                 wait_stopped(rts, name, state, cid)
-                timed(cmd(rts, name, state, ["delete", cid]))
+                run_ms(cmd(rts, name, state, ["delete", cid]))
                 res[name]["cycle"].append((time.perf_counter() - t0) * 1000)
+                if i < 5:  # peak RSS under GNU time, kept out of the timings
+                    cid = f"r{name}{i}"
+                    res[name]["rss"].append(timed(cmd(rts, name, state, ["run", "--bundle", str(bundle), cid]))[1])
+                    subprocess.run(cmd(rts, name, state, ["delete", "-f", cid]), capture_output=True)
             if "crun" in rts:
                 wrapper.append(timed(["unshare", "-m", "sh", "-c",
                                       "umount /sys/fs/cgroup/unified && exec true"])[0])
