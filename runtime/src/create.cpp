@@ -24,6 +24,7 @@
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/container.hpp"
+#include "comet/runtime/fault.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
@@ -270,6 +271,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   rec.freezer_v2 = ctx.cgroups.freezer_v2;
   rec.terminal = spec.process->terminal;
   TRYV(dir.save(rec));
+  fault_point("create-after-record");
 
   if (keep_child && ctx.slow_path) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   int clone_flags = ctx.slow_path ? 0 : (ctx.new_ns_flags & ~CLONE_NEWCGROUP);
@@ -292,6 +294,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   const auto& gidm = lx.gid_mappings;
   bool new_user = ctx.new_ns_flags & CLONE_NEWUSER;
 
+  fault_point("create-after-clone");
   /* sync 1 */
   if (new_user) {
     if (ctx.slow_path) {
@@ -337,6 +340,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   /* sync 3: hooks in the runtime namespace */
   if (auto m = expect_msg(sfd, MsgType::kMountsDone); !m.ok())
     return child_failure(sfd, m.error(), lx);
+  fault_point("create-after-mounts");
   std::string hs =
       hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
   TRYV(write_file_atomic(dir.file("hookstate.json"), hs));
@@ -350,6 +354,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   if (auto m = expect_msg(sfd, MsgType::kReady); !m.ok()) return child_failure(sfd, m.error(), lx);
 
   log::debug("create " + o.id + ": init " + std::to_string(init_pid) + " ready");
+  fault_point("create-before-ready");
   rec.create_done = true;
   TRYV(dir.save(rec));
   if (!o.pid_file.empty()) {

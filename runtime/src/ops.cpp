@@ -15,6 +15,7 @@
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/container.hpp"
+#include "comet/runtime/fault.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/state_store.hpp"
@@ -115,6 +116,7 @@ Status start_container(const Globals& g, const std::string& id) {
   int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return Error::sys(errno, "open " + fifo);
   UniqueFd f(fd);
+  fault_point("start-waiting-fifo");
   PidFd p;
   if (int e = PidFd::open(l.rec.pid, &p))
     return Error::sys(e, "container init " + std::to_string(l.rec.pid));

@@ -1,0 +1,51 @@
+"""The runtime SIGKILLed at every stage of create and start (COMET_FAULT,
+runtime/include/comet/runtime/fault.hpp): `state` never prints a corrupt
+document, and `delete --force` leaves nothing behind."""
+import json
+import signal
+
+import pytest
+
+from lib.asserts import assert_nothing_left
+
+POINTS = ["create-after-record", "create-after-clone", "create-after-mounts",
+          "create-before-ready"]
+
+pytestmark = pytest.mark.comet_only
+
+
+def check_state_is_whole(rt, cid):
+    st = rt.state_raw(cid)
+    if st.rc == 0:
+        doc = json.loads(st.out)  # a whole JSON document, never a torn one
+        assert doc["id"] == cid
+        assert doc["status"] in ("creating", "created", "stopped"), doc
+    else:
+        assert st.error, st
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_killed_create_is_cleaned_by_delete_force(rt, harness, bundle, point):
+    b = bundle().probe("sleep", "30")
+    cid = rt.new_id()
+    res = rt.create(cid, b, env={"COMET_FAULT": point})
+    assert res.rc == -signal.SIGKILL, res
+    check_state_is_whole(rt, cid)
+    rt.delete(cid, "--force").expect_ok()
+    assert_nothing_left(harness, cid)
+
+
+def test_killed_start_is_cleaned_by_delete_force(rt, harness, bundle):
+    b = bundle().probe("sleep", "30")
+    cid = rt.new_id()
+    rt.create(cid, b).expect_ok()
+    res = rt.start(cid, env={"COMET_FAULT": "start-waiting-fifo"})
+    assert res.rc == -signal.SIGKILL, res
+    check_state_is_whole(rt, cid)
+    rt.delete(cid, "--force").expect_ok()
+    assert_nothing_left(harness, cid)
+
+
+def test_unknown_fault_point_is_inert(rt, bundle):
+    res = rt.run(rt.new_id(), bundle().probe("exit", "0"), env={"COMET_FAULT": "nowhere"})
+    assert res.rc == 0, res

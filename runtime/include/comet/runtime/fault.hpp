@@ -1,0 +1,17 @@
+// Test-only fault points (docs/reliability.md). With COMET_FAULT=<point> in
+// the environment, the runtime SIGKILLs itself when it reaches that point,
+// so the reliability suite can check that `delete --force` recovers from a
+// runtime killed at every stage of create and start. Points:
+//   create-after-record   the first state record is written, nothing cloned
+//   create-after-clone    the init exists, ids/cgroups not yet set up
+//   create-after-mounts   the init has made its mounts (hooks not run)
+//   create-before-ready   the init is ready, the final record not written
+//   start-waiting-fifo    `start` opened the exec fifo, before reading it
+// Unset (the normal case) costs one getenv per point.
+#pragma once
+
+namespace comet::runtime {
+
+void fault_point(const char* name) noexcept;
+
+}  // namespace comet::runtime
