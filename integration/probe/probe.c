@@ -884,6 +884,109 @@ struct command {
 
 static int cmd_help(int argc, char **argv);
 
+/* probe mknod PATH b|c MAJOR MINOR: mknod(2) with mode 0600 */
+static int cmd_mknod(int argc, char **argv) {
+    (void)argc;
+    mode_t type;
+    if (!strcmp(argv[2], "b")) type = S_IFBLK;
+    else if (!strcmp(argv[2], "c")) type = S_IFCHR;
+    else return usage("mknod PATH b|c MAJOR MINOR");
+    int rc = mknod(argv[1], type | 0600, makedev(atoi(argv[3]), atoi(argv[4])));
+    return result_simple(rc == 0, errno);
+}
+
+/* probe exe-scan SECONDS: for SECONDS, keep opening /proc/PID/exe of every
+ * other process (the CVE-2019-5736 attack loop).  Reports each distinct
+ * binary that could be opened for reading: {pid, target, dev_major,
+ * dev_minor, ino, writable (an O_WRONLY open of /proc/PID/exe succeeded;
+ * nothing is ever written)}, and the denied opens by errno.  ok = nothing
+ * was writable. */
+#define SCAN_MAX 64
+static int cmd_exe_scan(int argc, char **argv) {
+    (void)argc;
+    double secs = atof(argv[1]);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct { long pid; dev_t dev; ino_t ino; int writable; char target[256]; } seen[SCAN_MAX];
+    int nseen = 0, writable_any = 0;
+    long scans = 0, eacces = 0, eperm = 0, other = 0;
+    pid_t self = getpid();
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >= secs) break;
+        DIR *d = opendir("/proc");
+        if (!d) return result_simple(0, errno);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            char *end;
+            long pid = strtol(e->d_name, &end, 10);
+            if (*end || pid <= 0 || pid == self) continue;
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EACCES) eacces++;
+                else if (errno == EPERM) eperm++;
+                else if (errno != ENOENT && errno != ESRCH) other++;
+                continue;
+            }
+            struct stat st;
+            if (fstat(fd, &st) == 0) {
+                int known = 0;
+                for (int i = 0; i < nseen; i++)
+                    if (seen[i].dev == st.st_dev && seen[i].ino == st.st_ino) known = 1;
+                int wfd = open(path, O_WRONLY | O_CLOEXEC);
+                int w = wfd >= 0;
+                if (w) {
+                    close(wfd);
+                    writable_any = 1;
+                }
+                if (!known && nseen < SCAN_MAX) {
+                    char fdp[64];
+                    snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+                    ssize_t n = readlink(fdp, seen[nseen].target, sizeof seen[nseen].target - 1);
+                    seen[nseen].target[n < 0 ? 0 : n] = 0;
+                    seen[nseen].pid = pid;
+                    seen[nseen].dev = st.st_dev;
+                    seen[nseen].ino = st.st_ino;
+                    seen[nseen].writable = w;
+                    nseen++;
+                } else if (w) {
+                    for (int i = 0; i < nseen; i++)
+                        if (seen[i].dev == st.st_dev && seen[i].ino == st.st_ino) seen[i].writable = 1;
+                }
+            }
+            close(fd);
+        }
+        closedir(d);
+        scans++;
+    }
+    result_begin(!writable_any, EACCES);
+    j_obj();
+    j_kint("scans", scans);
+    j_key("denied");
+    j_obj();
+    j_kint("EACCES", eacces);
+    j_kint("EPERM", eperm);
+    j_kint("other", other);
+    j_end_obj();
+    j_key("opened");
+    j_arr();
+    for (int i = 0; i < nseen; i++) {
+        j_obj();
+        j_kint("pid", seen[i].pid);
+        j_kstr("target", seen[i].target);
+        j_kint("dev_major", major(seen[i].dev));
+        j_kint("dev_minor", minor(seen[i].dev));
+        j_kint("ino", (long long)seen[i].ino);
+        j_kbool("writable", seen[i].writable);
+        j_end_obj();
+    }
+    j_end_arr();
+    j_end_obj();
+    return result_end(!writable_any);
+}
+
 static const struct command commands[] = {
     {"info", 0, 0, "info", cmd_info},
     {"mounts", 0, 0, "mounts", cmd_mounts},
@@ -906,6 +1009,8 @@ static const struct command commands[] = {
     {"unshare", 1, -1, "unshare FLAGNAME...", cmd_unshare},
     {"clock_settime", 0, 0, "clock_settime", cmd_clock_settime},
     {"chroot-escape", 0, 1, "chroot-escape [DIR]", cmd_chroot_escape},
+    {"mknod", 4, 4, "mknod PATH b|c MAJOR MINOR", cmd_mknod},
+    {"exe-scan", 1, 1, "exe-scan SECONDS", cmd_exe_scan},
     {"help", 0, 0, "help", cmd_help},
 };
 

@@ -671,6 +671,28 @@ const char* ns_name(int flag) {
   return "?";
 }
 
+// Stage 1 forks the process that lives in the container's pid namespace
+// and tells the parent its pid. Both share the sync socket, so the child
+// waits at a gate until that message is out: the parent must read kInitPid
+// before anything the child sends. Returns 0 in the child; stage 1 exits.
+pid_t fork_after_pid_message() {
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) < 0) die(errno, "pipe");
+  pid_t pid = ::fork();
+  if (pid < 0) die(errno, "fork into the container's pid namespace");
+  if (pid > 0) {
+    send_msg(g_ctx->sync_fd, MsgType::kInitPid, 0, pid);
+    ::_exit(0);  // closes gate[1]: the child goes on
+  }
+  ::close(gate[1]);
+  char b;
+  while (::read(gate[0], &b, 1) < 0 && errno == EINTR) {
+  }
+  ::close(gate[0]);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  return 0;
+}
+
 void join_namespaces() {
   for (auto& j : g_ctx->joins) {
     if (::setns(j.fd, j.clone_flag) < 0)
@@ -727,13 +749,7 @@ void write_time_offsets() {
     if (late && ::unshare(late) < 0) die(errno, "unshare pid/time namespace");
     if (late & CLONE_NEWTIME) write_time_offsets();
     if (late || joined_pid) {
-      pid_t init = ::fork();
-      if (init < 0) die(errno, "fork the container init");
-      if (init > 0) {
-        send_msg(ctx.sync_fd, MsgType::kInitPid, 0, init);
-        ::_exit(0);
-      }
-      ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+      fork_after_pid_message();
     }
   }
   if (ctx.cgroupns && ::unshare(CLONE_NEWCGROUP) < 0) die(errno, "unshare cgroup namespace");
@@ -890,13 +906,7 @@ void write_time_offsets() {
     die(errno, "join the container's namespaces");
   ::close(ctx.exec_pidfd);
   // The pid (and time) namespace applies to children: fork the process.
-  pid_t pid = ::fork();
-  if (pid < 0) die(errno, "fork into the container");
-  if (pid > 0) {
-    send_msg(ctx.sync_fd, MsgType::kInitPid, 0, pid);
-    ::_exit(0);
-  }
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  fork_after_pid_message();
   int slave = -1;
   if (ctx.terminal) {
     int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);

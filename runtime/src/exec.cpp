@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "comet/oci/spec.hpp"
@@ -63,6 +64,15 @@ Result<oci::Process> read_process(const std::string& path) {
   return std::move(*spec->process);
 }
 
+Result<uint32_t> parse_id(const std::string& s, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long v = s.empty() ? 0 : std::strtoul(s.c_str(), &end, 10);
+  if (s.empty() || errno || *end || v > 0xfffffffeUL)
+    return Error::msg(std::string("parsing ") + s + " as int for " + what + " failed");
+  return static_cast<uint32_t>(v);
+}
+
 Result<UniqueFd> connect_console(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Error::sys(errno, "socket");
@@ -98,12 +108,20 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     if (o.args.empty()) return Error::msg("exec: a command is required (or --process)");
     proc.args = o.args;
     proc.terminal = o.tty;
-    for (auto& e : o.env) proc.env.push_back(e);
+    for (auto& e : o.env) {
+      if (e.find('=') == std::string::npos || e[0] == '=')
+        return Error::msg("exec --env \"" + e +
+                          "\": invalid environment variable (want KEY=VALUE)");
+      proc.env.push_back(e);
+    }
     if (!o.cwd.empty()) proc.cwd = o.cwd;
     if (!o.user.empty()) {
       auto parts = split(o.user, ':');
-      proc.user.uid = static_cast<uint32_t>(std::stoul(parts[0]));
-      if (parts.size() > 1) proc.user.gid = static_cast<uint32_t>(std::stoul(parts[1]));
+      if (parts.size() > 2) return Error::msg("exec --user \"" + o.user + "\": expected UID[:GID]");
+      TRY(proc.user.uid, parse_id(parts[0], "uid"));
+      if (parts.size() > 1) {
+        TRY(proc.user.gid, parse_id(parts[1], "gid"));
+      }
       proc.user.additional_gids.clear();
     }
     for (auto gid : o.additional_gids) proc.user.additional_gids.push_back(gid);

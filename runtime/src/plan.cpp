@@ -156,7 +156,15 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
   c.set_domainname = !spec.domainname.empty();
 
   c.args = p.args;
-  c.env = p.env;
+  // A key given twice keeps its last value (runc's dedup), in the order of
+  // the surviving entries.
+  for (auto it = p.env.rbegin(); it != p.env.rend(); ++it) {
+    std::string key = it->substr(0, it->find('='));
+    if (std::none_of(c.env.begin(), c.env.end(),
+                     [&](const std::string& e) { return e.substr(0, e.find('=')) == key; }))
+      c.env.push_back(*it);
+  }
+  std::reverse(c.env.begin(), c.env.end());
   c.cwd = p.cwd.empty() ? "/" : p.cwd;
   if (c.cwd[0] != '/') return Error::msg("process.cwd \"" + c.cwd + "\": must be an absolute path");
   c.uid = p.user.uid;
