@@ -42,10 +42,16 @@ def podman_env(work, comet):
     return d, el.podman_argv(d), env
 
 
-def timed(fn):
+def measure(res, key, fn):
+    """Time fn() into res[key]; a failed run is counted in res[key + "!"]
+    (with its error) instead of timed."""
     t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1000
+    try:
+        fn()
+    except (AssertionError, crilib.CRIError) as e:
+        res.setdefault(key + "!", []).append(str(e).strip().splitlines()[-1][:300])
+        return
+    res[key].append((time.perf_counter() - t0) * 1000)
 
 
 def main():
@@ -57,7 +63,8 @@ def main():
     comet = el.RUNTIME
     if os.geteuid() != 0:
         sys.exit("engines bench: run as root")
-    el.ensure_packages("podman", "containerd", "python3-grpcio", "protobuf-compiler", "python3-yaml", "runc")
+    el.ensure_packages("podman", "containerd", "python3-grpcio", "protobuf-compiler", "python3-grpc-tools", "python3-yaml",
+                       "runc")
     work = el.mkworkdir("cmt-bench-engines-")
     watch = el.LeakWatch(work)
     cleanup = el.Cleanup()
@@ -81,10 +88,10 @@ def main():
 
             res = results["podman run --rm --network none IMAGE true"] = {"comet": [], "runc": []}
             for rt in ("comet-runtime", "runc"):
-                podman_run(rt)
+                measure({rt: []}, rt, lambda: podman_run(rt))
             for _ in range(a.n):
-                res["comet"].append(timed(lambda: podman_run("comet-runtime")))
-                res["runc"].append(timed(lambda: podman_run("runc")))
+                measure(res, "comet", lambda: podman_run("comet-runtime"))
+                measure(res, "runc", lambda: podman_run("runc"))
 
         if "ctr" in only or "cri" in only:
             (work / "containerd").mkdir()
@@ -105,11 +112,11 @@ def main():
 
             res = results["ctr run --rm IMAGE ID true"] = {"comet": [], "runc": []}
             roots = {"comet": (comet, work / "ctr-comet"), "runc": (RUNC, work / "ctr-runc")}
-            for b, r in roots.values():
-                ctr_run(b, r)
+            for k, (b, r) in roots.items():
+                measure({k: []}, k, lambda: ctr_run(b, r))
             for _ in range(a.n):
                 for k, (b, r) in roots.items():
-                    res[k].append(timed(lambda: ctr_run(b, r)))
+                    measure(res, k, lambda: ctr_run(b, r))
 
         if "cri" in only:
             cg_root = f"/cmt-kubepods-bench-{os.getpid()}"
@@ -120,17 +127,19 @@ def main():
 
             def cri_cycle(handler):
                 pod = crilib.Pod(daemon.cri, work / "containerd", pod_yaml, handler, cg_root, {})
-                pod.run()
-                cid = pod.start_container(spec)
-                pod.wait_exited(cid)
-                pod.teardown()
+                try:
+                    pod.run()
+                    cid = pod.start_container(spec)
+                    pod.wait_exited(cid)
+                finally:
+                    pod.teardown()
 
             res = results["CRI pod cycle (sandbox + 1 container)"] = {"comet": [], "runc": []}
             for h in ("comet", "runc"):
-                cri_cycle(h)
+                measure({h: []}, h, lambda: cri_cycle(h))
             for _ in range(a.n):
-                res["comet"].append(timed(lambda: cri_cycle("comet")))
-                res["runc"].append(timed(lambda: cri_cycle("runc")))
+                measure(res, "comet", lambda: cri_cycle("comet"))
+                measure(res, "runc", lambda: cri_cycle("runc"))
     finally:
         errors = cleanup.run()
         el.remove_tree(work)
@@ -140,19 +149,30 @@ def main():
             print("cleanup problems:\n  " + "\n  ".join(errors + left), file=sys.stderr)
             watch.force_clean()
 
-    rows = []
+    rows, failures = [], []
     for what, r in results.items():
+        if not r["comet"] or not r["runc"]:
+            failures.append(f"{what}: no successful run ({r})")
+            continue
         mc, mr = statistics.median(r["comet"]), statistics.median(r["runc"])
+        nf = {k: len(r.get(k + "!", [])) for k in ("comet", "runc")}
         rows.append((what, f"{mc:.1f}", f"{mr:.1f}", f"{mc / mr:.2f}",
-                     f"{min(r['comet']):.1f}-{max(r['comet']):.1f}", f"{min(r['runc']):.1f}-{max(r['runc']):.1f}"))
-    header = ("what", "comet ms", "runc ms", "comet/runc", "comet min-max", "runc min-max")
+                     f"{min(r['comet']):.1f}-{max(r['comet']):.1f}", f"{min(r['runc']):.1f}-{max(r['runc']):.1f}",
+                     f"{nf['comet']}/{nf['runc']}"))
+        for k in ("comet", "runc"):
+            for err in r.get(k + "!", [])[:3]:
+                failures.append(f"{what} [{k}]: {err}")
+    header = ("what", "comet ms", "runc ms", "comet/runc", "comet min-max", "runc min-max", "failed c/r")
     widths = [max(len(str(x[i])) for x in rows + [header]) for i in range(len(header))]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
     print(line)
     print("-" * len(line))
     for row in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    print("\n(medians of", a.n, "runs each; ratio < 1 means comet-runtime is faster)")
+    print(f"\n(medians of the successful runs out of {a.n} each; ratio < 1 means comet-runtime is faster;"
+          " failed runs are not timed)")
+    if failures:
+        print("\nfailed runs:\n  " + "\n  ".join(failures))
 
 
 if __name__ == "__main__":

@@ -152,15 +152,12 @@ Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::stri
   if (plan.hierarchies.empty()) return Error::msg("no cgroup hierarchy is mounted");
   bool has_v2 = std::any_of(plan.hierarchies.begin(), plan.hierarchies.end(),
                             [](const CgroupHierarchy& h) { return h.v2; });
-  if (has_v2) {
-    auto need = needed_v1_controllers(res);
-    std::erase_if(plan.hierarchies, [&](const CgroupHierarchy& h) {
-      if (h.v2) return false;
-      for (auto& c : h.controllers)
-        if (std::find(need.begin(), need.end(), c) != need.end()) return false;
-      return true;
-    });
-  }
+  // v1 is all or nothing: the cost is one RCU grace period per create,
+  // however many hierarchies are joined, so once a limit needs one, join
+  // them all (stats and tools that read v1 then see the container
+  // everywhere, as with runc). With no v1 limit, join none.
+  if (has_v2 && needed_v1_controllers(res).empty())
+    std::erase_if(plan.hierarchies, [](const CgroupHierarchy& h) { return !h.v2; });
   plan.v2_only = plan.hierarchies.size() == 1 && plan.hierarchies[0].v2;
   for (auto& h : plan.hierarchies)
     if (h.v2) {

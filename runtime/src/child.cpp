@@ -3,6 +3,7 @@
 // _exit(1). Order follows sync.hpp's diagram; seccomp is loaded last.
 #include "comet/runtime/child.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -270,12 +271,82 @@ void mount_cgroups(int rootfd, const MountOp& op) {
   }
 }
 
+// Copy the tree under SRC into DST (both directory fds), never following a
+// symlink: files, directories, symlinks and special nodes, with modes and
+// owners. Returns 0 or an errno.
+int copy_tree(int src, int dst) {
+  int dup = ::dup(src);
+  if (dup < 0) return errno;
+  DIR* d = ::fdopendir(dup);
+  if (!d) {
+    ::close(dup);
+    return errno;
+  }
+  int err = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    const char* n = e->d_name;
+    if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]))) continue;
+    struct stat st;
+    if (::fstatat(src, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      err = errno;
+      break;
+    }
+    mode_t perm = st.st_mode & 07777;
+    if (S_ISDIR(st.st_mode)) {
+      if (::mkdirat(dst, n, perm) < 0 && errno != EEXIST) err = errno;
+      int s2 = err ? -1 : ::openat(src, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int d2 = err ? -1 : ::openat(dst, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (!err && (s2 < 0 || d2 < 0)) err = errno;
+      if (!err) err = copy_tree(s2, d2);
+      if (!err) (void)::fchmod(d2, perm);
+      if (s2 >= 0) ::close(s2);
+      if (d2 >= 0) ::close(d2);
+    } else if (S_ISREG(st.st_mode)) {
+      int in = ::openat(src, n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      int out = in < 0
+                    ? -1
+                    : ::openat(dst, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm);
+      if (in < 0 || out < 0) err = errno;
+      char buf[65536];
+      ssize_t k;
+      while (!err && (k = ::read(in, buf, sizeof buf)) > 0)
+        if (::write(out, buf, static_cast<size_t>(k)) != k) err = errno ? errno : EIO;
+      if (out >= 0) (void)::fchmod(out, perm);
+      if (in >= 0) ::close(in);
+      if (out >= 0) ::close(out);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t k = ::readlinkat(src, n, target, sizeof target - 1);
+      if (k < 0) {
+        err = errno;
+      } else {
+        target[k] = 0;
+        if (::symlinkat(target, dst, n) < 0) err = errno;
+      }
+    } else if (::mknodat(dst, n, st.st_mode, st.st_rdev) < 0) {
+      err = errno;
+    }
+    if (!err) (void)::fchownat(dst, n, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+    if (err) break;
+  }
+  ::closedir(d);
+  return err;
+}
+
 void do_mount(int rootfd, const MountOp& op) {
-  if (op.opt.tmpcopyup) die(0, "mount %s: option tmpcopyup is not supported", op.dest.c_str());
   if (op.opt.bind) return mount_bind(rootfd, op);
   if (op.cgroup) return mount_cgroups(rootfd, op);
   int fd = ensure_target(rootfd, op.dest, true);
   if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
+  // tmpcopyup: the directory's current contents are copied onto the new
+  // tmpfs (podman puts it on every --tmpfs). Keep a handle on what the
+  // mount will cover.
+  int under = -1;
+  if (op.opt.tmpcopyup) {
+    if (op.type != "tmpfs") die(0, "mount %s: tmpcopyup needs a tmpfs", op.dest.c_str());
+    under = openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot);
+    if (under < 0) die(errno, "open %s for tmpcopyup", op.dest.c_str());
+  }
   const char* data = op.opt.data.empty() ? nullptr : op.opt.data.c_str();
   int r = ::mount(op.source.c_str(), fdpath(fd).c_str(), op.type.c_str(), op.opt.flags, data);
   if (r < 0 && errno == EPERM && op.type == "sysfs") {
@@ -285,6 +356,18 @@ void do_mount(int rootfd, const MountOp& op) {
   }
   if (r < 0) die(errno, "mount %s (%s) on %s", op.source.c_str(), op.type.c_str(), op.dest.c_str());
   ::close(fd);
+  if (under >= 0) {
+    int top = openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot);
+    if (top < 0) die(errno, "open the new tmpfs on %s", op.dest.c_str());
+    struct stat st;
+    if (::fstat(under, &st) == 0) {
+      (void)::fchmod(top, st.st_mode & 07777);
+      (void)::fchown(top, st.st_uid, st.st_gid);
+    }
+    if (int e = copy_tree(under, top)) die(e, "tmpcopyup %s", op.dest.c_str());
+    ::close(top);
+    ::close(under);
+  }
   apply_propagation_and_attrs(rootfd, op);
 }
 
@@ -341,6 +424,7 @@ void setup_dev(int rootfd) {
                  {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
                  {"pts/ptmx", "ptmx"},          {"/proc/kcore", "core"}};
     for (auto& l : links) {
+      if (std::strcmp(l.name, "core") == 0 && ::access("/proc/kcore", F_OK) != 0) continue;
       if (::symlinkat(l.target, devfd, l.name) < 0 && errno != EEXIST)
         die(errno, "symlink /dev/%s", l.name);
     }
@@ -931,6 +1015,13 @@ void write_time_offsets() {
   for (auto& rl : ctx.rlimits)
     if (::setrlimit(rl.resource, &rl.value) < 0)
       die(errno, "error setting rlimit type %d", rl.resource);
+  if (ctx.oom_score_adj) {
+    std::string v = std::to_string(*ctx.oom_score_adj);
+    int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, v.data(), v.size()) < 0)
+      die(errno, "set oom_score_adj to %s", v.c_str());
+    ::close(fd);
+  }
   if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\")", ctx.cwd.c_str());
   char cwdbuf[4096];
   if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')

@@ -112,14 +112,18 @@ Status start_container(const Globals& g, const std::string& id) {
     default:
       return Error::msg("cannot start an already running container");
   }
+  // The pidfd first: once the fifo is open the init may exec, exit and be
+  // reaped (by conmon, a shim) before we look, and its pid would be gone.
+  PidFd p;
+  if (int e = PidFd::open(l.rec.pid, &p)) {
+    if (e == ESRCH) return Error::msg("cannot start a container that has stopped");
+    return Error::sys(e, "container init " + std::to_string(l.rec.pid));
+  }
   std::string fifo = l.dir.file("exec.fifo");
   int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return Error::sys(errno, "open " + fifo);
   UniqueFd f(fd);
   fault_point("start-waiting-fifo");
-  PidFd p;
-  if (int e = PidFd::open(l.rec.pid, &p))
-    return Error::sys(e, "container init " + std::to_string(l.rec.pid));
   struct pollfd pfds[2] = {{fd, POLLIN, 0}, {p.fd(), POLLIN, 0}};
   for (;;) {
     int r = ::poll(pfds, 2, 10000);

@@ -181,6 +181,7 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
     TRY(c.caps.ambient, cap_mask(p.capabilities->ambient, "process.capabilities.ambient"));
   }
   c.no_new_privileges = p.no_new_privileges;
+  c.oom_score_adj = p.oom_score_adj;
   for (size_t i = 0; i < p.rlimits.size(); i++) {
     const auto& r = p.rlimits[i];
     int res = -1;

@@ -38,11 +38,11 @@ CgroupMode detect_cgroup_mode();
 //
 // Where a cgroup2 hierarchy exists (v2 or hybrid), the container lives in
 // it (born there with CLONE_INTO_CGROUP, frozen there, device rules as an
-// eBPF program there), and a v1 controller hierarchy is joined only when
-// RES sets a limit that controller enforces. On a hybrid host each v1 join
-// costs the create one RCU grace period (~10 ms), so it is paid only when
-// it buys something. On a pure v1 host every hierarchy is joined, as runc
-// does.
+// eBPF program there). The v1 hierarchies are joined, all of them, only
+// when RES sets a limit that a v1 controller enforces: on a hybrid host
+// joining v1 costs the create one RCU grace period (~10 ms) however many
+// hierarchies it joins, so it is paid only when it buys something. On a
+// pure v1 host every hierarchy is joined, as runc does.
 Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
                                 const oci::Resources* res = nullptr);
 // v1 controllers RES needs ("memory", "pids", ...).

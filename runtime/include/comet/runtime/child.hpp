@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,9 @@ struct ChildContext {
   int seccomp_listener_sock = -1;  // connected listenerPath socket
 
   // exec: join the namespaces of a running init instead of making them
-  int exec_pidfd = -1;    // pidfd of the container init
-  int exec_ns_flags = 0;  // CLONE_NEW* where the init's ns differs from ours
+  int exec_pidfd = -1;               // pidfd of the container init
+  int exec_ns_flags = 0;             // CLONE_NEW* where the init's ns differs from ours
+  std::optional<int> oom_score_adj;  // exec: set by the child (create: by the parent)
 };
 
 // The child's entry point after clone(2). Never returns: it execs the user
