@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds comet-runtime and runs every test: the unit tests (ctest, no root
-# needed), then the integration suites (as root, against the real kernel).
+# Builds comet-runtime and runs every test: the format check, the unit tests
+# (ctest, no root needed), the integration suites (as root, against the real
+# kernel, engines included), then the same tests under ASan+UBSan and each
+# libFuzzer target for a short fixed time (COMET_FUZZ_SECONDS, default 30).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/scripts/build.sh"
@@ -17,3 +19,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 COMET_RUNTIME="$top/build/runtime/comet-runtime" PROBE="$top/build/integration/comet-probe" \
   /usr/bin/python3 -m pytest "$top/integration" -q -p no:cacheprovider
+echo "== sanitizers (ASan+UBSan): unit and integration tests"
+bash "$top/scripts/sanitize.sh"
+echo "== fuzzing (${COMET_FUZZ_SECONDS:-30} s per target)"
+bash "$top/scripts/fuzz.sh" "${COMET_FUZZ_SECONDS:-30}"

@@ -1,4 +1,5 @@
 // sandbox.yaml parsing and merging (global files, then the workspace file).
+#include <sstream>
 #include "comet/capability/profile.hpp"
 #include "util.hpp"
 #include "yaml_read.hpp"
@@ -106,8 +107,17 @@ Result<Doc> parse_doc(const ConfigDoc& cd) {
   return detail::guard<Doc>(cd.filename, [&]() -> Result<Doc> {
     Doc doc;
     Reader r(cd.filename, nullptr);
-    std::vector<YAML::Node> docs = YAML::LoadAll(cd.text);
-    if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) return doc;  // empty file
+    // Not YAML::LoadAll (it can loop forever in yaml-cpp 0.7, see yaml_read.cpp).
+    if (cd.text.find_first_not_of(" \t\r\n") == std::string::npos) return doc;  // empty file
+    {
+      bool only_comments = true;
+      std::istringstream lines(cd.text);
+      for (std::string line; std::getline(lines, line);) {
+        size_t f = line.find_first_not_of(" \t\r");
+        if (f != std::string::npos && line[f] != '#') only_comments = false;
+      }
+      if (only_comments) return doc;
+    }
     TRY(Field root, r.load(cd.text));
     TRY(auto m, r.map(root, "", kTopKeys));
     if (const Field* d = m.get("default")) {

@@ -109,15 +109,62 @@ void Reader::record(const std::string& path, Loc loc) const {
   if (locations_) (*locations_)[path] = loc;
 }
 
-Result<Field> Reader::load(std::string_view text) const {
-  std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-  if (docs.empty()) return error(Loc{1, 1}, "", "expected a mapping, got an empty document");
-  if (docs.size() > 1) {
-    return error(mark_loc(docs[1].Mark()), "",
-                 "expected one YAML document, got " + std::to_string(docs.size()));
+// Where a second YAML document starts ("---" after content, or content after
+// "..."), or line 0 when there is only one.
+int second_document_line(std::string_view text) {
+  bool content = false, ended = false;
+  int line = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view l = text.substr(pos, nl == std::string_view::npos ? text.npos : nl - pos);
+    line++;
+    bool marker_start = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    bool marker_end = l.substr(0, 3) == "..." && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    size_t first = l.find_first_not_of(" \t\r");
+    bool blank = first == std::string_view::npos || l[first] == '#' || l[0] == '%';
+    if (marker_start) {
+      if (content || ended) return line;
+    } else if (marker_end) {
+      ended = true;
+    } else if (!blank) {
+      if (ended) return line;
+      content = true;
+    }
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
   }
-  Loc l = mark_loc(docs[0].Mark());
-  return Field{docs[0], l, l};
+  return 0;
+}
+
+// The first invalid UTF-8 byte's offset, or npos.
+size_t invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!n || (n > 1 && c < 0xc2 && n == 2) || i + n > s.size()) return i;
+    for (size_t k = 1; k < n; k++)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+Result<Field> Reader::load(std::string_view text) const {
+  // YAML is UTF-8 here, and every string we keep must be: the capability
+  // block travels as JSON.
+  if (size_t bad = invalid_utf8(text); bad != std::string_view::npos)
+    return error(Loc{}, "", "not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  // One document. Not YAML::LoadAll: in yaml-cpp 0.7 it loops forever,
+  // growing without bound, on a stray token such as "," (jbeder/yaml-cpp
+  // #1040). Load parses the first document only; a second is refused here.
+  if (int l2 = second_document_line(text))
+    return error(Loc{l2, 1}, "", "expected one YAML document, got more than one");
+  YAML::Node doc = YAML::Load(std::string(text));
+  if (!doc || doc.IsNull())
+    return error(Loc{1, 1}, "", "expected a mapping, got an empty document");
+  Loc l = mark_loc(doc.Mark());
+  return Field{doc, l, l};
 }
 
 const Field* Reader::Map::get(std::string_view key) const {
