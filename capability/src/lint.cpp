@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -415,7 +416,17 @@ std::string render_text(const std::vector<Finding>& findings) {
   std::string out;
   for (const auto& f : findings) {
     out += f.severity == Severity::error ? "err   " : "warn  ";
-    out += f.message;
+    // One finding, one line: control characters from the manifest (a path
+    // with a newline) are escaped, so they can never forge another line.
+    for (unsigned char c : f.message) {
+      if (c < 0x20 || c == 0x7f) {
+        char esc[8];
+        std::snprintf(esc, sizeof esc, c == '\n' ? "\\n" : "\\x%02x", c);
+        out += esc;
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
     out += '\n';
   }
   out += summary_line(count(findings, Severity::error), count(findings, Severity::warning));
