@@ -437,11 +437,10 @@ void setup_dev(int rootfd) {
   }
 }
 
-// Hand the pty master to --console-socket (SCM_RIGHTS), as runc does.
-void send_pty_master(int master) {
-  const ChildContext& c = *g_ctx;
-  char name[] = "/dev/ptmx";
-  struct iovec iov = {name, sizeof name - 1};
+// One fd over a unix socket (SCM_RIGHTS) with PAYLOAD as the data; dies on error.
+void send_fd(int sock, int fd, std::string_view payload, const char* what) {
+  std::string data(payload);
+  struct iovec iov = {data.data(), data.size()};
   char cbuf[CMSG_SPACE(sizeof(int))] = {};
   struct msghdr mh = {};
   mh.msg_iov = &iov;
@@ -452,11 +451,15 @@ void send_pty_master(int master) {
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &master, sizeof(int));
-  if (::sendmsg(c.console_sock_fd, &mh, MSG_NOSIGNAL) < 0)
-    die(errno, "send the pty master to the console socket");
-  ::close(master);
-  ::close(c.console_sock_fd);
+  std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+  if (::sendmsg(sock, &mh, MSG_NOSIGNAL) < 0) die(errno, "send %s", what);
+  ::close(fd);
+  ::close(sock);
+}
+
+// Hand the pty master to --console-socket, named as runc names it.
+void send_pty_master(int master) {
+  send_fd(g_ctx->console_sock_fd, master, "/dev/ptmx", "the pty master to the console socket");
 }
 
 // The pty: opened from the container's own devpts, its peer bound on
@@ -691,22 +694,8 @@ void send_listener_fd(int listener) {
   std::string payload = g_state;
   if (!payload.empty() && payload.back() == '}')
     payload.insert(payload.size() - 1, ",\"fds\":[\"seccompFd\"],\"metadata\":\"\"");
-  struct iovec iov = {payload.data(), payload.size()};
-  char cbuf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
-  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-  if (::sendmsg(c.seccomp_listener_sock, &mh, MSG_NOSIGNAL) < 0)
-    die(errno, "send the seccomp listener fd to %s", c.seccomp.listener_path.c_str());
-  ::close(listener);
-  ::close(c.seccomp_listener_sock);
+  std::string what = "the seccomp listener fd to " + c.seccomp.listener_path;
+  send_fd(c.seccomp_listener_sock, listener, payload, what.c_str());
 }
 
 void load_seccomp() {

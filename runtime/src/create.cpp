@@ -48,19 +48,6 @@ Result<UniqueFd> high(UniqueFd fd, int min_fd, const std::string& what) {
   return UniqueFd(n);
 }
 
-Result<UniqueFd> connect_unix(const std::string& path, const std::string& what) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Error::sys(errno, "socket");
-  UniqueFd s(fd);
-  struct sockaddr_un a = {};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) return Error::msg(what + " path too long: " + path);
-  std::memcpy(a.sun_path, path.data(), path.size());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
-    return Error::sys(errno, "connect to " + what + " " + path);
-  return s;
-}
-
 Status write_id_map(int procfd, int pid, const char* file, const std::vector<oci::IdMapping>& m) {
   std::string text;
   for (auto& e : m)

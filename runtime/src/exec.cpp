@@ -73,28 +73,14 @@ Result<uint32_t> parse_id(const std::string& s, const char* what) {
   return static_cast<uint32_t>(v);
 }
 
-Result<UniqueFd> connect_console(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Error::sys(errno, "socket");
-  UniqueFd s(fd);
-  struct sockaddr_un a = {};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) return Error::msg("console socket path too long: " + path);
-  std::memcpy(a.sun_path, path.data(), path.size());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
-    return Error::sys(errno, "connect to console socket " + path);
-  return s;
-}
-
 }  // namespace
 
 Result<int> exec_container(const Globals& g, const ExecOptions& o) {
-  TRYV(validate_id(o.id));
-  ContainerDir dir(g.root, o.id);
-  if (!dir.exists()) return Error::msg("container does not exist");
-  TRY(UniqueFd lock, dir.lock());
-  TRY(ContainerRecord rec, dir.load());
-  oci::ContainerStatus st = derive_status(dir, rec);
+  TRY(LockedContainer opened, open_locked(g.root, o.id));
+  ContainerDir& dir = opened.dir;
+  UniqueFd& lock = opened.lock;
+  ContainerRecord& rec = opened.rec;
+  oci::ContainerStatus st = opened.status;
   if (st == oci::ContainerStatus::kStopped) return Error::msg("cannot exec in a stopped container");
   if (st == oci::ContainerStatus::kPaused) return Error::msg("cannot exec in a paused state");
   TRY(std::string config_text, read_file(dir.file("config.json")));
@@ -174,7 +160,7 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   ctx.lock_fd = lock.get();
   UniqueFd console;
   if (!o.console_socket.empty()) {
-    TRY(console, connect_console(o.console_socket));
+    TRY(console, connect_unix(o.console_socket, "console socket"));
     ctx.console_sock_fd = console.get();
   }
   TRY(UniqueFd tramp, sealed_trampoline());

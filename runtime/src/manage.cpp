@@ -19,21 +19,10 @@
 namespace comet::runtime {
 namespace {
 
-struct Opened {
-  ContainerDir dir;
-  UniqueFd lock;
-  ContainerRecord rec;
-  oci::ContainerStatus status;
-};
+using Opened = LockedContainer;
 
 Result<Opened> open_container(const Globals& g, const std::string& id) {
-  TRYV(validate_id(id));
-  ContainerDir dir(g.root, id);
-  if (!dir.exists()) return Error::msg("container does not exist");
-  TRY(UniqueFd lock, dir.lock());
-  TRY(ContainerRecord rec, dir.load());
-  oci::ContainerStatus st = derive_status(dir, rec);
-  return Opened{std::move(dir), std::move(lock), std::move(rec), st};
+  return open_locked(g.root, id);
 }
 
 std::string cg_read(const std::string& dir, const char* file) {

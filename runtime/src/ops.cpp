@@ -24,21 +24,10 @@
 namespace comet::runtime {
 namespace {
 
-struct Loaded {
-  ContainerDir dir;
-  UniqueFd lock;
-  ContainerRecord rec;
-  oci::ContainerStatus status;
-};
+using Loaded = LockedContainer;
 
 Result<Loaded> load(const Globals& g, const std::string& id) {
-  TRYV(validate_id(id));
-  ContainerDir dir(g.root, id);
-  if (!dir.exists()) return Error::msg("container does not exist");
-  TRY(UniqueFd lock, dir.lock());
-  TRY(ContainerRecord rec, dir.load());
-  oci::ContainerStatus st = derive_status(dir, rec);
-  return Loaded{std::move(dir), std::move(lock), std::move(rec), st};
+  return open_locked(g.root, id);
 }
 
 // A signal to the init only if it is still the process we started.

@@ -135,6 +135,16 @@ oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecor
   return oci::ContainerStatus::kRunning;
 }
 
+Result<LockedContainer> open_locked(const std::string& root, const std::string& id) {
+  TRYV(validate_id(id));
+  ContainerDir dir(root, id);
+  if (!dir.exists()) return Error::msg("container does not exist");
+  TRY(UniqueFd lock, dir.lock());
+  TRY(ContainerRecord rec, dir.load());
+  oci::ContainerStatus st = derive_status(dir, rec);
+  return LockedContainer{std::move(dir), std::move(lock), std::move(rec), st};
+}
+
 std::vector<std::string> list_ids(const std::string& root) {
   std::vector<std::string> ids;
   DIR* d = ::opendir(root.c_str());

@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -196,6 +198,19 @@ static bool read_stat(int pid, char* state, unsigned long long* start) {
   }
   *start = std::strtoull(p, nullptr, 10);
   return true;
+}
+
+Result<UniqueFd> connect_unix(const std::string& path, const std::string& what) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error::sys(errno, "socket");
+  UniqueFd s(fd);
+  struct sockaddr_un a = {};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return Error::msg(what + " path too long: " + path);
+  std::memcpy(a.sun_path, path.data(), path.size());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
+    return Error::sys(errno, "connect to " + what + " " + path);
+  return s;
 }
 
 unsigned long long process_start_time(int pid) {

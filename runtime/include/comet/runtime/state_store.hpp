@@ -73,4 +73,15 @@ oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecor
 
 std::vector<std::string> list_ids(const std::string& root);
 
+// What every verb on an existing container starts with: the id checked, the
+// directory locked, the record loaded, the live status derived.
+struct LockedContainer {
+  ContainerDir dir;
+  UniqueFd lock;
+  ContainerRecord rec;
+  oci::ContainerStatus status;
+};
+// "container does not exist" when there is no such container.
+Result<LockedContainer> open_locked(const std::string& root, const std::string& id);
+
 }  // namespace comet::runtime

@@ -31,6 +31,9 @@ std::string rfc3339_now(bool nanos = true);
 std::vector<std::string> split(std::string_view s, char sep);
 // /proc/PID/stat field 22 (starttime in clock ticks), or 0 when unreadable.
 unsigned long long process_start_time(int pid);
+// A connected AF_UNIX stream socket; WHAT names it in errors
+// ("connect to console socket /run/x.sock: ENOENT").
+Result<UniqueFd> connect_unix(const std::string& path, const std::string& what);
 // Zombie or gone.
 bool process_dead(int pid);
 
