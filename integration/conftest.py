@@ -26,11 +26,25 @@ def pytest_report_header(config):
     return [f"runtime under test: {cfg.RUNTIME} ({'runc: comet_only tests skipped' if cfg.IS_RUNC else 'comet'})"]
 
 
+_PRIVATE_STATE = None
+
+
 def pytest_sessionstart(session):
+    # The flags registry and the default-rootfs cache live under
+    # /var/lib/comet-runtime; tests get private ones, removed at the end.
+    global _PRIVATE_STATE
+    _PRIVATE_STATE = tempfile.mkdtemp(prefix="comet-test-varlib-", dir="/tmp")
+    os.environ.setdefault("COMET_FLAGS_DIR", os.path.join(_PRIVATE_STATE, "flags"))
+    os.environ.setdefault("COMET_ROOTFS_CACHE", os.path.join(_PRIVATE_STATE, "rootfs"))
     if os.geteuid() != 0:
         pytest.exit("the integration suite must run as root", returncode=4)
     if not (cfg.RUNTIME.is_file() and os.access(cfg.RUNTIME, os.X_OK)):
         pytest.exit(f"runtime binary not found: {cfg.RUNTIME} (set COMET_RUNTIME)", returncode=4)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _PRIVATE_STATE and not os.environ.get("COMET_KEEP"):
+        shutil.rmtree(_PRIVATE_STATE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,6 +10,8 @@ COMET_PACKAGES=(
   libnftables-dev libcli11-dev libgtest-dev libssl-dev
   # run and test
   busybox-static python3 python3-pytest iproute2 nftables util-linux procps
+  # egress (docs/egress.md): user-mode network for containers; the egress tests' DNS server
+  passt dnsmasq-base
   # reference runtimes for the benchmarks and the engine suites
   runc crun time
 )

@@ -15,7 +15,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-30}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(oci_config soyapack_manifest profile_merge seccomp_compile)
+((${#targets[@]})) || targets=(oci_config soyapack_manifest profile_merge seccomp_compile dns_message)
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2
   exit 2

@@ -65,7 +65,12 @@ TEST(CapabilityProfile, Builtins) {
   EXPECT_EQ(w.read, (std::vector<std::string>{"/"}));
   EXPECT_EQ(w.write, (std::vector<std::string>{"/home/ada/src/app", "/home/ada/.comet", "/tmp"}));
   EXPECT_FALSE(w.network_restricted);
-  EXPECT_FALSE(w.block_runtime_sockets);
+  // Container-runtime sockets are hidden in every sandboxed profile but
+  // devbox, network open or not (issue 7).
+  EXPECT_TRUE(w.block_runtime_sockets);
+  EXPECT_TRUE(has(w.runtime_sockets, "/run/docker.sock"));
+  EXPECT_TRUE(has(w.runtime_sockets, "/run/buildkit/buildkitd.sock"));
+  EXPECT_TRUE(has(w.runtime_socket_dirs, "/run/containerd"));
   // Hook and config sources are never writable from inside.
   for (const char* p : {"/home/ada/.comet/hooks", "/home/ada/.config/comet", "/etc/comet",
                         "/home/ada/src/app/.comet"}) {
@@ -76,16 +81,22 @@ TEST(CapabilityProfile, Builtins) {
   EXPECT_EQ(d.write, (std::vector<std::string>{"/"}));
   EXPECT_EQ(d.protect, (std::vector<std::string>{"/data"}));  // and no hook protection
   EXPECT_FALSE(d.network_restricted);
+  EXPECT_FALSE(d.block_runtime_sockets);
+  EXPECT_TRUE(d.runtime_sockets.empty());
 
   auto ro = must(resolve("read-only", ctx()));
   EXPECT_EQ(ro.write, (std::vector<std::string>{"/home/ada/.comet", "/tmp"}));
   EXPECT_TRUE(ro.network_restricted);
   EXPECT_TRUE(ro.block_runtime_sockets);
-  EXPECT_TRUE(has(ro.deny, "/run/docker.sock"));
-  EXPECT_TRUE(has(ro.deny, "/run/containerd/containerd.sock"));
-  EXPECT_TRUE(has(ro.deny, "/run/podman/podman.sock"));
-  EXPECT_TRUE(has(ro.deny, "/var/run/crio/crio.sock"));
-  EXPECT_TRUE(has(ro.deny, "/home/ada/.docker/run/docker.sock"));
+  EXPECT_TRUE(ro.deny.empty());  // sockets have their own list (profile_compile.hpp)
+  EXPECT_TRUE(has(ro.runtime_sockets, "/run/docker.sock"));
+  EXPECT_TRUE(has(ro.runtime_sockets, "/run/containerd/containerd.sock"));
+  EXPECT_TRUE(has(ro.runtime_sockets, "/run/podman/podman.sock"));
+  EXPECT_TRUE(has(ro.runtime_sockets, "/var/run/crio/crio.sock"));
+  EXPECT_TRUE(has(ro.runtime_sockets, "/home/ada/.docker/run/docker.sock"));
+  for (const char* dir :
+       {"/run/containerd", "/run/podman", "/run/crio", "/run/buildkit", "/run/docker"})
+    EXPECT_TRUE(has(ro.runtime_socket_dirs, dir)) << dir;
 
   auto s = must(resolve("strict", ctx()));
   EXPECT_EQ(s.write,
@@ -128,8 +139,43 @@ TEST(CapabilityProfile, FailClosed) {
   c = ctx();
   c.runtime_dir = "/run/user/1000";
   auto s = must(resolve("strict", c));
-  EXPECT_TRUE(has(s.deny, "/run/user/1000/podman/podman.sock"));
-  EXPECT_TRUE(has(s.deny, "/run/user/1000/docker.sock"));
+  EXPECT_TRUE(has(s.runtime_sockets, "/run/user/1000/podman/podman.sock"));
+  EXPECT_TRUE(has(s.runtime_sockets, "/run/user/1000/docker.sock"));
+  EXPECT_TRUE(has(s.runtime_socket_dirs, "/run/user/1000/podman"));
+  EXPECT_FALSE(has(must(resolve("strict", ctx())).runtime_sockets, "/run/user/1000/docker.sock"));
+}
+
+TEST(CapabilityProfile, RuntimeSocketsAndHooksFromConfig) {
+  auto set =
+      merge({ConfigDoc{"runtime_sockets: [/srv/ci/dockerd.sock, \"{runtime}/nerd.sock\"]\n"
+                       "hooks: [/etc/comet/hooks.d, ~/.comet/agent-hooks]\n",
+                       "/etc/comet/sandbox.yaml"}});
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  ResolveContext c = ctx();
+  c.runtime_dir = "/run/user/1000";
+  auto w = must(resolve(*set, "workspace", c));
+  EXPECT_TRUE(has(w.runtime_sockets, "/srv/ci/dockerd.sock"));
+  EXPECT_TRUE(has(w.runtime_sockets, "/run/user/1000/nerd.sock"));
+  EXPECT_TRUE(has(w.protect, "/etc/comet/hooks.d"));
+  EXPECT_TRUE(has(w.protect, "/home/ada/.comet/agent-hooks"));
+  // {runtime} unknown: nothing there to hide, not an error.
+  auto nr = must(resolve(*set, "workspace", ctx()));
+  EXPECT_TRUE(has(nr.runtime_sockets, "/srv/ci/dockerd.sock"));
+  // devbox neither hides sockets nor protects hooks.
+  auto d = must(resolve(*set, "devbox", c));
+  EXPECT_FALSE(has(d.runtime_sockets, "/srv/ci/dockerd.sock"));
+  EXPECT_FALSE(has(d.protect, "/etc/comet/hooks.d"));
+  // {runtime} is only for runtime_sockets.
+  EXPECT_EQ(merge_error({ConfigDoc{"hooks: [\"{runtime}/h\"]\n", "s.yaml"}}, std::nullopt),
+            "s.yaml:1:9: hooks[0]: expected an absolute path or one starting with ~, {workspace} "
+            "or {tmp}, got \"{runtime}/h\"");
+  EXPECT_EQ(merge_error({ConfigDoc{"runtime_sockets: [run/x.sock]\n", "s.yaml"}}, std::nullopt),
+            "s.yaml:1:19: runtime_sockets[0]: expected an absolute path or one starting with ~, "
+            "{workspace}, {tmp} or {runtime}, got \"run/x.sock\"");
+  EXPECT_EQ(merge_error({ConfigDoc{"floor: {add: [{id: x}]}\n", "s.yaml"}}, std::nullopt),
+            "s.yaml:1:15: floor.add[0]: missing required field \"command\"");
+  EXPECT_EQ(merge_error({ConfigDoc{"floor: {remove: [sudo]}\n", "s.yaml"}}, std::nullopt),
+            "s.yaml:1:9: floor.remove: unknown field (known: add, disable)");
 }
 
 TEST(CapabilityProfile, CustomProfilesExtendABuiltin) {
@@ -144,7 +190,7 @@ TEST(CapabilityProfile, CustomProfilesExtendABuiltin) {
   EXPECT_TRUE(has(ci.deny, "/home/ada/.netrc"));
   EXPECT_TRUE(has(ci.deny, "/home/ada/.ssh"));  // the file's global deny
   EXPECT_FALSE(ci.network_restricted);          // overridden
-  EXPECT_FALSE(ci.block_runtime_sockets);
+  EXPECT_TRUE(ci.block_runtime_sockets);        // open network or not
   auto audit = must(resolve(*set, "audit", ctx()));
   EXPECT_TRUE(has(audit.protect, "/home/ada/src/app/.git"));
   EXPECT_TRUE(audit.network_restricted);
@@ -259,6 +305,10 @@ TEST(CapabilityProfile, ProofWorkspaceCannotWeakenAnyExistingProfile) {
       "profiles:\n  &a ci: {extends: devbox}\n",
       "deny: [/a]\n---\ndefault: devbox\n",
       "protect: [/x]\n",
+      "runtime_sockets: [/srv/x.sock]\nhooks: [\"{workspace}/hooks\"]\n",
+      "floor:\n  add: [{id: npm-publish, command: npm publish}]\n",
+      "floor:\n  disable: [sudo, rm-rf-outside-workspace]\n",
+      "hooks: []\nruntime_sockets: []\n",
   };
   auto base = merge({etc(), user()});
   ASSERT_TRUE(base.ok());
@@ -284,8 +334,14 @@ TEST(CapabilityProfile, ProofWorkspaceCannotWeakenAnyExistingProfile) {
       EXPECT_TRUE(subset(after.read, before.read));
       EXPECT_TRUE(subset(before.deny, after.deny));
       EXPECT_TRUE(subset(before.protect, after.protect));
+      EXPECT_TRUE(subset(before.runtime_sockets, after.runtime_sockets));
+      EXPECT_TRUE(subset(before.runtime_socket_dirs, after.runtime_socket_dirs));
+      EXPECT_GE(after.block_runtime_sockets, before.block_runtime_sockets);
       EXPECT_GE(after.network_restricted, before.network_restricted);
     }
+    // The floor only grows: nothing the global files ask about stops asking.
+    EXPECT_EQ(with->floor_disable, base->floor_disable);
+    EXPECT_GE(with->floor.size(), base->floor.size());
   }
   EXPECT_GE(accepted, 4);  // the corpus exercises both outcomes
   EXPECT_LT(accepted, static_cast<int>(attempts.size()));

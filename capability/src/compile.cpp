@@ -1,6 +1,8 @@
 // The capability compiler (see compile.hpp for the layout it produces).
 #include "comet/capability/compile.hpp"
 
+#include "comet/capability/policy.hpp"
+
 #include <algorithm>
 
 #include "util.hpp"
@@ -132,8 +134,8 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
               {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}));
     s.mounts.push_back(mount("/dev/shm", "tmpfs", "shm",
                              {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}));
-    s.mounts.push_back(
-        mount(std::string(kWorkdir), "bind", in.pack_dir, {"rbind", "ro", "nosuid", "nodev"}));
+    s.mounts.push_back(mount(std::string(kWorkdir), "bind", in.pack_dir,
+                             {"rbind", "ro", "nosuid", "nodev", "noexec"}));
     for (const Bind& b : binds) {
       if (b.source.empty()) {
         s.mounts.push_back(mount(b.dest, "tmpfs", "tmpfs",
@@ -163,6 +165,16 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
     s.annotations[std::string(kAnnotationCapabilities)] = capabilities_to_json(m.capabilities);
     s.annotations[std::string(kAnnotationPack)] = m.name + "@" + m.version;
     s.annotations[std::string(kAnnotationSeccomp)] = std::string(kSeccompPackBaseline);
+    // The runtime's confinement (policy.hpp): lock-down, the exec lock on
+    // the interpreter, and the network the egress list implies.
+    Policy pol;
+    pol.lockdown = true;
+    pol.exec = std::vector<std::string>{m.runtime.interpreter};
+    pol.network = m.capabilities.egress.any               ? NetworkPolicy::open
+                  : m.capabilities.egress.entries.empty() ? NetworkPolicy::none
+                                                          : NetworkPolicy::egress;
+    if (!m.profile.empty()) pol.profile = m.profile;
+    s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(pol);
     if (!m.profile.empty()) s.annotations[std::string(kAnnotationProfile)] = m.profile;
     return s;
   } catch (const std::exception& e) {

@@ -61,7 +61,8 @@ const std::vector<std::string> kHookSources = {"~/.comet/hooks", "{config}/comet
                                                "{workspace}/.comet"};
 
 // Container-runtime API sockets: through them a workload could start an
-// unconfined container.
+// unconfined container (issue 7). Hidden in every sandboxed profile but
+// devbox.
 const std::vector<std::string> kRuntimeSockets = {
     "/run/docker.sock",
     "/var/run/docker.sock",
@@ -71,9 +72,20 @@ const std::vector<std::string> kRuntimeSockets = {
     "/var/run/podman/podman.sock",
     "/run/crio/crio.sock",
     "/var/run/crio/crio.sock",
+    "/run/buildkit/buildkitd.sock",
+    "/var/run/buildkit/buildkitd.sock",
     "~/.docker/run/docker.sock",
     "{runtime}/docker.sock",
     "{runtime}/podman/podman.sock",
+};
+
+// Directories that belong to one container runtime as a whole (its API
+// sockets and nothing of anyone else's): hidden entirely, so that no socket
+// in them (containerd.sock.ttrpc, a later one) exists inside.
+const std::vector<std::string> kRuntimeSocketDirs = {
+    "/run/containerd", "/var/run/containerd", "/run/podman",      "/var/run/podman",
+    "/run/crio",       "/var/run/crio",       "/run/buildkit",    "/var/run/buildkit",
+    "/run/docker",     "/var/run/docker",     "{runtime}/podman",
 };
 
 class Expander {
@@ -174,7 +186,13 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
     TRYV(add_all(x, r.read, base->read, what));
     TRYV(add_all(x, r.write, base->write, what));
     TRYV(add_all(x, r.protect, base->protect, what));
-    if (base->protect_hooks) TRYV(add_all(x, r.protect, kHookSources, what, true));
+    if (base->protect_hooks) {
+      TRYV(add_all(x, r.protect, kHookSources, what, true));
+      for (const ConfigPath& h : set.hooks) {
+        TRY(auto e, x.expand(h.path, what + " (hooks from " + h.file + ")"));
+        if (e) add_unique(r.protect, *e);
+      }
+    }
     r.network_restricted = base->restricted;
     if (custom) {
       TRYV(add_all(x, r.read, custom->read, what));
@@ -187,9 +205,15 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
       TRY(auto e, x.expand(d.path, what + " (deny from " + d.file + ")"));
       if (e) add_unique(r.deny, *e);
     }
-    if (r.network_restricted) {
+    if (base->name != "devbox") {
       r.block_runtime_sockets = true;
-      TRYV(add_all(x, r.deny, kRuntimeSockets, what, true));
+      TRYV(add_all(x, r.runtime_sockets, kRuntimeSockets, what, true));
+      for (const ConfigPath& p : set.runtime_sockets) {
+        // {runtime} unknown: there is no user runtime dir, so no socket in it.
+        TRY(auto e, x.expand(p.path, what + " (runtime_sockets from " + p.file + ")", true));
+        if (e) add_unique(r.runtime_sockets, *e);
+      }
+      TRYV(add_all(x, r.runtime_socket_dirs, kRuntimeSocketDirs, what, true));
     }
     return r;
   } catch (const std::exception& e) {

@@ -14,7 +14,10 @@ using detail::Reader;
 
 namespace {
 
-const std::vector<std::string_view> kTopKeys = {"default", "deny", "profiles"};
+const std::vector<std::string_view> kTopKeys = {"default", "deny",  "profiles",
+                                                "hooks",   "floor", "runtime_sockets"};
+const std::vector<std::string_view> kFloorKeys = {"add", "disable"};
+const std::vector<std::string_view> kFloorRuleKeys = {"id", "command", "reason"};
 const std::vector<std::string_view> kProfileKeys = {"extends", "description", "read",   "write",
                                                     "deny",    "protect",     "network"};
 const std::vector<std::string_view> kNetworks = {"open", "restricted"};
@@ -23,25 +26,38 @@ std::string at(const std::string& file, Loc l) {
   return file + ":" + std::to_string(l.line) + ":" + std::to_string(l.column);
 }
 
-std::optional<std::string> check_profile_path(std::string_view p) {
-  for (std::string_view tok : {"~", "{workspace}", "{tmp}"}) {
+std::optional<std::string> check_profile_path(std::string_view p, bool runtime_ok = false) {
+  for (std::string_view tok : {"~", "{workspace}", "{tmp}", "{runtime}"}) {
+    if (tok == "{runtime}" && !runtime_ok) continue;
     if (p == tok ||
         (p.size() > tok.size() && p.substr(0, tok.size()) == tok && p[tok.size()] == '/')) {
       return std::nullopt;
     }
   }
   if (!p.empty() && p[0] == '/') return std::nullopt;
-  return "expected an absolute path or one starting with ~, {workspace} or {tmp}, got " + quote(p);
+  return std::string("expected an absolute path or one starting with ~, {workspace}") +
+         (runtime_ok ? ", {tmp} or {runtime}" : " or {tmp}") + ", got " + quote(p);
 }
 
-Result<std::vector<std::string>> paths(const Reader& r, const Field& f, const std::string& path) {
+Result<std::vector<std::string>> paths(const Reader& r, const Field& f, const std::string& path,
+                                       bool runtime_ok = false) {
   TRY(auto items, r.list(f, path));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     TRY(std::string s, r.string(items[i], index(path, i)));
-    TRYV(r.check(check_profile_path(s), items[i].loc, index(path, i)));
+    TRYV(r.check(check_profile_path(s, runtime_ok), items[i].loc, index(path, i)));
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+// A top-level path list with each entry's position.
+Result<std::vector<ConfigPath>> config_paths(const Reader& r, const Field& f,
+                                             const std::string& path, bool runtime_ok = false) {
+  TRY(auto list, paths(r, f, path, runtime_ok));
+  TRY(auto items, r.list(f, path));
+  std::vector<ConfigPath> out;
+  for (std::size_t i = 0; i < list.size(); ++i) out.push_back({list[i], r.file(), items[i].loc});
   return out;
 }
 
@@ -50,7 +66,66 @@ struct Doc {
   Loc default_loc;
   std::vector<DenyPath> deny;
   std::vector<CustomProfile> profiles;
+  std::vector<ConfigPath> runtime_sockets, hooks;
+  std::vector<FloorRule> floor;
+  std::vector<std::string> floor_disable;
+  Loc floor_disable_loc;
+  bool has_floor_disable = false;
 };
+
+// floor.add[i].command: a string of words, or a list of them.
+Result<std::vector<std::string>> command_words(const Reader& r, const Field& f,
+                                               const std::string& path) {
+  std::vector<std::string> words;
+  if (f.node.IsSequence()) {
+    TRY(words, r.strings(f, path));
+  } else {
+    TRY(std::string s, r.string(f, path));
+    std::string w;
+    for (char c : s) {
+      if (c == ' ' || c == '\t') {
+        if (!w.empty()) words.push_back(std::move(w));
+        w.clear();
+      } else {
+        w += c;
+      }
+    }
+    if (!w.empty()) words.push_back(std::move(w));
+  }
+  if (words.empty()) return r.error(f.loc, path, "expected at least one word");
+  for (const auto& w : words) {
+    if (w.empty()) return r.error(f.loc, path, "expected non-empty words");
+  }
+  return words;
+}
+
+Status parse_floor(const Reader& r, const Field& f, Doc& doc) {
+  TRY(auto m, r.map(f, "floor", kFloorKeys));
+  if (const Field* add = m.get("add")) {
+    TRY(auto items, r.list(*add, "floor.add"));
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const std::string path = index("floor.add", i);
+      TRY(auto rm, r.map(items[i], path, kFloorRuleKeys));
+      TRYV(r.require(rm, {"id", "command"}));
+      FloorRule rule;
+      rule.file = r.file();
+      rule.loc = items[i].loc;
+      TRY(rule.id, r.string(*rm.get("id"), child(path, "id")));
+      TRYV(r.check(detail::check_name(rule.id), rm.get("id")->loc, child(path, "id")));
+      TRY(rule.command, command_words(r, *rm.get("command"), child(path, "command")));
+      if (const Field* why = rm.get("reason")) {
+        TRY(rule.reason, r.string(*why, child(path, "reason")));
+      }
+      doc.floor.push_back(std::move(rule));
+    }
+  }
+  if (const Field* d = m.get("disable")) {
+    TRY(doc.floor_disable, r.strings(*d, "floor.disable"));
+    doc.floor_disable_loc = d->loc;
+    doc.has_floor_disable = true;
+  }
+  return {};
+}
 
 Result<CustomProfile> parse_profile(const Reader& r, const std::string& name, const Field& f) {
   const std::string path = child("profiles", name);
@@ -132,6 +207,13 @@ Result<Doc> parse_doc(const ConfigDoc& cd) {
         doc.deny.push_back(DenyPath{list[i], cd.filename, items[i].loc});
       }
     }
+    if (const Field* d = m.get("runtime_sockets")) {
+      TRY(doc.runtime_sockets, config_paths(r, *d, "runtime_sockets", true));
+    }
+    if (const Field* d = m.get("hooks")) {
+      TRY(doc.hooks, config_paths(r, *d, "hooks"));
+    }
+    if (const Field* d = m.get("floor")) TRYV(parse_floor(r, *d, doc));
     if (const Field* ps = m.get("profiles")) {
       TRY(auto entries, r.entries(*ps, "profiles"));
       for (const auto& [name, f] : entries) {
@@ -141,6 +223,26 @@ Result<Doc> parse_doc(const ConfigDoc& cd) {
     }
     return doc;
   });
+}
+
+// Floor rule ids are unique across every file: a later file cannot replace
+// an earlier file's rule (that could weaken it), only add its own.
+Status add_floor(ProfileSet& set, Doc& doc, const std::string& filename) {
+  for (FloorRule& rule : doc.floor) {
+    for (const FloorRule& have : set.floor) {
+      if (have.id == rule.id) {
+        return Error::msg(at(filename, rule.loc) + ": floor.add: rule " + quote(rule.id) +
+                          " is already defined at " + at(have.file, have.loc));
+      }
+    }
+    set.floor.push_back(std::move(rule));
+  }
+  return {};
+}
+
+void add_lists(ProfileSet& set, Doc& doc) {
+  for (auto& p : doc.runtime_sockets) set.runtime_sockets.push_back(std::move(p));
+  for (auto& p : doc.hooks) set.hooks.push_back(std::move(p));
 }
 
 }  // namespace
@@ -166,6 +268,9 @@ Result<ProfileSet> merge(const std::vector<ConfigDoc>& global_docs,
         default_at = at(cd.filename, doc.default_loc);
       }
       for (auto& d : doc.deny) set.deny.push_back(std::move(d));
+      TRYV(add_floor(set, doc, cd.filename));
+      for (auto& d : doc.floor_disable) set.floor_disable.push_back(std::move(d));
+      add_lists(set, doc);
     }
     if (!is_builtin_profile(set.default_profile) && !set.custom.count(set.default_profile)) {
       return Error::msg(default_at + ": default: unknown sandbox profile " +
@@ -189,7 +294,13 @@ Result<ProfileSet> merge(const std::vector<ConfigDoc>& global_docs,
       std::string name = p.name;
       set.custom.emplace(std::move(name), std::move(p));
     }
+    if (doc.has_floor_disable) {
+      return Error::msg(at(wd.filename, doc.floor_disable_loc) +
+                        ": floor.disable: the workspace file cannot disable floor rules");
+    }
     for (auto& d : doc.deny) set.deny.push_back(std::move(d));
+    TRYV(add_floor(set, doc, wd.filename));
+    add_lists(set, doc);
     return set;
   } catch (const std::exception& e) {
     return Error::msg(std::string("sandbox config: ") + e.what());

@@ -19,18 +19,51 @@ Loc mark_loc(const YAML::Mark& m) {
   return Loc{m.line + 1, m.column + 1};
 }
 
-YType resolve_plain(const std::string& s) {
-  // YAML 1.2 core schema, section 10.3.2.
-  static const std::regex null_re("~|null|Null|NULL");
-  static const std::regex bool_re("true|True|TRUE|false|False|FALSE");
-  static const std::regex int_re("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
-  static const std::regex float_re(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|"
-      "\\.nan|\\.NaN|\\.NAN");
-  if (s.empty() || std::regex_match(s, null_re)) return YType::null;
-  if (std::regex_match(s, bool_re)) return YType::boolean;
-  if (std::regex_match(s, int_re)) return YType::integer;
-  if (std::regex_match(s, float_re)) return YType::floating;
+bool all_of(std::string_view s, bool (*pred)(char)) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), pred);
+}
+bool dec(char c) {
+  return c >= '0' && c <= '9';
+}
+bool oct(char c) {
+  return c >= '0' && c <= '7';
+}
+bool hex(char c) {
+  return dec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool is_float(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  std::string_view mant = s.substr(0, s.find_first_of("eE"));
+  std::string_view exp = mant.size() < s.size() ? s.substr(mant.size() + 1) : std::string_view{};
+  if (mant.size() < s.size()) {
+    if (!exp.empty() && (exp[0] == '-' || exp[0] == '+')) exp.remove_prefix(1);
+    if (!all_of(exp, dec)) return false;
+  }
+  size_t dot = mant.find('.');
+  if (dot == std::string_view::npos) return all_of(mant, dec);
+  std::string_view ip = mant.substr(0, dot), fp = mant.substr(dot + 1);
+  if (ip.empty()) return all_of(fp, dec);
+  return all_of(ip, dec) && (fp.empty() || all_of(fp, dec));
+}
+
+YType resolve_plain(const std::string& str) {
+  // YAML 1.2 core schema, section 10.3.2 (hand-written: std::regex made
+  // this the parser's hottest function).
+  std::string_view s = str;
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return YType::null;
+  if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE")
+    return YType::boolean;
+  std::string_view sign = s;
+  if (!sign.empty() && (sign[0] == '-' || sign[0] == '+')) sign.remove_prefix(1);
+  if (all_of(sign, dec)) return YType::integer;
+  if (s.size() > 2 && s[0] == '0' && s[1] == 'o' && all_of(s.substr(2), oct)) return YType::integer;
+  if (s.size() > 2 && s[0] == '0' && s[1] == 'x' && all_of(s.substr(2), hex)) return YType::integer;
+  if (is_float(s)) return YType::floating;
+  std::string_view inf = sign;
+  if (inf == ".inf" || inf == ".Inf" || inf == ".INF") return YType::floating;
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return YType::floating;
   return YType::string;
 }
 

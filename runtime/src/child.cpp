@@ -2,6 +2,7 @@
 // noexcept: every failure is sent to the parent as kError and ends in
 // _exit(1). Order follows sync.hpp's diagram; seccomp is loaded last.
 #include "comet/runtime/child.hpp"
+#include "comet/runtime/confine.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -38,6 +39,15 @@
 #include "comet/runtime/trampoline.hpp"
 
 namespace comet::runtime {
+namespace {
+struct linux_dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[256];  // NUL-terminated within d_reclen
+};
+}  // namespace
 namespace {
 
 const ChildContext* g_ctx = nullptr;
@@ -561,6 +571,48 @@ void enter_root(int rootfd) {
   if (c.rootfs_readonly && remount_bind("/", MS_RDONLY) < 0) die(errno, "remount / read-only");
 }
 
+// Read-deny verification (confine.hpp): from inside, with the final mounts,
+// before anything of the workload runs. A denied path must be missing, empty
+// or refuse to open; a read-only path must be on a read-only mount. Else the
+// create fails naming the path: the plan and the kernel disagree.
+void verify_confinement() {
+  const ChildContext& c = *g_ctx;
+  for (const auto& p : c.verify_readonly) {
+    struct statvfs sv;
+    if (::statvfs(p.c_str(), &sv) < 0) {
+      if (errno == ENOENT) continue;
+      die(errno, "read-deny verification: statvfs %s", p.c_str());
+    }
+    if (!(sv.f_flag & ST_RDONLY))
+      die(EPERM, "read-deny verification: %s is writable, but the policy makes it read-only",
+          p.c_str());
+  }
+  for (const auto& p : c.verify_unreadable) {
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) continue;  // missing or refused: what the policy wants
+    struct stat st;
+    bool readable = false;
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      char buf[1024];
+      long n;
+      while (!readable && (n = ::syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n;) {
+          auto* d = reinterpret_cast<struct linux_dirent64*>(buf + off);
+          if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0)
+            readable = true;
+          off += d->d_reclen;
+        }
+      }
+    } else {
+      char b;
+      readable = ::read(fd, &b, 1) == 1;
+    }
+    ::close(fd);
+    if (readable)
+      die(EPERM, "read-deny verification: %s is readable, but the policy denies it", p.c_str());
+  }
+}
+
 void write_sysctls() {
   const ChildContext& c = *g_ctx;
   for (auto& [key, value] : c.sysctl) {
@@ -704,6 +756,29 @@ void load_seccomp() {
   int r = seccomp::load(c.seccomp, &listener);
   if (r) die(r, "load seccomp filter");
   if (c.seccomp.needs_listener) send_listener_fd(listener);
+}
+
+// The confinement layers (confine.hpp), just before the base filter: Landlock
+// (its syscalls are still allowed), then the lock-down filter, which is
+// default-allow and only takes away (so the base filter can still be loaded
+// after it, and wins ties as the most recent). Fail closed: any error is fatal.
+void apply_confinement() {
+  const ChildContext& c = *g_ctx;
+  const char* failed = nullptr;
+  if (int r = apply_landlock(c, &failed))
+    die(r, "landlock exec lock%s%s", failed ? ": " : "", failed ? failed : "");
+  if (c.has_lockdown) {
+    int listener = -1;
+    if (int r = seccomp::load(c.lockdown, &listener)) die(r, "load the lock-down seccomp filter");
+    // A reporting lock-down (rules that notify): its listener goes to the
+    // runtime's reporter, with the container state, as an OCI seccomp agent
+    // would get it; then it is closed here, so the agent never holds it.
+    if (c.lockdown.needs_listener) {
+      send_fd(c.lockdown_listener_sock, listener, g_state, "the lock-down listener fd");
+      ::close(listener);
+      ::close(c.lockdown_listener_sock);
+    }
+  }
 }
 
 // The mount point holding PATH (longest prefix match, PATH included).
@@ -879,6 +954,7 @@ void write_time_offsets() {
     die(errno, "chroot %s", ctx.rootfs.c_str());
   }
   ::close(rootfd);
+  verify_confinement();
 
   if (ctx.set_hostname && ::sethostname(ctx.hostname.data(), ctx.hostname.size()) < 0)
     die(errno, "sethostname %s", ctx.hostname.c_str());
@@ -955,6 +1031,7 @@ void write_time_offsets() {
   }
   if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     die(errno, "close_range");
+  apply_confinement();
   if (ctx.has_seccomp && !early_seccomp) load_seccomp();
   if (kept_admin) {
     // Drop the CAP_SYS_ADMIN kept only to load the filter; fail closed.
@@ -1030,6 +1107,7 @@ void write_time_offsets() {
   // The sync socket stays open (CLOEXEC): execve closing it is the success signal.
   if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     die(errno, "close_range");
+  apply_confinement();
   if (ctx.has_seccomp) load_seccomp();
   if (kept_admin && capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
     die(errno, "capset after seccomp");

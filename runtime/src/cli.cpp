@@ -11,11 +11,15 @@
 
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/container.hpp"
+#include "comet/runtime/hostroot.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/pack_cli.hpp"
+#include "comet/runtime/reporter.hpp"
+#include "comet/runtime/sandbox_cli.hpp"
 #include "comet/runtime/selfexe.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sys.hpp"
+#include "comet/runtime/violations.hpp"
 
 namespace comet::runtime {
 namespace {
@@ -104,6 +108,8 @@ int write_spec(const std::string& bundle, bool rootless) {
 }  // namespace
 
 int cli_main(int argc, char** argv) {
+  // Hidden: the per-container violation reporter (reporter.hpp).
+  if (argc > 1 && std::string_view(argv[1]) == "__reporter") return reporter_main(argc, argv);
   Globals g;
   CLI::App app{
       "comet-runtime: a runc-compatible OCI runtime that turns declared capabilities "
@@ -121,6 +127,7 @@ int cli_main(int argc, char** argv) {
   app.require_subcommand(1);
 
   CreateOptions co;
+  std::string events_target;
   auto add_create_opts = [&](CLI::App* c) {
     c->add_option("container-id", co.id, "container id")->required();
     c->add_option("--bundle,-b", co.bundle, "path to the bundle directory")->capture_default_str();
@@ -131,6 +138,8 @@ int cli_main(int argc, char** argv) {
     c->add_flag("--no-new-keyring", co.no_new_keyring, "do not create a new session keyring");
     c->add_option("--preserve-fds", co.preserve_fds, "pass N fds after stdio to the container")
         ->check(CLI::NonNegativeNumber);
+    // violations.hpp: a copy of every capability_violation event.
+    c->add_option("--events", events_target, "deliver violation events to FILE or unix:PATH");
   };
   auto* create =
       app.add_subcommand("create", "create a container (stopped before the user process)");
@@ -200,8 +209,12 @@ int cli_main(int argc, char** argv) {
   events->add_option("--interval", ev_interval, "interval between stats (e.g. 5s, 500ms)")
       ->capture_default_str();
   events->add_option("container-id", id)->required();
+  // Default: runc's stats; --violations: the events file (docs/events.md).
+  bool ev_violations = false, ev_follow = false;
+  events->add_flag("--violations", ev_violations, "print the capability_violation events");
+  events->add_flag("--follow", ev_follow, "with --violations: keep printing until deleted");
 
-  auto* pack = app.add_subcommand("pack", "SoyaPack tooling: validate, lint, bundle, explain");
+  auto* pack = app.add_subcommand("pack", "SoyaPack tooling: validate, lint, bundle, explain, run");
   pack->require_subcommand(1);
   std::string pack_path, pack_format = "text", pack_rootfs, pack_out, pack_input, pack_output,
                          explain_path, explain_host;
@@ -225,6 +238,56 @@ int cli_main(int argc, char** argv) {
   pexplain->add_option("pack", pack_path, "pack directory or soyapack.yaml")->required();
   pexplain->add_option("--path", explain_path, "a sandbox path");
   pexplain->add_option("--host", explain_host, "HOST:PORT[:PROTO]");
+  PackRunOptions pro;
+  std::vector<std::string> prun_args;
+  auto* prun = pack->add_subcommand(
+      "run", "bundle the pack, run the agent confined, collect /workdir/out, clean up");
+  prun->add_option("pack", pro.pack, "pack directory or soyapack.yaml")->required();
+  prun->add_option("--rootfs", pro.rootfs,
+                   "the rootfs to run on (default: the interpreter and its libraries from the "
+                   "host, cached under /var/lib/comet-runtime/rootfs)");
+  prun->add_option("--input", pro.input, "host dir served read-only at /workdir/inputs");
+  prun->add_option("--output", pro.output, "host dir that receives /workdir/out after the run");
+  prun->add_option("--id", pro.id, "container id (default: pack-<random>)");
+  prun->add_option("--events", events_target, "deliver violation events to FILE or unix:PATH");
+  // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
+  std::string flags_action = "list", flags_arg;
+  auto* pflags =
+      pack->add_subcommand("flags", "list or clear pack versions flagged for violations");
+  pflags->add_option("action", flags_action, "list or clear")
+      ->check(CLI::IsMember({"list", "clear"}));
+  pflags->add_option("pack-version", flags_arg, "NAME@VERSION (for clear)");
+  prun->add_option("args", prun_args, "arguments for the agent (after --), replacing runtime.args");
+
+  HostRootfsOptions ro;
+  bool ro_verbose = false;
+  auto* rootfs = app.add_subcommand(
+      "rootfs", "build a minimal rootfs from host programs and the shared libraries they load");
+  rootfs
+      ->add_option("--from-host", ro.binaries,
+                   "host programs (a name looked up in PATH, or a path), each with its ELF "
+                   "interpreter and libraries; a pythonX.Y also brings /usr/lib/pythonX.Y "
+                   "without its tests, IDLE, tkinter and dist-packages")
+      ->type_name("BIN")
+      ->required();
+  rootfs->add_option("-o,--output", ro.output, "rootfs directory to create (absent or empty)")
+      ->type_name("DIR")
+      ->required();
+  rootfs
+      ->add_option("--tree", ro.trees,
+                   "also add this host directory tree verbatim, on one filesystem (repeatable)")
+      ->type_name("PATH")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  rootfs->add_flag("--copy", ro.copy,
+                   "copy every file (default: hard links where DIR is on the same filesystem, "
+                   "so a container that can write its rootfs writes the host's files)");
+  rootfs->add_flag("--force", ro.force, "replace DIR when it exists and is not empty");
+  rootfs->add_flag("--verbose", ro_verbose, "print every path added");
+
+  SandboxOptions sandbox_opts;
+  auto* sandbox = add_sandbox_command(app, sandbox_opts);
 
   ExecOptions eo;
   auto* exec = app.add_subcommand("exec", "run a new process inside a running container");
@@ -312,6 +375,13 @@ int cli_main(int argc, char** argv) {
     std::fprintf(stderr, "comet-runtime: cannot open log file %s\n", g.log.c_str());
     return 1;
   }
+  if (!events_target.empty()) {
+    if (events_target.rfind("unix:", 0) != 0 && events_target[0] != '/') {
+      char cwd[4096];
+      if (::getcwd(cwd, sizeof cwd)) events_target = join_path(cwd, events_target);
+    }
+    violations::set_delivery(events_target);
+  }
 
   if (*create) {
     auto r = create_container(g, co);
@@ -348,7 +418,20 @@ int cli_main(int argc, char** argv) {
     if (*plint) return pack_lint(pack_path, pack_strict, pack_format, pack_rootfs);
     if (*pbundle) return pack_bundle(pack_path, pack_rootfs, pack_out, pack_input, pack_output);
     if (*pexplain) return pack_explain(pack_path, explain_path, explain_host);
+    if (*pflags) return violations::flags_cli(flags_action, flags_arg);
+    if (*prun) {
+      if (prun->count("args")) pro.args = prun_args;
+      return pack_run(g, pro);
+    }
   }
+  if (*rootfs) {
+    auto r = rootfs_from_host(ro);
+    if (!r.ok()) return fail(r.error());
+    if (ro_verbose)
+      for (const auto& line : *r) std::cout << line << "\n";
+    return 0;
+  }
+  if (*sandbox) return sandbox_main(g, *sandbox, sandbox_opts);
   if (*ps) {
     auto rest = ps->remaining();
     if (rest.empty()) return fail(Error::msg("ps: a container id is required"));
@@ -375,6 +458,7 @@ int cli_main(int argc, char** argv) {
     Status st = update_container(g, id, body);
     return st.ok() ? 0 : fail(st.error());
   }
+  if (*events && ev_violations) return violations::events_cli(g.root, id, ev_follow);
   if (*events) {
     int ms = 5000;
     try {

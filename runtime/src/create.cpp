@@ -21,17 +21,22 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "comet/capability/policy.hpp"
+#include "comet/egress/egress.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/fault.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
+#include "comet/runtime/reporter.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
 #include "comet/runtime/trampoline.hpp"
+#include "comet/runtime/violations.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
 namespace comet::runtime {
@@ -79,9 +84,11 @@ struct CreateCleanup {
   std::vector<std::string> cgroup_dirs;
   ChildGuard stage1;
   PidFd init;
+  egress::Handles* egress = nullptr;  // the resolver, pasta, our nft table
   bool armed = true;
   ~CreateCleanup() {
     if (!armed) return;
+    if (egress) (void)egress::teardown(*egress);
     if (init.valid()) {
       init.send_signal(SIGKILL);
       init.wait_exit(2000);
@@ -146,6 +153,13 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRY(std::string config_text, read_file(bundle + "/config.json"));
   TRY(oci::Spec spec, oci::parse_spec(config_text));
   TRYV(oci::validate_spec(spec));
+  // org.soyaos.comet.policy / .capabilities: tighten the config (never
+  // loosen it) before anything is planned from it.
+  TRY(std::optional<capability::Policy> policy,
+      capability::policy_from_annotations(spec.annotations));
+  if (policy) TRYV(capability::tighten(spec, *policy));
+  // A pack version with recorded violations: one warning line (violations.hpp).
+  if (std::string w = violations::flag_warning(spec.annotations); !w.empty()) log::warn(w);
   if (!spec.process) return Error::msg("config.json: process: required");
   if (!spec.root || spec.root->path.empty()) return Error::msg("config.json: root.path: required");
   std::string rootfs_path =
@@ -167,6 +181,19 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     }
   }
   log::debug("create " + o.id + ": bundle " + bundle + ", rootfs " + rootfs);
+  // Egress (egress/egress.hpp, docs/egress.md): a pack's capabilities get
+  // the resolver's resolv.conf, from the state dir, bound over
+  // /etc/resolv.conf; the rest is set up once the init's mounts are made.
+  TRY(std::optional<capability::Capabilities> egress_caps, egress::capabilities_of(spec));
+  std::string egress_netns;
+  std::vector<std::string> egress_upstreams;
+  if (egress_caps) {
+    TRY(egress_netns, egress::engine_netns(spec));
+    TRY(egress_upstreams, egress::dns_upstreams());
+    egress::prepare_spec(spec, *egress_caps, join_path(g.root, o.id));
+    if (egress_caps->egress.any)
+      log::warn("create " + o.id + ": egress \"*\": unrestricted network (never cached)");
+  }
   TRY(ChildContext ctx, plan_child(spec, pin));
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
@@ -174,14 +201,17 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
     ctx.has_seccomp = true;
   }
+  if (policy) TRYV(plan_confinement(*policy, rootfs, lx, ctx));
   TRY(ctx.cgroups, plan_cgroups(lx.cgroups_path, o.id, lx.resources ? &*lx.resources : nullptr));
 
   ContainerDir dir(g.root, o.id);
   TRYV(dir.create());
+  egress::Handles egress_handles;  // before cleanup: its destructor reads it
   CreateCleanup cleanup;
   cleanup.dir = &dir;
   TRY(UniqueFd lock, dir.lock());
   TRYV(write_file_atomic(dir.file("config.json"), config_text));
+  if (egress_caps) TRYV(egress::write_resolv_conf(*egress_caps, dir.path()));
   // The init opens the fifo after it dropped to the container's user (and
   // maybe into a user namespace): world-writable, owned by container root,
   // as runc makes it. Only writers unblock `start`; nothing else is in it.
@@ -241,6 +271,27 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   ctx.lock_fd = lock.get();
   ctx.console_sock_fd = console.get();
   ctx.seccomp_listener_sock = listener.get();
+  // Violation reporter (reporter.hpp): started before clone; the child sends
+  // it the notifying lock-down's listener fd over lockdown_listener_sock.
+  ReporterHandle reporter;
+  if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
+    ReporterRequest rr;
+    rr.container = o.id;
+    if (auto a = spec.annotations.find("org.soyaos.comet.pack"); a != spec.annotations.end())
+      rr.pack = a->second;
+    rr.state_dir = dir.path();
+    rr.deliver = violations::delivery();
+    if (auto a = spec.annotations.find(violations::kEventsAnnotation);
+        rr.deliver.empty() && a != spec.annotations.end())
+      rr.deliver = a->second;
+    rr.lockdown = lockdown_options(*policy, false);
+    rr.exec_allow = ctx.exec_allow;
+    TRY(reporter, start_reporter(rr, min_fd));
+    ctx.lockdown_listener_sock = reporter.child_sock.get();
+    if (!rr.deliver.empty()) {
+      TRYV(write_file_atomic(dir.file("events.deliver"), rr.deliver));
+    }
+  }
 
   TRYV(create_cgroups(ctx.cgroups));
   cleanup.cgroup_dirs = ctx.cgroups.dirs();
@@ -257,6 +308,9 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   rec.freezer_dir = ctx.cgroups.freezer_dir;
   rec.freezer_v2 = ctx.cgroups.freezer_v2;
   rec.terminal = spec.process->terminal;
+  rec.layers = ctx.layers;
+  rec.reporter_pid = reporter.pid;  // stopped at delete (ops.cpp)
+  rec.reporter_start = reporter.start_time;
   TRYV(dir.save(rec));
   fault_point("create-after-record");
 
@@ -328,6 +382,30 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   if (auto m = expect_msg(sfd, MsgType::kMountsDone); !m.ok())
     return child_failure(sfd, m.error(), lx);
   fault_point("create-after-mounts");
+  // Egress: the ruleset into the container's netns, then pasta (a netns we
+  // made), then the resolver; each recorded before the next starts, so
+  // delete --force finds them. Any failure fails the create (fail closed).
+  if (egress_caps) {
+    cleanup.egress = &egress_handles;
+    egress::SetupRequest er;
+    er.id = o.id;
+    er.state_dir = dir.path();
+    er.caps = *egress_caps;
+    er.engine_netns = egress_netns;
+    er.init_pid = init_pid;
+    er.upstreams = egress_upstreams;
+    auto record = [&](const egress::Handles& h) {
+      rec.egress_resolver_pid = h.resolver_pid;
+      rec.egress_resolver_start = h.resolver_start;
+      rec.egress_net_pid = h.net_pid;
+      rec.egress_net_start = h.net_start;
+      rec.egress_netns = h.netns_path;
+      rec.egress_table = h.table;
+      return dir.save(rec);
+    };
+    TRYV(egress::setup(er, egress_handles, record));
+    fault_point("create-after-nft");
+  }
   std::string hs =
       hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
   TRYV(write_file_atomic(dir.file("hookstate.json"), hs));
@@ -513,7 +591,11 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
     ::kill(pid, static_cast<int>(si.ssi_signo));
   }
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  // Any capability_violation recorded: exit 3, whatever the agent's status
+  // (violations.hpp); counted (and the pack flagged) before delete.
+  long violations_seen = violations::finish_run(g.root, o.id);
   (void)delete_container(g, o.id, true);
+  if (violations_seen > 0) return violations::kViolationExit;
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
 }

@@ -18,11 +18,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/capability/policy.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
+#include "comet/runtime/reporter.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
@@ -133,6 +136,10 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   pspec.process = proc;
   pspec.mounts.clear();
   if (pspec.hooks) pspec.hooks.reset();
+  // The container's confinement holds for every process exec'd into it.
+  TRY(std::optional<capability::Policy> policy,
+      capability::policy_from_annotations(spec.annotations));
+  if (policy) TRYV(capability::tighten(pspec, *policy));
   PlanInputs pin{o.id, rec.bundle, rec.rootfs, false, true, o.preserve_fds};
   TRY(ChildContext ctx, plan_child(pspec, pin));
   const oci::Linux empty_linux;
@@ -143,6 +150,7 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     if (ctx.seccomp.needs_listener)
       return Error::msg("exec: a seccomp notify listener cannot be attached to an exec'd process");
   }
+  if (policy) TRYV(plan_confinement(*policy, rec.rootfs, lx, ctx));
 
   PidFd init;
   if (int e = PidFd::open(rec.pid, &init))
@@ -180,6 +188,22 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   ctx.sync_fd = sync_child.get();
   ctx.console_sock_fd = console.get();
   ctx.trampoline_fd = tramp.get();
+  // An exec'd process under a reporting lock-down gets its own reporter
+  // (reporter.hpp), writing to the container's events file; it exits when
+  // this process and its descendants are gone.
+  ReporterHandle reporter;
+  if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
+    ReporterRequest rr;
+    rr.container = o.id;
+    if (auto a = spec.annotations.find("org.soyaos.comet.pack"); a != spec.annotations.end())
+      rr.pack = a->second;
+    rr.state_dir = dir.path();
+    if (auto t = read_file(dir.file("events.deliver")); t.ok()) rr.deliver = *t;
+    rr.lockdown = lockdown_options(*policy, false);
+    rr.exec_allow = ctx.exec_allow;
+    TRY(reporter, start_reporter(rr, 3 + o.preserve_fds));
+    ctx.lockdown_listener_sock = reporter.child_sock.get();
+  }
 
   if (!o.detach) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   // Into the container's cgroup2 directory at birth; v1 dirs by write.

@@ -7,6 +7,9 @@
 
 namespace comet::runtime {
 
+// Points (fault.hpp lists them): create-after-record, create-after-clone,
+// create-after-mounts, create-after-nft (egress: ruleset, pasta and resolver
+// set up and recorded), create-before-ready, start-waiting-fifo.
 void fault_point(const char* name) noexcept {
   const char* want = std::getenv("COMET_FAULT");
   if (want && std::strcmp(want, name) == 0) ::raise(SIGKILL);

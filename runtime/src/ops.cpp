@@ -12,6 +12,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "comet/egress/egress.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/container.hpp"
@@ -81,6 +82,9 @@ void kill_everything(const ContainerRecord& rec) {
     unsigned long long st = i < rec.helper_starts.size() ? rec.helper_starts[i] : 0;
     if (hp > 0 && (st == 0 || process_start_time(hp) == st)) ::kill(hp, SIGKILL);
   }
+  // The violation reporter (reporter.hpp); by now it has usually exited.
+  if (rec.reporter_pid > 0 && process_start_time(rec.reporter_pid) == rec.reporter_start)
+    ::kill(rec.reporter_pid, SIGKILL);
 }
 
 }  // namespace
@@ -169,7 +173,13 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
     if (force) return ok();  // containerd runs delete, then delete --force
     return Error::msg("container does not exist");
   }
-  TRY(UniqueFd lock, dir.lock());
+  auto lock_r = dir.lock();
+  if (!lock_r.ok()) {
+    // A concurrent delete removed it while we waited for the lock.
+    if (force && !dir.exists()) return ok();
+    return std::move(lock_r).error();
+  }
+  UniqueFd lock = std::move(*lock_r);
   auto rec_r = dir.load();
   if (!rec_r.ok()) {
     // A create killed before its first record, or a corrupt record:
@@ -183,6 +193,11 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
     return Error::msg("cannot delete container " + id +
                       " that is not stopped: " + oci::status_name(st));
   kill_everything(rec);
+  // Egress (egress/egress.hpp): the resolver, pasta, our table in an
+  // engine's netns. Idempotent; a failure is reported, never blocks delete.
+  egress::Handles eh{rec.egress_resolver_pid, rec.egress_resolver_start, rec.egress_net_pid,
+                     rec.egress_net_start,    rec.egress_netns,          rec.egress_table};
+  if (Status es = egress::teardown(eh); !es.ok()) log::warn(es.error().what());
   Status result = destroy_cgroups(rec.cgroup_dirs);
   for (auto& p : rec.cleanup_paths) {
     ::umount2(p.c_str(), MNT_DETACH);

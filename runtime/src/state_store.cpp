@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "comet/runtime/cgroups.hpp"
@@ -49,7 +51,14 @@ Status ContainerDir::create() {
 
 Result<UniqueFd> ContainerDir::lock() const {
   std::string p = file("lock");
-  int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Read-only: flock() does not need write access, and state/list must
+  // work on a read-only --root. The file is made on first use (create, or
+  // delete --force after a create killed before it got this far). That
+  // cannot re-create it inside a directory being removed: remove() renames
+  // the directory away first, so <root>/<id>/lock no longer resolves.
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && exists())
+    fd = ::open(p.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == ENOENT) return Error::msg("container does not exist");
     return Error::sys(errno, "open " + p);
@@ -82,7 +91,15 @@ Status ContainerDir::save(const ContainerRecord& r) const {
             {"helper_starts", r.helper_starts},
             {"layers", r.layers},
             {"cleanup_paths", r.cleanup_paths},
-            {"terminal", r.terminal}};
+            {"terminal", r.terminal},
+            {"egress_resolver_pid", r.egress_resolver_pid},
+            {"egress_resolver_start", r.egress_resolver_start},
+            {"egress_net_pid", r.egress_net_pid},
+            {"egress_net_start", r.egress_net_start},
+            {"egress_netns", r.egress_netns},
+            {"egress_table", r.egress_table},
+            {"reporter_pid", r.reporter_pid},
+            {"reporter_start", r.reporter_start}};
   return write_file_atomic(file("state.json"), j.dump());
 }
 
@@ -112,6 +129,14 @@ Result<ContainerRecord> ContainerDir::load() const {
     r.layers = j.value("layers", std::vector<std::string>{});
     r.cleanup_paths = j.value("cleanup_paths", std::vector<std::string>{});
     r.terminal = j.value("terminal", false);
+    r.egress_resolver_pid = j.value("egress_resolver_pid", 0);
+    r.egress_resolver_start = j.value("egress_resolver_start", 0ULL);
+    r.egress_net_pid = j.value("egress_net_pid", 0);
+    r.egress_net_start = j.value("egress_net_start", 0ULL);
+    r.egress_netns = j.value("egress_netns", "");
+    r.egress_table = j.value("egress_table", "");
+    r.reporter_pid = j.value("reporter_pid", 0);
+    r.reporter_start = j.value("reporter_start", 0ULL);
     return r;
   } catch (const std::exception& e) {
     return Error::msg("container " + id_ + ": corrupt state " + file("state.json") + ": " +
@@ -119,8 +144,42 @@ Result<ContainerRecord> ContainerDir::load() const {
   }
 }
 
+namespace {
+// '@' is not allowed in an id (validate_id), so a tombstone is never a container.
+constexpr const char* kTombstone = ".deleted@";
+
+// Tombstones (.deleted@ID@PID) of deletes killed mid-removal: their pid is dead.
+void sweep_tombstones(const std::string& root) {
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  const size_t n = std::strlen(kTombstone);
+  while (struct dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, n, kTombstone) != 0) continue;
+    size_t dash = name.rfind('@');
+    int pid = dash == std::string::npos ? 0 : std::atoi(name.c_str() + dash + 1);
+    if (pid <= 0 || process_dead(pid)) stale.push_back(join_path(root, name));
+  }
+  ::closedir(d);
+  for (auto& p : stale) (void)remove_tree(p);
+}
+}  // namespace
+
+// Called with the lock held. The directory is first renamed to a hidden
+// tombstone, atomically: from then on the id does not exist for any other
+// command (their open of <id>/lock fails, or their post-flock check does),
+// and nothing can be created in the tree while it is being removed.
 Status ContainerDir::remove() const {
-  return remove_tree(path_);
+  std::string tomb =
+      join_path(root_, std::string(kTombstone) + id_ + "@" + std::to_string(::getpid()));
+  if (::rename(path_.c_str(), tomb.c_str()) < 0) {
+    if (errno == ENOENT) return ok();
+    return remove_tree(path_);  // e.g. a read-only root: report what removal says
+  }
+  Status st = remove_tree(tomb);
+  sweep_tombstones(root_);
+  return st;
 }
 
 oci::ContainerStatus derive_status(const ContainerDir& dir, const ContainerRecord& rec) {

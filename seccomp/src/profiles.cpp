@@ -2,6 +2,7 @@
 // as Docker resolves it for the host architecture, Docker's default
 // capability set (which has CAP_SYS_CHROOT but not CAP_SYS_ADMIN,
 // CAP_SYS_PTRACE, CAP_SYS_MODULE, ...) and a kernel >= 4.8.
+#include <algorithm>
 #include <cerrno>
 #include <string_view>
 
@@ -159,7 +160,106 @@ oci::Seccomp build() {
   return p;
 }
 
+oci::SeccompSyscall deny(std::vector<std::string> names, uint32_t err,
+                         std::vector<oci::SeccompArg> args = {}) {
+  oci::SeccompSyscall s;
+  s.names = std::move(names);
+  s.action = "SCMP_ACT_ERRNO";
+  s.errno_ret = err;
+  s.args = std::move(args);
+  return s;
+}
+
+oci::SeccompArg masked(uint32_t index, uint64_t mask, uint64_t value) {
+  oci::SeccompArg a = arg(index, mask, "SCMP_CMP_MASKED_EQ");
+  a.value_two = value;
+  return a;
+}
+
+// Calls that undo the hiding mounts, build a new sandbox, reach another
+// process or the kernel's keyring, load code into the kernel, or set the
+// clock. Docker's default allows some of them (ptrace, process_vm_*,
+// chroot, io_uring); the others it leaves to missing capabilities, which a
+// second layer should not rely on.
+constexpr std::string_view kLockdownDenied =
+    "mount umount umount2 pivot_root chroot open_tree move_mount fsopen fsconfig fsmount fspick "
+    "mount_setattr unshare setns ptrace process_vm_readv process_vm_writev pidfd_getfd bpf "
+    "perf_event_open userfaultfd keyctl add_key request_key kexec_load kexec_file_load "
+    "init_module finit_module delete_module open_by_handle_at swapon swapoff reboot acct "
+    "quotactl quotactl_fd lookup_dcookie iopl ioperm syslog vhangup nfsservctl "
+    "settimeofday clock_settime clock_settime64 stime io_uring_setup io_uring_enter "
+    "io_uring_register";
+
+constexpr uint64_t kCloneNamespaceFlags[] = {0x00020000, 0x02000000, 0x04000000, 0x08000000,
+                                             0x10000000, 0x20000000, 0x40000000};
+constexpr uint64_t kCloneThread = 0x00010000;
+constexpr uint64_t kLow32 = 0xffffffff;  // the kernel reads int arguments as 32 bits
+constexpr uint64_t kAfUnix = 1;
+constexpr uint64_t kAfPacket = 17;
+constexpr uint64_t kSockTypeMask = 0xf;
+constexpr uint64_t kSockRaw = 3;
+
 }  // namespace
+
+oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
+  try {
+    oci::Seccomp p;
+    p.default_action = "SCMP_ACT_ALLOW";
+    // Reporting: the same rules, as notifications (LockdownOptions::notify).
+    auto deny = [&o](std::vector<std::string> names, uint32_t err,
+                     std::vector<oci::SeccompArg> args = {}) {
+      oci::SeccompSyscall s = ::comet::seccomp::deny(std::move(names), err, std::move(args));
+      if (o.notify) s.action = "SCMP_ACT_NOTIFY";
+      return s;
+    };
+    if (o.notify) p.listener_path = kReporterListener;
+    // Native architecture only: any other ABI (int 0x80, x32) is killed, so
+    // no rule can be stepped around through a second syscall table.
+    if (o.namespaces) {
+      p.syscalls.push_back(deny(split(kLockdownDenied), EPERM));
+      for (uint64_t f : kCloneNamespaceFlags)
+        p.syscalls.push_back(deny({"clone"}, EPERM, {masked(kCloneFlagsArg, f, f)}));
+      p.syscalls.push_back(deny({"socket"}, EPERM, {masked(0, kLow32, kAfPacket)}));
+      p.syscalls.push_back(deny({"socket"}, EPERM, {masked(1, kSockTypeMask, kSockRaw)}));
+    }
+    // clone3 keeps its flags behind a pointer: ENOSYS, and libc falls back
+    // to clone(2), whose flags the rules above and below can see. Not a
+    // violation: never reported.
+    p.syscalls.push_back(::comet::seccomp::deny({"clone3"}, ENOSYS));
+    if (o.exec_lock) {
+      p.syscalls.push_back(deny({"fork", "vfork", "memfd_create"}, EPERM));
+      p.syscalls.push_back(deny({"clone"}, EPERM, {masked(kCloneFlagsArg, kCloneThread, 0)}));
+      // Reporting only: execve is refused by Landlock, not here. The
+      // reporter answers these with CONTINUE (what the ERRNO program, which
+      // has no such rule, says), which is safe only because Landlock still
+      // decides; it reports the ones whose file is not an allowed one.
+      if (o.notify) {
+        oci::SeccompSyscall ex;
+        ex.names = {"execve", "execveat"};
+        ex.action = "SCMP_ACT_NOTIFY";
+        p.syscalls.push_back(std::move(ex));
+      }
+    }
+    if (o.network_none) {
+      // Only AF_UNIX sockets can exist, so connect, bind, listen, accept and
+      // send* can only ever reach a unix socket.
+      p.syscalls.push_back(deny({"socket", "socketpair"}, EPERM, {arg(0, kAfUnix, "SCMP_CMP_NE")}));
+    }
+    return p;
+  } catch (...) {
+    return {};
+  }
+}
+
+std::vector<std::string> lockdown_reportable(const LockdownOptions& o) {
+  LockdownOptions q = o;
+  q.notify = false;
+  std::vector<std::string> out;
+  for (const auto& s : lockdown_profile(q).syscalls)
+    for (const auto& n : s.names)
+      if (n != "clone3" && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
 
 oci::Seccomp docker_default_profile() noexcept {
   try {

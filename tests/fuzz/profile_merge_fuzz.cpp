@@ -11,11 +11,12 @@
 //      a. merge(G, W) succeeds  =>  merge(G) succeeds;
 //      b. every profile the global set knows (the built-ins, G's custom
 //         profiles and the default "") resolves with W exactly as without W
-//         -- same base, sandboxed flag, read, write, protect, network
-//         restriction and runtime-socket blocking -- except that W's own
-//         `deny:` entries may be added to the deny list (which only removes
-//         access): without-W deny must be a subset of with-W deny, and an
-//         unsandboxed profile's deny list is unchanged;
+//         -- same base, sandboxed flag, read, write, network restriction
+//         and runtime-socket blocking -- except that W's own `deny:`,
+//         `hooks:` and `runtime_sockets:` entries may be added to the deny,
+//         protect and runtime-socket lists (which only removes access):
+//         without-W lists must be subsets of with-W lists, and an
+//         unsandboxed profile's lists are unchanged;
 //      c. a profile that fails to resolve without W fails with W too;
 //      d. merge(G, W) does not change the default profile.
 //   3. Every resolved path list is absolute, normalised and de-duplicated.
@@ -131,10 +132,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto& a = *rg;
       const auto& b = *rw;
       const bool same = a.name == b.name && a.base == b.base && a.sandboxed == b.sandboxed &&
-                        a.read == b.read && a.write == b.write && a.protect == b.protect &&
+                        a.read == b.read && a.write == b.write && subset(a.protect, b.protect) &&
                         a.network_restricted == b.network_restricted &&
                         a.block_runtime_sockets == b.block_runtime_sockets &&
-                        subset(a.deny, b.deny) && (a.sandboxed || a.deny == b.deny);
+                        subset(a.runtime_sockets, b.runtime_sockets) &&
+                        a.runtime_socket_dirs == b.runtime_socket_dirs && subset(a.deny, b.deny) &&
+                        (a.sandboxed || (a.deny == b.deny && a.protect == b.protect));
       FUZZ_CHECK(same, "the workspace file changed profile \"" + name +
                            "\":\nwithout: " + describe(a) + "\nwith:    " + describe(b));
     }

@@ -23,14 +23,22 @@
 //       deny: [~/.netrc]
 //       protect: ["{workspace}/.git/hooks"]   # readable, never writable
 //       network: open               # restricted | open; replaces the base's
-// Paths are absolute, or start with ~, {workspace} or {tmp}.
+//   runtime_sockets: [/srv/ci/dockerd.sock]   # hidden too (beside the built-in list)
+//   hooks: [/etc/comet/hooks.d]     # hook sources: never writable inside (but devbox)
+//   floor:                          # the permission layer (auto_allow.hpp)
+//     add:
+//       - {id: terraform-destroy, command: "terraform destroy", reason: "..."}
+//     disable: [sudo]               # built-in floor rules off; global files only
+// Paths are absolute, or start with ~, {workspace} or {tmp} ({runtime},
+// $XDG_RUNTIME_DIR, too in runtime_sockets).
 //
 // Merging: global files in order (/etc/comet/sandbox.yaml, then
 // $XDG_CONFIG_HOME/comet/sandbox.yaml; finding them is the runtime's job),
 // then the workspace file (.comet/sandbox.yaml), which may only add: new
-// custom profiles and deny paths. Redefining a built-in or a profile defined
-// earlier, or a workspace `default:`, is an error naming the profile and
-// both positions. So no workspace file can make a global or built-in
+// custom profiles, deny paths, runtime sockets, hook dirs and floor rules
+// (each only takes access away). Redefining a built-in or a profile defined
+// earlier, a workspace `default:` or `floor.disable`, is an error naming the
+// profile (or field) and both positions. So no workspace file can make a global or built-in
 // profile weaker (tests prove it over a corpus of workspace files).
 #pragma once
 
@@ -70,10 +78,29 @@ struct DenyPath {
   Loc loc;
 };
 
+// A path a config file names (deny, runtime_sockets, hooks), with its origin.
+using ConfigPath = DenyPath;
+
+// A floor rule from a config file: a command that must always ask
+// (auto_allow.hpp). `command` is a list of words, each a glob (fnmatch);
+// the first is matched against argv[0] and its basename, the rest against
+// the following arguments in order (a prefix match).
+struct FloorRule {
+  std::string id;  // [a-z0-9-]
+  std::vector<std::string> command;
+  std::string reason;
+  std::string file;
+  Loc loc;
+};
+
 struct ProfileSet {
   std::string default_profile{kDefaultProfile};
   std::map<std::string, CustomProfile> custom;
-  std::vector<DenyPath> deny;  // applies to every sandboxed profile
+  std::vector<DenyPath> deny;               // applies to every sandboxed profile
+  std::vector<ConfigPath> runtime_sockets;  // beside the built-in list
+  std::vector<ConfigPath> hooks;            // protected like the config
+  std::vector<FloorRule> floor;             // added to the built-in floor
+  std::vector<std::string> floor_disable;   // built-in floor rule ids (global files only)
 };
 
 struct ConfigDoc {
@@ -98,12 +125,19 @@ struct ResolvedProfile {
   std::string base;       // the built-in it derives from
   bool sandboxed = true;  // false only for off
   // Absolute, normalised, de-duplicated host paths; "/" means everything.
-  std::vector<std::string> read;       // readable (deny wins inside)
-  std::vector<std::string> write;      // writable (deny and protect win inside)
-  std::vector<std::string> deny;       // neither readable nor writable
-  std::vector<std::string> protect;    // readable, never writable (hook and config sources)
-  bool network_restricted = false;     // connect/bind/send* and io_uring refused
-  bool block_runtime_sockets = false;  // container-runtime sockets are in deny
+  std::vector<std::string> read;     // readable (deny wins inside)
+  std::vector<std::string> write;    // writable (deny and protect win inside)
+  std::vector<std::string> deny;     // neither readable nor writable
+  std::vector<std::string> protect;  // readable, never writable (hook and config sources)
+  bool network_restricted = false;   // connect/bind/send* and io_uring refused
+  // Container-runtime API sockets (docker, podman, containerd, cri-o,
+  // buildkit and the config's runtime_sockets) are made unreachable: every
+  // sandboxed profile but devbox. `runtime_socket_dirs` are the runtimes'
+  // own directories, hidden whole; the other sockets are hidden one by one
+  // (profile_compile.hpp says how).
+  bool block_runtime_sockets = false;
+  std::vector<std::string> runtime_sockets;
+  std::vector<std::string> runtime_socket_dirs;
 };
 
 // Fail-closed: an unknown name, a missing context path a profile needs, or

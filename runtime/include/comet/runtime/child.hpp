@@ -82,14 +82,30 @@ struct ChildContext {
   bool has_seccomp = false;
   seccomp::Program seccomp;
 
+  // confinement (confine.hpp), applied last: Landlock, then the base
+  // filter, then the lock-down filter stacked on it
+  bool has_lockdown = false;
+  seccomp::Program lockdown;
+  std::vector<std::string> exec_allow;         // the only files that may be executed
+  std::vector<std::string> landlock_write;     // dirs under which writes are allowed
+  uint64_t landlock_fs = 0;                    // handled filesystem rights (0: no ruleset)
+  uint64_t landlock_net = 0;                   // handled network rights
+  std::vector<uint16_t> landlock_tcp_connect;  // ports TCP connect() may reach
+  int landlock_abi = 0;
+  std::vector<std::string> layers;  // what is active, for state
+  // read-deny verification, from inside, after every mount: these must be
+  // unreadable (missing, empty, or refusing) and read-only, or create fails
+  std::vector<std::string> verify_unreadable, verify_readonly;
+
   // fds opened by the parent, inherited across clone
   int sync_fd = -1;
-  int state_dir_fd = -1;           // O_PATH: exec.fifo is opened through it after pivot_root
-  int proc_fd = -1;                // the host's /proc, verified procfs
-  int trampoline_fd = -1;          // sealed memfd of the exec trampoline (trampoline.hpp)
-  int lock_fd = -1;                // the state lock: closed first, or `start` would wait on us
-  int console_sock_fd = -1;        // connected --console-socket
-  int seccomp_listener_sock = -1;  // connected listenerPath socket
+  int state_dir_fd = -1;            // O_PATH: exec.fifo is opened through it after pivot_root
+  int proc_fd = -1;                 // the host's /proc, verified procfs
+  int trampoline_fd = -1;           // sealed memfd of the exec trampoline (trampoline.hpp)
+  int lock_fd = -1;                 // the state lock: closed first, or `start` would wait on us
+  int console_sock_fd = -1;         // connected --console-socket
+  int seccomp_listener_sock = -1;   // connected listenerPath socket
+  int lockdown_listener_sock = -1;  // connected socket of the violation reporter (confine.hpp)
 
   // exec: join the namespaces of a running init instead of making them
   int exec_pidfd = -1;               // pidfd of the container init

@@ -3,9 +3,14 @@
 //   lint      0 clean (warnings allowed), 1 errors, 2 unusable input
 //   bundle    0 written, 1 the manifest or inputs are refused, 2 usage
 //   explain   0 allowed, 1 denied, 2 usage
+//   run       the agent's exit status; 1 when the runtime failed, 2 usage
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "comet/runtime/container.hpp"
 
 namespace comet::runtime {
 
@@ -15,5 +20,19 @@ int pack_lint(const std::string& path, bool strict, const std::string& format,
 int pack_bundle(const std::string& pack, const std::string& rootfs, const std::string& out,
                 const std::string& input, const std::string& output);
 int pack_explain(const std::string& pack, const std::string& path, const std::string& host);
+
+struct PackRunOptions {
+  std::string pack;    // pack directory or soyapack.yaml
+  std::string rootfs;  // empty: default_rootfs() for runtime.interpreter
+  std::string input;   // host dir served read-only at /workdir/inputs
+  std::string output;  // host dir that receives /workdir/out after the run
+  std::string id;      // container id; empty: pack-<random>
+  std::optional<std::vector<std::string>> args;  // replaces runtime.args
+};
+
+// Bundles into <root>/packs/<id>/ (0700), runs the agent with stdio
+// inherited, collects /workdir/out into --output, removes the run directory
+// and the container on every path out.
+int pack_run(const Globals& g, const PackRunOptions& o);
 
 }  // namespace comet::runtime

@@ -3,7 +3,8 @@
 //   <root>/<id>/state.json   our record, written atomically (tmp + rename)
 //   <root>/<id>/config.json  the bundle's config as create saw it
 //   <root>/<id>/exec.fifo    exists between create and start
-//   <root>/<id>/lock         flock()ed by every command on this id
+//   <root>/<id>/lock         flock()ed (read-only fd) by every command on this id
+//   <root>/.deleted@<id>@<pid>  a directory being removed (see remove())
 //
 // The directory is made with mkdir(2) first, so two creates of one id race
 // to a single winner. The record is written twice: once right after clone
@@ -39,6 +40,16 @@ struct ContainerRecord {
   std::vector<std::string> layers;         // active hardening layers, for state/inspect
   std::vector<std::string> cleanup_paths;  // things delete must remove (netns mounts, ...)
   bool terminal = false;
+  // Egress (egress/egress.hpp Handles): what delete tears down.
+  int egress_resolver_pid = 0;
+  unsigned long long egress_resolver_start = 0;
+  int egress_net_pid = 0;  // pasta
+  unsigned long long egress_net_start = 0;
+  std::string egress_netns;  // an engine's netns that holds our nft table ("" = ours)
+  std::string egress_table;  // our nft table ("" = none loaded)
+  // Violation reporter (reporter.hpp): stopped at delete; <dir>/events.jsonl.
+  int reporter_pid = 0;
+  unsigned long long reporter_start = 0;
 };
 
 // Reject ids runc would reject, and more: empty, '/', '..', '.', NUL,
@@ -54,12 +65,17 @@ class ContainerDir {
   std::string file(const std::string& name) const { return path_ + "/" + name; }
 
   bool exists() const;
-  // mkdir root (0700) and the container dir; EEXIST -> "container with id exists: ID"
+  // mkdir root (0711) and the container dir;
+  // EEXIST -> "container with given ID already exists: ID"
   Status create();
-  // flock(LOCK_EX) on <dir>/lock, held by the returned fd.
+  // flock(LOCK_EX) on <dir>/lock, held by the returned fd. A directory
+  // gone (or renamed by a delete) while we waited is "container does not exist".
   Result<UniqueFd> lock() const;
   Status save(const ContainerRecord& rec) const;
   Result<ContainerRecord> load() const;
+  // With the lock held: rename to <root>/.deleted@<id>@<pid> (atomic: the id
+  // is gone for every other command at once), then remove that tree; also
+  // removes tombstones of deletes that were killed.
   Status remove() const;
 
  private:

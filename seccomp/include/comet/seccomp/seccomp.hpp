@@ -72,4 +72,42 @@ std::vector<std::string> supported_flags() noexcept;
 // no CAP_SYS_ADMIN): defaultAction SCMP_ACT_ERRNO (EPERM).
 oci::Seccomp docker_default_profile() noexcept;
 
+// The project's second filter, stacked on a base one (Docker-like or the
+// engine's) for confined containers: default ALLOW, so it only ever takes
+// away. Native architecture only (other ABIs are killed).
+//   namespaces    the lock-down: mount family and the new mount API,
+//                 unshare, setns, clone with namespace flags, ptrace,
+//                 process_vm_*, pidfd_getfd, bpf, perf_event_open,
+//                 userfaultfd, keyrings, kexec, modules, clock setting,
+//                 io_uring, AF_PACKET and SOCK_RAW sockets: EPERM
+//   clone3        always ENOSYS (libc falls back to clone)
+//   exec_lock     fork, vfork, memfd_create and clone without CLONE_THREAD:
+//                 EPERM (threads still work)
+//   network_none  socket/socketpair of any family but AF_UNIX: EPERM
+// Integer arguments are compared as the 32-bit values the kernel reads.
+//   notify        report violations (runtime/src/reporter.hpp): every rule
+//                 above except clone3 is SCMP_ACT_NOTIFY instead of
+//                 SCMP_ACT_ERRNO, same conditions; the listener path is the
+//                 placeholder kReporterListener (the runtime's own reporter
+//                 gets the fd, never a socket of the config's). The reporter
+//                 answers each notification with the errno the notify=false
+//                 program gives; when no reporter answers the kernel fails
+//                 the call with ENOSYS, so enforcement never depends on it.
+//                 With exec_lock, execve and execveat also notify (the
+//                 notify=false program allows them: the reporter answers
+//                 CONTINUE and Landlock decides).
+struct LockdownOptions {
+  bool namespaces = true;
+  bool exec_lock = false;
+  bool network_none = false;
+  bool notify = false;
+};
+inline constexpr const char* kReporterListener = "comet-runtime:reporter";
+oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept;
+
+// The syscalls lockdown_profile(o) may refuse (clone3 excepted): what a base
+// filter of the runtime's own must allow so that the lock-down's notify
+// rules are reached (the kernel's precedence is ERRNO > USER_NOTIF).
+std::vector<std::string> lockdown_reportable(const LockdownOptions& o);
+
 }  // namespace comet::seccomp

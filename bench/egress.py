@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Egress benchmark (issue 5, docs/egress.md), side by side in one run.
+
+The egress suite's own internet (integration/egress/inet.py) and probe
+(netprobe.c). Each round runs the same pack twice, interleaved:
+  filtered   as the runtime sets it up (ruleset, pasta, resolver)
+  no filter  the same container with the output chain deleted before
+             `start` (sets, pasta and resolver stay: only the filter goes)
+and measures, inside the container:
+  connect    median of N blocking connect+close to an allowed test host,
+             by IP after one lookup (so excluding DNS)
+  bulk       MiB/s of one TCP upload of M MiB to a sink on an allowed port
+  dns        resolver answer time for an allowed name with a warm upstream:
+             the same name N times (pinned once), and N distinct names
+             (each answer adds a set element first)
+Ruleset load time: the "ruleset_ms" the runtime records in
+<state dir>/egress.json (libnftables in the container's netns, thread
+included) for a 50-entry manifest, N creates. The upstream's own answer time
+(dnsmasq queried from the host) is printed beside the resolver's.
+
+Usage: bench/egress.sh [--rounds R] [--n N] [--mib M]   (as root)"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "integration"))
+from egress.inet import ADDR, Internet  # noqa: E402
+from lib.bundle import make_rootfs  # noqa: E402
+
+COMET = Path(os.environ.get("COMET_RUNTIME", REPO / "build" / "runtime" / "comet-runtime"))
+PROBE_SRC = REPO / "integration" / "probe" / "probe.c"
+NETPROBE_SRC = REPO / "integration" / "egress" / "netprobe.c"
+
+
+def sh(*a, **kw):
+    return subprocess.run([str(x) for x in a], check=True, capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+def make_pack(work: Path, name: str, egress: list[str], netprobe: Path, probe: Path) -> Path:
+    pack = work / f"pack-{name}"
+    pack.mkdir()
+    (pack / "agent").write_text("bench\n")
+    lines = "".join(f"    - {e}\n" for e in egress)
+    (pack / "soyapack.yaml").write_text(
+        f"apiVersion: soyapack/v0\nname: bench-{name}\nversion: 1.0.0\n"
+        "runtime:\n  interpreter: /netprobe\n  entrypoint: agent\n"
+        f"capabilities:\n  egress:\n{lines}  fs:\n    read: [/workdir]\n"
+        "  determinism_tier: read-only\n")
+    rootfs = work / f"rootfs-{name}"
+    make_rootfs(rootfs, probe)
+    shutil.copy2(netprobe, rootfs / "netprobe")
+    (rootfs / "etc" / "resolv.conf").write_text("")
+    bundle = work / f"bundle-{name}"
+    sh(COMET, "pack", "bundle", pack, "--rootfs", rootfs, "-o", bundle)
+    return bundle
+
+
+def set_args(bundle: Path, cmds: list[list[str]]):
+    cfg = json.loads((bundle / "config.json").read_text())
+    args = ["/netprobe", "agent"]
+    for i, c in enumerate(cmds):
+        args += (["--"] if i else []) + c
+    cfg["process"]["args"] = args
+    (bundle / "config.json").write_text(json.dumps(cfg))
+
+
+def env():
+    e = dict(os.environ)
+    e["COMET_DNS_UPSTREAM"] = ADDR["dns"]
+    return e
+
+
+def run_container(root: Path, bundle: Path, cid: str, work: Path, unfilter: bool) -> list[dict]:
+    out = work / f"{cid}.out"
+    with open(out, "w") as f:
+        subprocess.run([str(COMET), "--root", str(root), "create", "--bundle", str(bundle), cid],
+                       stdout=f, stderr=subprocess.STDOUT, check=True, env=env(), timeout=30)
+    try:
+        if unfilter:
+            st = json.loads(sh(COMET, "--root", root, "state", cid).stdout)
+            sh("nsenter", f"--net=/proc/{st['pid']}/ns/net", "nft", "delete", "chain", "inet",
+               "comet", "output")
+        sh(COMET, "--root", root, "start", cid)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            st = json.loads(sh(COMET, "--root", root, "state", cid).stdout)
+            if st["status"] == "stopped":
+                break
+            time.sleep(0.05)
+    finally:
+        subprocess.run([str(COMET), "--root", str(root), "delete", "--force", cid],
+                       capture_output=True, timeout=30)
+    return [json.loads(l) for l in out.read_text().splitlines() if l.startswith("{")]
+
+
+def ruleset_ms(root: Path, bundle: Path, cid: str) -> float:
+    # stdio to /dev/null: the init inherits it (a pipe would never close)
+    subprocess.run([str(COMET), "--root", str(root), "create", "--bundle", str(bundle), cid],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=True, env=env(), timeout=30)
+    try:
+        return json.loads((root / cid / "egress.json").read_text())["ruleset_ms"]
+    finally:
+        subprocess.run([str(COMET), "--root", str(root), "delete", "--force", cid],
+                       capture_output=True, timeout=30)
+
+
+def host_dns_us(server: str, name: str, n: int) -> float:
+    q = struct.pack(">HHHHHH", 1, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    q += b"\0" + struct.pack(">HH", 1, 1)
+    v = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(2)
+        s.connect((server, 53))
+        for _ in range(n):
+            t0 = time.perf_counter()
+            s.send(q)
+            s.recv(1500)
+            v.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(v)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--mib", type=int, default=64)
+    ap.add_argument("--loads", type=int, default=20)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/egress.py must run as root")
+    work = Path(tempfile.mkdtemp(prefix="comet-bench-egress-"))
+    os.chmod(work, 0o755)
+    root = work / "root"
+    net = None
+    try:
+        probe, netprobe = work / "probe", work / "netprobe"
+        sh("cc", "-static", "-O2", "-o", probe, PROBE_SRC)
+        sh("cc", "-static", "-O2", "-o", netprobe, NETPROBE_SRC)
+        net = Internet(work).start()
+        # Names for the distinct-name DNS runs (x<i>.cdn.test -> 10.213.1.<i>).
+        base = net.hosts.read_text()
+        extra = "".join(f"10.213.{1 + i // 250}.{i % 250 + 1} x{i}.cdn.test\n" for i in range(a.n))
+        net.hosts.write_text(base + extra)
+        net.dnsmasq.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        egress = ["{host: api.test, port: 443, protocol: https}",
+                  "{host: api.test, port: 5001, protocol: tcp}",
+                  '{host: "*.cdn.test", port: 8443, protocol: tcp}']
+        bundle = make_pack(work, "main", egress, netprobe, probe)
+        api = ADDR["api.test"]
+        set_args(bundle, [["resolve", "api.test"], ["connbench", api, "443", str(a.n)],
+                          ["bulk", api, "5001", str(a.mib)], ["dnsbench", "api.test", str(a.n)],
+                          ["dnsbench", "x%d.cdn.test", str(a.n)]])
+        res = {False: [], True: []}  # unfilter -> rounds
+        for r in range(a.rounds):
+            for unfilter in ((False, True) if r % 2 == 0 else (True, False)):
+                lines = run_container(root, bundle, f"bench-eg-{r}-{int(unfilter)}", work, unfilter)
+                assert len(lines) == 5 and all(l["result"] in ("ok", "NOERROR") for l in lines), lines
+                res[unfilter].append(lines)
+        fifty = ([f"{{host: s{i}.test, port: 443, protocol: https}}" for i in range(25)] +
+                 [f"{{host: 10.214.0.{i + 1}, port: 8443, protocol: tcp}}" for i in range(25)])
+        b50 = make_pack(work, "fifty", fifty, netprobe, probe)
+        set_args(b50, [["sleep", "0"]])
+        loads = [ruleset_ms(root, b50, f"bench-eg-load-{i}") for i in range(a.loads)]
+        b4 = bundle
+        loads4 = [ruleset_ms(root, b4, f"bench-eg-load4-{i}") for i in range(a.loads)]
+        upstream = [host_dns_us(ADDR["dns"], "api.test", a.n) for _ in range(a.rounds)]
+    finally:
+        if net:
+            net.close()
+        if root.exists():
+            for cid in os.listdir(root):
+                if not cid.startswith("."):
+                    subprocess.run([str(COMET), "--root", str(root), "delete", "--force", cid],
+                                   capture_output=True, timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+
+    def col(unf, idx, key):
+        return med([rnd[idx][key] for rnd in res[unf]])
+
+    c_f, c_n = col(False, 1, "median_us"), col(True, 1, "median_us")
+    b_f, b_n = col(False, 2, "mib_s"), col(True, 2, "mib_s")
+    d_f, d_n = col(False, 3, "median_us"), col(True, 3, "median_us")
+    x_f, x_n = col(False, 4, "median_us"), col(True, 4, "median_us")
+    load = os.getloadavg()[0]
+    print(f"\negress benchmark: {a.rounds} rounds interleaved, N={a.n}, bulk {a.mib} MiB, "
+          f"load {load:.1f}; medians\n")
+    print("| measure | filtered | no filter | difference | target |")
+    print("|---|---|---|---|---|")
+    print(f"| TCP connect to an allowed host, excluding DNS | {c_f:.0f} us | {c_n:.0f} us | "
+          f"{c_f - c_n:+.0f} us | at most +1000 us |")
+    print(f"| bulk TCP upload ({a.mib} MiB) | {b_f:.0f} MiB/s | {b_n:.0f} MiB/s | "
+          f"{(b_f / b_n - 1) * 100:+.1f}% | at most -5% |")
+    print(f"| resolver answer, allowed name, warm upstream (pinned) | {d_f:.0f} us | {d_n:.0f} us | "
+          f"upstream alone {med(upstream):.0f} us | under 1000 us |")
+    print(f"| resolver answer, a new name each time (adds a pin) | {x_f:.0f} us | {x_n:.0f} us | | "
+          "under 1000 us |")
+    print(f"| ruleset load, 50-entry manifest | {med(loads):.2f} ms | | (4 entries: "
+          f"{med(loads4):.2f} ms) | under 5 ms |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1151 @@
+// The permission layer: a small POSIX-shell reader (enough to see the
+// commands a script runs) and the floor of dangerous commands.
+#include "comet/capability/auto_allow.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+
+#include "util.hpp"
+
+namespace comet::capability {
+
+using detail::path_under;
+using detail::quote;
+
+namespace {
+
+// --- the shell reader ---------------------------------------------------------
+
+constexpr int kMaxDepth = 8;  // nested sh -c / $( ) levels before we give up (ask)
+
+struct Word {
+  std::string text;               // quotes removed; expansions kept verbatim
+  bool expansion = false;         // contains $VAR, ${..}, $(..), `..`, <(..) or $((..))
+  bool tilde = false;             // starts with an unquoted ~
+  bool quoted = false;            // some part was quoted
+  std::vector<std::string> subs;  // inner scripts of $(..), `..`, <(..), >(..)
+  bool process_sub = false;       // the word is a <(..) / >(..)
+};
+
+struct Redirect {
+  std::string op;
+  Word target;
+};
+
+struct Script;
+
+struct Simple {
+  std::vector<Word> words;
+  std::vector<Redirect> redirects;
+};
+
+struct Stage {
+  std::vector<Simple> simples;  // one simple command, or a group's
+  std::vector<Script> groups;   // ( ... ) and { ...; } bodies
+};
+
+struct Pipeline {
+  std::vector<Stage> stages;
+};
+
+struct Script {
+  std::vector<Pipeline> pipelines;
+};
+
+struct ParseError {
+  std::string why;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view s) : s_(s) {}
+
+  // A list of pipelines up to `end` (0: the end of input).
+  Script list(char end) {
+    Script sc;
+    Pipeline pl;
+    Stage st;
+    Simple cmd;
+    bool expect_target = false;
+    std::string redir_op;
+    auto end_simple = [&] {
+      if (expect_target) throw ParseError{"a redirection without a target"};
+      if (!cmd.words.empty() || !cmd.redirects.empty()) st.simples.push_back(std::move(cmd));
+      cmd = Simple{};
+    };
+    auto end_stage = [&] {
+      end_simple();
+      if (!st.simples.empty() || !st.groups.empty()) pl.stages.push_back(std::move(st));
+      st = Stage{};
+    };
+    auto end_pipeline = [&] {
+      end_stage();
+      if (!pl.stages.empty()) sc.pipelines.push_back(std::move(pl));
+      pl = Pipeline{};
+    };
+    while (true) {
+      skip_blanks();
+      if (at_end()) {
+        if (end) throw ParseError{std::string("missing \"") + end + "\""};
+        break;
+      }
+      char c = s_[i_];
+      if (end && c == end) {
+        ++i_;
+        break;
+      }
+      if (c == '#') {  // a comment (only where a word could start)
+        while (!at_end() && s_[i_] != '\n') ++i_;
+        continue;
+      }
+      if (c == '\n' || c == ';') {
+        ++i_;
+        if (c == ';' && peek(0) == ';') throw ParseError{"case statements are not analysed"};
+        end_pipeline();
+        continue;
+      }
+      if (c == '&') {
+        if (peek(1) == '&') {
+          i_ += 2;
+          end_pipeline();
+          continue;
+        }
+        if (peek(1) == '>') {  // &> and &>>
+          i_ += peek(2) == '>' ? 3 : 2;
+          redir_op = "&>";
+          expect_target = true;
+          continue;
+        }
+        ++i_;
+        end_pipeline();
+        continue;
+      }
+      if (c == '|') {
+        if (peek(1) == '|') {
+          i_ += 2;
+          end_pipeline();
+          continue;
+        }
+        i_ += peek(1) == '&' ? 2 : 1;
+        if (cmd.words.empty() && cmd.redirects.empty() && st.simples.empty() && st.groups.empty())
+          throw ParseError{"a pipe without a command"};
+        end_stage();
+        continue;
+      }
+      if (c == '(' && cmd.words.empty() && !expect_target) {
+        ++i_;
+        if (peek(0) == '(') throw ParseError{"(( arithmetic commands are not analysed"};
+        st.groups.push_back(nested_list(')'));
+        continue;
+      }
+      if (c == ')' || c == '(') throw ParseError{std::string("unexpected \"") + c + "\""};
+      if (c == '<' || c == '>') {
+        if (c == '<' && peek(1) == '(') {  // process substitution: a word
+          Word w = word();
+          push_word(cmd, std::move(w), expect_target, redir_op);
+          continue;
+        }
+        redir_op = read_redirect_op();
+        expect_target = true;
+        continue;
+      }
+      Word w = word();
+      // N> and N< : the digits were a file descriptor.
+      if (!w.quoted && !w.expansion && !w.text.empty() && !at_end() &&
+          (s_[i_] == '<' || s_[i_] == '>') &&
+          std::all_of(w.text.begin(), w.text.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+        redir_op = read_redirect_op();
+        expect_target = true;
+        continue;
+      }
+      // `{ list; }` groups: `{` is a reserved word at the start of a command.
+      if (!w.quoted && w.text == "{" && cmd.words.empty() && !expect_target) {
+        st.groups.push_back(nested_list('}'));
+        continue;
+      }
+      if (!w.quoted && w.text == "}" && cmd.words.empty()) throw ParseError{"unexpected \"}\""};
+      push_word(cmd, std::move(w), expect_target, redir_op);
+    }
+    end_pipeline();
+    return sc;
+  }
+
+ private:
+  bool at_end() const { return i_ >= s_.size(); }
+  char peek(std::size_t k) const { return i_ + k < s_.size() ? s_[i_ + k] : '\0'; }
+
+  void skip_blanks() {
+    while (!at_end()) {
+      if (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\r') {
+        ++i_;
+      } else if (s_[i_] == '\\' && peek(1) == '\n') {
+        i_ += 2;
+      } else {
+        break;
+      }
+    }
+  }
+
+  Script nested_list(char end) {
+    if (++depth_ > kMaxDepth) throw ParseError{"nested too deeply"};
+    Script sc = list(end);
+    --depth_;
+    return sc;
+  }
+
+  static void push_word(Simple& cmd, Word w, bool& expect_target, std::string& op) {
+    if (expect_target) {
+      cmd.redirects.push_back({op, std::move(w)});
+      expect_target = false;
+    } else {
+      cmd.words.push_back(std::move(w));
+    }
+  }
+
+  std::string read_redirect_op() {
+    std::string op;
+    op += s_[i_++];
+    if (op == "<" && peek(0) == '<') {
+      if (peek(1) == '<') {  // here-string: <<< word
+        i_ += 2;
+        return "<<<";
+      }
+      throw ParseError{"heredocs are not analysed"};
+    }
+    if (!at_end() && (s_[i_] == '>' || s_[i_] == '&' || s_[i_] == '|')) op += s_[i_++];
+    return op;
+  }
+
+  // The text up to the ) that closes a $( or <( opened just before i_.
+  std::string balanced(char open, char close) {
+    std::size_t start = i_;
+    int level = 1;
+    while (!at_end()) {
+      char c = s_[i_];
+      if (c == '\\') {
+        i_ += 2;
+        continue;
+      }
+      if (c == '\'') {
+        std::size_t q = s_.find('\'', i_ + 1);
+        if (q == std::string_view::npos) throw ParseError{"an unterminated ' quote"};
+        i_ = q + 1;
+        continue;
+      }
+      if (c == '"') {
+        ++i_;
+        while (!at_end() && s_[i_] != '"') i_ += s_[i_] == '\\' ? 2 : 1;
+        if (at_end()) throw ParseError{"an unterminated \" quote"};
+        ++i_;
+        continue;
+      }
+      if (c == open) ++level;
+      if (c == close && --level == 0) {
+        std::string inner(s_.substr(start, i_ - start));
+        ++i_;
+        return inner;
+      }
+      ++i_;
+    }
+    throw ParseError{std::string("missing \"") + close + "\""};
+  }
+
+  std::string backquoted() {
+    std::string inner;
+    while (!at_end() && s_[i_] != '`') {
+      if (s_[i_] == '\\' && i_ + 1 < s_.size()) ++i_;
+      inner += s_[i_++];
+    }
+    if (at_end()) throw ParseError{"an unterminated ` quote"};
+    ++i_;
+    return inner;
+  }
+
+  // $..., after the '$'.
+  void dollar(Word& w) {
+    w.expansion = true;
+    if (peek(0) == '(' && peek(1) == '(') {
+      i_ += 2;
+      std::string inner = balanced('(', ')');
+      if (peek(0) != ')') throw ParseError{"an unterminated $(("};
+      ++i_;
+      w.text += "$((" + inner + "))";
+      return;
+    }
+    if (peek(0) == '(') {
+      ++i_;
+      std::string inner = balanced('(', ')');
+      w.subs.push_back(inner);
+      w.text += "$(" + inner + ")";
+      return;
+    }
+    if (peek(0) == '{') {
+      ++i_;
+      std::string inner = balanced('{', '}');
+      w.text += "${" + inner + "}";
+      return;
+    }
+    w.text += '$';
+  }
+
+  Word word() {
+    Word w;
+    if (peek(0) == '~') w.tilde = true;
+    if ((peek(0) == '<' || peek(0) == '>') && peek(1) == '(') {
+      i_ += 2;
+      std::string inner = balanced('(', ')');
+      w.subs.push_back(inner);
+      w.expansion = w.process_sub = true;
+      w.text = "<(" + inner + ")";
+      return w;
+    }
+    while (!at_end()) {
+      char c = s_[i_];
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '&' || c == '|' ||
+          c == '<' || c == '>' || c == '(' || c == ')') {
+        break;
+      }
+      if (c == '\\') {
+        if (peek(1) == '\n') {
+          i_ += 2;
+          continue;
+        }
+        if (i_ + 1 < s_.size()) w.text += s_[i_ + 1];
+        w.quoted = true;
+        i_ += 2;
+        continue;
+      }
+      if (c == '\'') {
+        std::size_t q = s_.find('\'', i_ + 1);
+        if (q == std::string_view::npos) throw ParseError{"an unterminated ' quote"};
+        w.text += s_.substr(i_ + 1, q - i_ - 1);
+        w.quoted = true;
+        i_ = q + 1;
+        continue;
+      }
+      if (c == '"') {
+        w.quoted = true;
+        ++i_;
+        while (true) {
+          if (at_end()) throw ParseError{"an unterminated \" quote"};
+          char d = s_[i_];
+          if (d == '"') {
+            ++i_;
+            break;
+          }
+          if (d == '\\' && i_ + 1 < s_.size() &&
+              (s_[i_ + 1] == '"' || s_[i_ + 1] == '\\' || s_[i_ + 1] == '$' || s_[i_ + 1] == '`' ||
+               s_[i_ + 1] == '\n')) {
+            if (s_[i_ + 1] != '\n') w.text += s_[i_ + 1];
+            i_ += 2;
+            continue;
+          }
+          if (d == '$') {
+            ++i_;
+            dollar(w);
+            continue;
+          }
+          if (d == '`') {
+            ++i_;
+            std::string inner = backquoted();
+            w.subs.push_back(inner);
+            w.expansion = true;
+            w.text += "`" + inner + "`";
+            continue;
+          }
+          w.text += d;
+          ++i_;
+        }
+        continue;
+      }
+      if (c == '$') {
+        ++i_;
+        dollar(w);
+        continue;
+      }
+      if (c == '`') {
+        ++i_;
+        std::string inner = backquoted();
+        w.subs.push_back(inner);
+        w.expansion = true;
+        w.text += "`" + inner + "`";
+        continue;
+      }
+      w.text += c;
+      ++i_;
+    }
+    return w;
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+  int depth_ = 0;
+};
+
+Script parse_script(std::string_view text, int depth) {
+  if (depth > kMaxDepth) throw ParseError{"nested too deeply"};
+  Reader r(text);
+  return r.list(0);
+}
+
+// --- command names ------------------------------------------------------------
+
+std::string base_name(const std::string& p) {
+  auto k = p.rfind('/');
+  return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
+}
+
+bool is_shell(const std::string& n) {
+  return one_of(n, {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
+                    "busybox-sh", "rbash"});
+}
+
+bool is_interpreter(const std::string& n) {
+  if (is_shell(n)) return true;
+  if (one_of(n, {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua",
+                 "deno", "bun", "pwsh", "tclsh"}))
+    return true;
+  return n.rfind("python3.", 0) == 0 || n.rfind("python2.", 0) == 0;
+}
+
+bool is_downloader(const std::string& n) {
+  return one_of(n,
+                {"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lwp-request", "GET"});
+}
+
+// --- the analysis -------------------------------------------------------------
+
+struct Match {
+  std::string rule;
+  std::string reason;
+};
+
+struct Analysis {
+  const Floor& floor;
+  const AutoAllowContext& ctx;
+  std::optional<Match> match;
+  std::string unanalysable;  // why a script could not be read ("" when fine)
+
+  bool enabled(const char* id) const {
+    return std::find(floor.builtin.begin(), floor.builtin.end(), id) != floor.builtin.end();
+  }
+  void hit(const char* id, std::string reason) {
+    if (!match && enabled(id)) match = Match{id, std::move(reason)};
+  }
+  bool done() const { return match.has_value() || !unanalysable.empty(); }
+};
+
+// The command after its prefixes (env, nice, timeout, sudo, busybox, ...).
+struct Unwrapped {
+  std::vector<Word> argv;
+  bool args_unknown = false;  // xargs: more arguments come from stdin
+  bool cwd_unknown = false;   // env -C
+  bool via_sudo = false;
+};
+
+bool is_assignment(const Word& w) {
+  if (w.text.empty() || w.tilde) return false;
+  auto eq = w.text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    char c = w.text[i];
+    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Options of a prefix command that take a value (as a separate word).
+bool takes_value(const std::string& prog, const std::string& opt) {
+  if (prog == "env") return one_of(opt, {"-u", "-C", "--unset", "--chdir"});
+  if (prog == "nice") return one_of(opt, {"-n", "--adjustment"});
+  if (prog == "timeout") return one_of(opt, {"-s", "-k", "--signal", "--kill-after"});
+  if (prog == "stdbuf") return one_of(opt, {"-i", "-o", "-e"});
+  if (prog == "ionice") return one_of(opt, {"-c", "-n", "-p", "-P", "-u"});
+  if (prog == "xargs")
+    return one_of(opt, {"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "--arg-file", "--delimiter",
+                        "--max-args", "--max-procs", "--max-lines", "--replace"});
+  if (prog == "sudo" || prog == "doas")
+    return one_of(opt, {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group",
+                        "--chdir", "--host", "--prompt"});
+  if (prog == "exec") return opt == "-a";
+  if (prog == "setsid" || prog == "nohup" || prog == "time" || prog == "command") return false;
+  return false;
+}
+
+Unwrapped unwrap(std::vector<Word> argv) {
+  Unwrapped u;
+  for (int guard = 0; guard < 32; ++guard) {
+    std::size_t i = 0;
+    while (i < argv.size() && is_assignment(argv[i])) ++i;
+    argv.erase(argv.begin(), argv.begin() + static_cast<long>(i));
+    if (argv.empty()) break;
+    const std::string prog = base_name(argv[0].text);
+    if (prog == "busybox" && argv.size() > 1 && argv[1].text[0] != '-') {
+      argv.erase(argv.begin());
+      continue;
+    }
+    const bool prefix = one_of(prog, {"env", "nice", "nohup", "time", "timeout", "stdbuf", "ionice",
+                                      "command", "exec", "builtin", "nocache", "chronic",
+                                      "unbuffer", "setsid", "xargs", "sudo", "doas", "caffeinate"});
+    if (!prefix) break;
+    if (prog == "command" && argv.size() > 1 && one_of(argv[1].text, {"-v", "-V"})) break;
+    if (prog == "sudo" || prog == "doas") u.via_sudo = true;
+    if (prog == "xargs") u.args_unknown = true;
+    std::size_t k = 1;
+    while (k < argv.size()) {
+      const std::string& a = argv[k].text;
+      if (a == "--") {
+        ++k;
+        break;
+      }
+      if (a.size() < 2 || a[0] != '-') break;
+      if (prog == "env" && (a == "-S" || a.rfind("--split-string", 0) == 0 ||
+                            (a.rfind("-S", 0) == 0 && a.size() > 2))) {
+        // env -S "cmd args": the string is split into words.
+        std::string str;
+        std::size_t next = k + 1;
+        if (a == "-S" || a == "--split-string") {
+          if (k + 1 < argv.size()) str = argv[k + 1].text;
+          next = k + 2;
+        } else {
+          str = a.substr(a.find('=') != std::string::npos ? a.find('=') + 1 : 2);
+        }
+        std::vector<Word> split;
+        std::string cur;
+        for (char c : str + " ") {
+          if (c == ' ' || c == '\t') {
+            if (!cur.empty()) {
+              Word nw;
+              nw.text = cur;
+              split.push_back(std::move(nw));
+            }
+            cur.clear();
+          } else {
+            cur += c;
+          }
+        }
+        split.insert(split.end(), argv.begin() + static_cast<long>(std::min(next, argv.size())),
+                     argv.end());
+        argv = std::move(split);
+        k = 0;
+        break;
+      }
+      if (prog == "env" && (a == "-C" || a.rfind("--chdir", 0) == 0)) u.cwd_unknown = true;
+      bool value = takes_value(prog, a) && a.find('=') == std::string::npos;
+      k += value ? 2 : 1;
+    }
+    if (prog == "timeout" && k < argv.size()) ++k;  // the duration
+    if (prog == "env") {
+      while (k < argv.size() && is_assignment(argv[k])) ++k;
+    }
+    if (k == 0) continue;  // env -S rewrote argv
+    argv.erase(argv.begin(), argv.begin() + static_cast<long>(std::min(k, argv.size())));
+  }
+  u.argv = std::move(argv);
+  return u;
+}
+
+// Where a path argument points, lexically, from `cwd`; nullopt when unknown.
+std::optional<std::string> where(const Word& w, const std::optional<std::string>& cwd,
+                                 const AutoAllowContext& ctx) {
+  if (w.expansion) return std::nullopt;
+  std::string t = w.text;
+  if (w.tilde) {
+    if (ctx.home.empty()) return std::nullopt;
+    if (t == "~" || t.rfind("~/", 0) == 0) {
+      t = ctx.home + t.substr(1);
+    } else {
+      return std::nullopt;  // ~user
+    }
+  }
+  if (!t.empty() && t[0] == '/') return detail::normalize_path(t);
+  if (!cwd) return std::nullopt;
+  return detail::normalize_path(t, *cwd);
+}
+
+bool inside_workspace(const Word& w, const std::optional<std::string>& cwd,
+                      const AutoAllowContext& ctx, std::string* shown) {
+  auto p = where(w, cwd, ctx);
+  *shown = p ? *p : w.text;
+  return p && !ctx.workspace.empty() && path_under(*p, ctx.workspace);
+}
+
+// Short options of a cluster like -rf, or a long option.
+bool has_short(const std::string& a, char c) {
+  return a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find(c) != std::string::npos;
+}
+
+void rule_rm(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
+  const auto& v = u.argv;
+  bool recursive = false, no_preserve = false, opts = true;
+  std::vector<const Word*> targets;
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    if (opts && a == "--") {
+      opts = false;
+      continue;
+    }
+    if (opts && a.size() > 1 && a[0] == '-' && !v[i].expansion) {
+      if (a == "--recursive" || has_short(a, 'r') || has_short(a, 'R')) recursive = true;
+      if (a == "--no-preserve-root") no_preserve = true;
+      continue;
+    }
+    targets.push_back(&v[i]);
+  }
+  if (!recursive) return;
+  if (no_preserve) {
+    an.hit("rm-rf-outside-workspace", "rm --no-preserve-root");
+    return;
+  }
+  if (u.args_unknown) {
+    an.hit("rm-rf-outside-workspace", "rm -r of paths read from stdin (xargs)");
+    return;
+  }
+  for (const Word* t : targets) {
+    std::string shown;
+    if (!inside_workspace(*t, cwd, an.ctx, &shown)) {
+      an.hit(
+          "rm-rf-outside-workspace",
+          "rm -r of " + quote(shown) + ", which is not inside the workspace " + an.ctx.workspace);
+      return;
+    }
+  }
+}
+
+void rule_git(Analysis& an, const Unwrapped& u) {
+  const auto& v = u.argv;
+  std::size_t i = 1;
+  while (i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
+    i += one_of(v[i].text, {"-C", "-c"}) ? 2 : 1;
+  }
+  if (i >= v.size() || v[i].text != "push") return;
+  for (std::size_t k = i + 1; k < v.size(); ++k) {
+    const std::string& a = v[k].text;
+    if (a == "-o" || a == "--push-option" || a == "--repo" || a == "--receive-pack" ||
+        a == "--exec") {
+      ++k;
+      continue;
+    }
+    bool force = a == "--force" || a.rfind("--force-with-lease", 0) == 0 ||
+                 a == "--force-if-includes" || a == "--mirror" ||
+                 (a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find('f') != std::string::npos);
+    if (force) {
+      an.hit("git-push-force", "git push " + a + " rewrites remote history");
+      return;
+    }
+    if (a.size() > 1 && a[0] == '+') {
+      an.hit("git-push-force", "git push " + a + " (a +refspec force-updates the remote ref)");
+      return;
+    }
+  }
+}
+
+void rule_chmod(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
+  const auto& v = u.argv;
+  const std::string prog = base_name(v[0].text);
+  bool recursive = false, opts = true, reference = false;
+  std::vector<const Word*> pos;
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    if (opts && a == "--") {
+      opts = false;
+      continue;
+    }
+    if (opts && a.rfind("--", 0) == 0) {
+      if (a == "--recursive") recursive = true;
+      if (a.rfind("--reference", 0) == 0) reference = true;
+      continue;
+    }
+    // chmod's modes may start with '-' (chmod -w f): only clusters of its
+    // option letters are options.
+    if (opts && a.size() > 1 && a[0] == '-' &&
+        a.find_first_not_of("RcfvhHLP", 1) == std::string::npos) {
+      if (a.find('R') != std::string::npos) recursive = true;
+      continue;
+    }
+    pos.push_back(&v[i]);
+  }
+  if (!recursive) return;
+  std::size_t first = reference ? 0 : 1;  // the mode / owner
+  if (u.args_unknown) {
+    an.hit("chmod-recursive-outside-workspace", prog + " -R of paths read from stdin (xargs)");
+    return;
+  }
+  for (std::size_t i = first; i < pos.size(); ++i) {
+    std::string shown;
+    if (!inside_workspace(*pos[i], cwd, an.ctx, &shown)) {
+      an.hit("chmod-recursive-outside-workspace", prog + " -R on " + quote(shown) +
+                                                      ", which is not inside the workspace " +
+                                                      an.ctx.workspace);
+      return;
+    }
+  }
+}
+
+bool harmless_dev(const std::string& p) {
+  return one_of(p, {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/full",
+                    "/dev/random", "/dev/urandom"}) ||
+         p.rfind("/dev/fd/", 0) == 0 || p.rfind("/dev/pts/", 0) == 0 ||
+         p.rfind("/dev/shm/", 0) == 0;
+}
+
+bool block_dev(const std::string& p) {
+  if (p.rfind("/dev/", 0) != 0) return false;
+  std::string n = p.substr(5);
+  for (const char* pre : {"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "mapper/",
+                          "disk/", "sr", "nbd", "zd", "rbd", "mtd", "mem", "kmem", "port"}) {
+    if (n.rfind(pre, 0) == 0) return true;
+  }
+  return false;
+}
+
+void rule_dd(Analysis& an, const Unwrapped& u) {
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const Word& w = u.argv[i];
+    if (w.text.rfind("of=", 0) != 0) continue;
+    std::string target = w.text.substr(3);
+    if (w.expansion) {
+      an.hit("dd-to-device", "dd " + w.text + " writes to a path that is not known");
+      return;
+    }
+    std::string norm = detail::normalize_path(target, "/");
+    if (!target.empty() && target[0] == '/' && norm.rfind("/dev/", 0) == 0 && !harmless_dev(norm)) {
+      an.hit("dd-to-device", "dd of=" + norm + " writes to a device");
+      return;
+    }
+  }
+}
+
+void rule_redirects(Analysis& an, const Simple& s) {
+  for (const Redirect& r : s.redirects) {
+    if (r.op.find('>') == std::string::npos) continue;
+    if (r.target.expansion) continue;
+    std::string norm = detail::normalize_path(r.target.text, "/");
+    if (!r.target.text.empty() && r.target.text[0] == '/' && block_dev(norm)) {
+      an.hit("dd-to-device", "a redirection (" + r.op + ") writes to the device " + norm);
+      return;
+    }
+  }
+}
+
+bool is_mkfs(const std::string& n) {
+  return n == "mkfs" || n.rfind("mkfs.", 0) == 0 ||
+         one_of(n, {"mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "sgdisk",
+                    "gdisk", "blkdiscard", "mkntfs", "mkdosfs", "mkexfatfs", "mkfatfs"});
+}
+
+bool is_shutdown(const Unwrapped& u) {
+  const std::string n = base_name(u.argv[0].text);
+  if (one_of(n, {"shutdown", "reboot", "halt", "poweroff", "telinit"})) return true;
+  if (n == "init" && u.argv.size() > 1 && one_of(u.argv[1].text, {"0", "6", "1", "s", "S"}))
+    return true;
+  if (n == "systemctl") {
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
+      if (one_of(u.argv[i].text, {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate",
+                                  "hybrid-sleep", "soft-reboot", "rescue", "emergency"}))
+        return true;
+    }
+  }
+  return false;
+}
+
+// Does this command run its stdin as code? (sh, bash -s, python3 -, ...)
+bool runs_stdin(const Unwrapped& u) {
+  if (u.argv.empty()) return false;
+  const std::string n = base_name(u.argv[0].text);
+  if (!is_interpreter(n)) return false;
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const std::string& a = u.argv[i].text;
+    if (a == "-" || a == "-s") return true;
+    if (a == "--") return i + 1 >= u.argv.size() || u.argv[i + 1].text == "-";
+    if (a.size() > 1 && a[0] == '-') {
+      // Inline code: sh -c, python3 -c / -m, perl -e / -E, node -e / -p.
+      if (a[1] != '-' && a.find_first_of("cmeEp", 1) != std::string::npos) return false;
+      if (a == "--eval" || a == "--command" || a == "--print") return false;
+      continue;
+    }
+    return false;  // a script file: stdin is its data
+  }
+  return true;
+}
+
+bool mentions_downloader(const Script& sc);
+
+bool simple_downloads(const Simple& s) {
+  Unwrapped u = unwrap(s.words);
+  if (!u.argv.empty() && is_downloader(base_name(u.argv[0].text))) return true;
+  for (const Word& w : s.words) {
+    for (const std::string& sub : w.subs) {
+      try {
+        if (mentions_downloader(parse_script(sub, 1))) return true;
+      } catch (const ParseError&) {
+        return true;  // unreadable: assume the worst
+      }
+    }
+  }
+  return false;
+}
+
+bool stage_downloads(const Stage& st) {
+  for (const Simple& s : st.simples) {
+    if (simple_downloads(s)) return true;
+  }
+  for (const Script& g : st.groups) {
+    if (mentions_downloader(g)) return true;
+  }
+  return false;
+}
+
+bool mentions_downloader(const Script& sc) {
+  for (const Pipeline& p : sc.pipelines) {
+    for (const Stage& st : p.stages) {
+      if (stage_downloads(st)) return true;
+    }
+  }
+  return false;
+}
+
+bool words_download(const std::vector<Word>& words, std::size_t from) {
+  for (std::size_t i = from; i < words.size(); ++i) {
+    for (const std::string& sub : words[i].subs) {
+      try {
+        if (mentions_downloader(parse_script(sub, 1))) return true;
+      } catch (const ParseError&) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool fnmatch_word(const std::string& pattern, const std::string& s) {
+  return ::fnmatch(pattern.c_str(), s.c_str(), 0) == 0;
+}
+
+void rule_custom(Analysis& an, const Unwrapped& u) {
+  for (const FloorRule& r : an.floor.custom) {
+    if (r.command.size() > u.argv.size()) continue;
+    const std::string& a0 = u.argv[0].text;
+    if (!fnmatch_word(r.command[0], a0) && !fnmatch_word(r.command[0], base_name(a0))) continue;
+    bool all = true;
+    for (std::size_t i = 1; i < r.command.size() && all; ++i) {
+      all = fnmatch_word(r.command[i], u.argv[i].text);
+    }
+    if (all && !an.match) {
+      std::string shown = detail::join(r.command, " ");
+      an.match =
+          Match{r.id, r.reason.empty() ? "matches the floor rule \"" + shown + "\" (" + r.file + ")"
+                                       : r.reason};
+      return;
+    }
+  }
+}
+
+const std::regex& fork_bomb() {
+  // name(){ name|name& };name  (any function name, any spacing)
+  static const std::regex re(
+      R"(([^\s(){};|&]+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*;?\s*\}\s*;\s*\1)");
+  return re;
+}
+
+void analyse_script(Analysis& an, std::string_view text, std::optional<std::string> cwd, int depth);
+
+void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cwd, int depth);
+
+void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& cwd, int depth) {
+  if (an.done()) return;
+  rule_redirects(an, s);
+  // Scripts in $( ), ` ` and <( ) run too.
+  for (const Word& w : s.words) {
+    for (const std::string& sub : w.subs) analyse_script(an, sub, cwd, depth + 1);
+  }
+  for (const Redirect& r : s.redirects) {
+    for (const std::string& sub : r.target.subs) analyse_script(an, sub, cwd, depth + 1);
+  }
+  if (an.done()) return;
+  Unwrapped u = unwrap(s.words);
+  if (u.argv.empty()) return;
+  if (u.argv[0].expansion) {
+    an.unanalysable = "runs a command named by an expansion (" + u.argv[0].text + ")";
+    return;
+  }
+  if (u.cwd_unknown) cwd.reset();
+  const std::string n = base_name(u.argv[0].text);
+  if (u.via_sudo) an.hit("sudo", "runs a command as another user (sudo/doas)");
+  if (n == "cd" || n == "pushd" || n == "popd") {
+    if (u.argv.size() == 2 && n == "cd") {
+      auto p = where(u.argv[1], cwd, an.ctx);
+      if (p) {
+        cwd = *p;
+        return;
+      }
+    }
+    cwd.reset();
+    return;
+  }
+  if (n == "rm") rule_rm(an, u, cwd);
+  if (n == "git") rule_git(an, u);
+  if (n == "chmod" || n == "chown" || n == "chgrp") rule_chmod(an, u, cwd);
+  if (n == "dd") rule_dd(an, u);
+  if (is_mkfs(n)) an.hit("mkfs", n + " formats or repartitions a disk");
+  if (one_of(n, {"sudo", "su", "doas", "pkexec", "run0"}))
+    an.hit("sudo", n + " runs a command as another user");
+  if (is_shutdown(u)) an.hit("shutdown", n + " stops or restarts the machine");
+  rule_custom(an, u);
+  if (an.done()) return;
+
+  // Code run by a shell or eval: read it too.
+  if (n == "eval") {
+    if (words_download(u.argv, 1)) {
+      an.hit("pipe-to-shell", "eval runs what a download printed");
+      return;
+    }
+    std::string text;
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
+      if (u.argv[i].expansion) {
+        an.unanalysable = "eval of an expansion (" + u.argv[i].text + ")";
+        return;
+      }
+      text += (i > 1 ? " " : "") + u.argv[i].text;
+    }
+    analyse_script(an, text, cwd, depth + 1);
+    return;
+  }
+  if (n == "source" || n == ".") {
+    if (words_download(u.argv, 1)) an.hit("pipe-to-shell", n + " runs what a download printed");
+    return;
+  }
+  if (!is_interpreter(n)) return;
+  // bash <(curl ...), python3 <(wget -O- ...)
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    if (u.argv[i].process_sub && words_download(u.argv, i)) {
+      an.hit("pipe-to-shell", n + " runs a script straight from a download");
+      return;
+    }
+  }
+  if (!is_shell(n)) return;
+  // sh [-opts] -c SCRIPT [arg0 args...]; the c may sit in a cluster (-ec).
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const std::string& a = u.argv[i].text;
+    if (a.size() < 2 || a[0] != '-' || a == "--") break;
+    if (a[1] == '-') continue;  // --norc, --login, ...
+    if (a.find('c') == std::string::npos) {
+      if (a == "-o" || a == "+o") ++i;
+      continue;
+    }
+    std::size_t k = i + 1;
+    while (k < u.argv.size() && u.argv[k].text.size() > 1 && u.argv[k].text[0] == '-' &&
+           u.argv[k].text != "--") {
+      ++k;
+    }
+    if (k < u.argv.size() && u.argv[k].text == "--") ++k;
+    if (k >= u.argv.size()) return;
+    const Word& script = u.argv[k];
+    if (script.expansion && !script.quoted && script.subs.empty()) {
+      an.unanalysable = n + " -c of an expansion (" + script.text + ")";
+      return;
+    }
+    if (words_download(u.argv, k)) {
+      an.hit("pipe-to-shell", n + " -c runs what a download printed");
+      return;
+    }
+    if (script.expansion) {
+      an.unanalysable = n + " -c of a script with expansions (" + script.text + ")";
+      return;
+    }
+    analyse_script(an, script.text, cwd, depth + 1);
+    return;
+  }
+}
+
+void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cwd, int depth) {
+  for (const Pipeline& p : sc.pipelines) {
+    if (an.done()) return;
+    // A download piped into something that runs its stdin.
+    bool downloaded = false;
+    for (const Stage& st : p.stages) {
+      if (downloaded) {
+        for (const Simple& s : st.simples) {
+          if (runs_stdin(unwrap(s.words))) {
+            an.hit("pipe-to-shell", "a download is piped into " +
+                                        base_name(unwrap(s.words).argv[0].text) +
+                                        ", which runs it");
+          }
+        }
+      }
+      if (stage_downloads(st)) downloaded = true;
+    }
+    // A pipeline's stages run in subshells: a cd in one does not move the
+    // next. Keep it simple: any cd makes later relative paths unknown.
+    for (const Stage& st : p.stages) {
+      for (const Simple& s : st.simples) analyse_simple(an, s, cwd, depth);
+      for (const Script& g : st.groups) {
+        std::optional<std::string> inner = cwd;
+        analyse_list(an, g, inner, depth + 1);
+        if (inner != cwd) cwd.reset();
+      }
+    }
+  }
+}
+
+void analyse_script(Analysis& an, std::string_view text, std::optional<std::string> cwd,
+                    int depth) {
+  if (an.done()) return;
+  if (depth > kMaxDepth) {
+    an.unanalysable = "commands nested too deeply";
+    return;
+  }
+  if (std::regex_search(text.begin(), text.end(), fork_bomb())) {
+    an.hit("fork-bomb", "a fork bomb");
+    if (an.match) return;
+  }
+  try {
+    Script sc = parse_script(text, depth);
+    analyse_list(an, sc, cwd, depth);
+  } catch (const ParseError& e) {
+    an.unanalysable = "cannot read the shell script: " + e.why;
+  }
+}
+
+const std::vector<std::string> kBuiltinFloor = {"rm-rf-outside-workspace",
+                                                "git-push-force",
+                                                "pipe-to-shell",
+                                                "chmod-recursive-outside-workspace",
+                                                "dd-to-device",
+                                                "mkfs",
+                                                "sudo",
+                                                "shutdown",
+                                                "fork-bomb"};
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !a.empty() && a.find_first_not_of(
+                                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                                   "VWXYZ0123456789_-./=:,+@%") == std::string::npos;
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) {
+      if (c == '\'')
+        out += "'\\''";
+      else
+        out += c;
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& builtin_floor_ids() {
+  return kBuiltinFloor;
+}
+
+Result<Floor> make_floor(const ProfileSet& set) {
+  Floor f;
+  for (const std::string& id : set.floor_disable) {
+    if (std::find(kBuiltinFloor.begin(), kBuiltinFloor.end(), id) == kBuiltinFloor.end()) {
+      std::vector<std::string_view> known(kBuiltinFloor.begin(), kBuiltinFloor.end());
+      return Error::msg("floor.disable: unknown built-in floor rule " + quote(id) + " " +
+                        detail::suggest(id, known));
+    }
+  }
+  for (const std::string& id : kBuiltinFloor) {
+    if (std::find(set.floor_disable.begin(), set.floor_disable.end(), id) ==
+        set.floor_disable.end()) {
+      f.builtin.push_back(id);
+    }
+  }
+  for (const FloorRule& r : set.floor) {
+    if (std::find(kBuiltinFloor.begin(), kBuiltinFloor.end(), r.id) != kBuiltinFloor.end()) {
+      return Error::msg(r.file + ":" + std::to_string(r.loc.line) + ":" +
+                        std::to_string(r.loc.column) + ": floor.add: " + quote(r.id) +
+                        " is a built-in floor rule; pick another id");
+    }
+    f.custom.push_back(r);
+  }
+  return f;
+}
+
+Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfile& profile,
+                       const Floor& floor, const AutoAllowContext& ctx) {
+  Verdict v;
+  v.command = argv;
+  v.profile = profile.name;
+  v.confined = profile.sandboxed;
+  Analysis an{floor, ctx, std::nullopt, ""};
+  if (argv.empty()) {
+    v.reason = "no command";
+    return v;
+  }
+  // argv is already split: read it as one simple command, then follow
+  // whatever it runs.
+  Simple top;
+  for (const std::string& a : argv) {
+    Word w;
+    w.text = a;
+    w.quoted = true;  // words of an argv are literal: no expansion happens
+    top.words.push_back(std::move(w));
+  }
+  std::optional<std::string> cwd;
+  if (!ctx.workspace.empty()) cwd = ctx.workspace;
+  try {
+    analyse_simple(an, top, cwd, 0);
+  } catch (const std::exception& e) {
+    an.unanalysable = std::string("analysis failed: ") + e.what();
+  }
+  if (an.match) {
+    v.matched_rule = an.match->rule;
+    v.reason = "on the floor (" + an.match->rule + "): " + an.match->reason + "; always ask";
+    return v;
+  }
+  if (!an.unanalysable.empty()) {
+    v.reason = an.unanalysable + "; ask";
+    return v;
+  }
+  if (!profile.sandboxed) {
+    v.reason = "profile " + profile.name + " runs commands unconfined";
+    return v;
+  }
+  if (profile.base == "devbox") {
+    v.reason = "profile " + profile.name +
+               " (devbox) can write nearly everything: not confined enough to auto-allow";
+    return v;
+  }
+  v.auto_allow = true;
+  v.reason = "runs confined under profile " + profile.name + " (" + profile.base +
+             (profile.network_restricted ? ", network restricted" : ", network open") +
+             ") and is not on the floor: " + shell_join(argv);
+  return v;
+}
+
+std::string verdict_to_json(const Verdict& v) {
+  nlohmann::ordered_json j;
+  j["command"] = v.command;
+  j["profile"] = v.profile;
+  j["confined"] = v.confined;
+  j["auto_allow"] = v.auto_allow;
+  j["reason"] = v.reason;
+  if (v.matched_rule.empty())
+    j["matched_rule"] = nullptr;
+  else
+    j["matched_rule"] = v.matched_rule;
+  return j.dump();
+}
+
+}  // namespace comet::capability

@@ -1,0 +1,483 @@
+// The sandbox planner (see profile_compile.hpp for the view it builds).
+#include "comet/capability/profile_compile.hpp"
+
+#include <algorithm>
+
+#include "comet/capability/compile.hpp"
+#include "comet/capability/policy.hpp"
+#include "util.hpp"
+
+namespace comet::capability {
+
+using detail::path_depth;
+using detail::path_under;
+using detail::quote;
+
+namespace {
+
+// What one path gets. Higher wins when two lists name the same path.
+enum class Op { read = 0, write = 1, pin = 2, protect = 3, socket_file = 4, hide = 5, deny = 6 };
+
+struct Entry {
+  std::string path;  // real host path, also the destination inside
+  Op op;
+  HostKind kind;
+  std::string why;  // for notes: "deny", "runtime socket", ...
+};
+
+bool special(const std::string& p) {
+  return path_under(p, "/proc") || path_under(p, "/dev") || path_under(p, "/sys");
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+oci::Mount mount(std::string dest, std::string type, std::string source,
+                 std::vector<std::string> options) {
+  oci::Mount m;
+  m.destination = std::move(dest);
+  m.type = std::move(type);
+  m.source = std::move(source);
+  m.options = std::move(options);
+  return m;
+}
+
+class Planner {
+ public:
+  Planner(const ResolvedProfile& p, const SandboxInputs& in) : p_(p), in_(in) {}
+
+  Result<SandboxPlan> run() {
+    TRYV(check_inputs());
+    read_all_ = contains(p_.read, "/");
+    write_all_ = contains(p_.write, "/");
+    tmp_private_ = !write_all_;
+    devbox_ = p_.base == "devbox";
+    add_roots();
+    add_hidden();
+    TRYV(add_protected());
+    drop_shadowed();
+    build_spec();
+    return std::move(plan_);
+  }
+
+ private:
+  Status check_inputs() const {
+    if (!p_.sandboxed)
+      return Error::msg("sandbox: profile " + quote(p_.name) + " is no sandbox (off)");
+    for (const auto& [what, v] :
+         {std::pair<const char*, const std::string*>{"root dir", &in_.root_dir},
+          {"workspace", &in_.workspace},
+          {"deny file", &in_.deny_file},
+          {"socket file", &in_.socket_file}}) {
+      if (v->empty() || (*v)[0] != '/' || !detail::is_normal_absolute(*v))
+        return Error::msg("sandbox: the " + std::string(what) +
+                          " must be an absolute normalised path, got " + quote(*v));
+    }
+    if (in_.workspace == "/")
+      return Error::msg(
+          "sandbox: the workspace cannot be / (it would make everything writable); "
+          "pass --workspace DIR");
+    if (in_.args.empty()) return Error::msg("sandbox: no command to run");
+    return {};
+  }
+
+  HostPath fact(const std::string& p) const {
+    auto it = in_.host.find(p);
+    if (it != in_.host.end()) {
+      HostPath h = it->second;
+      if (h.real.empty()) h.real = p;
+      return h;
+    }
+    return HostPath{HostKind::missing, p, false};
+  }
+
+  void note(std::string s) {
+    if (!contains(plan_.notes, s)) plan_.notes.push_back(std::move(s));
+  }
+
+  void put(const std::string& path, Op op, HostKind kind, const std::string& why) {
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return e.path == path; });
+    if (it == entries_.end()) {
+      entries_.push_back({path, op, kind, why});
+    } else if (static_cast<int>(op) > static_cast<int>(it->op)) {
+      *it = Entry{path, op, kind, why};
+    }
+  }
+
+  // Readable and writable trees.
+  void add_roots() {
+    for (const TopEntry& t : in_.top_level) {
+      std::string p = "/" + t.name;
+      if (!t.link.empty()) {
+        plan_.symlinks.push_back({t.name, t.link});
+        continue;
+      }
+      if (special(p) || (p == in_.tmp && tmp_private_)) continue;
+      if (!read_all_ && !write_all_) continue;
+      if (t.kind != HostKind::dir && t.kind != HostKind::file) {
+        note(p + ": a " + std::string(to_string(t.kind)) + " at the top level, not shown");
+        continue;
+      }
+      put(p, write_all_ ? Op::write : Op::read, t.kind, write_all_ ? "write" : "read");
+    }
+    if (!write_all_) {
+      for (const auto& w : p_.write) add_listed(w, Op::write, "write");
+    }
+    if (!read_all_) {
+      for (const auto& r : p_.read) add_listed(r, Op::read, "read");
+    }
+    // The workspace is the cwd: it must be there, at least readable, even
+    // when it lives under the private /tmp.
+    if (!visible(in_.workspace)) put(in_.workspace, Op::read, HostKind::dir, "workspace");
+  }
+
+  void add_listed(const std::string& path, Op op, const char* what) {
+    HostPath h = fact(path);
+    if (h.real == in_.tmp && tmp_private_) return;  // the private tmpfs
+    if (special(h.real)) {
+      if (h.real != "/proc" && h.real != "/dev" && h.real != "/sys")
+        note(std::string(what) + " " + path + ": under /proc, /dev or /sys, which the sandbox " +
+             "makes itself; not bound");
+      return;
+    }
+    if (h.kind == HostKind::missing) {
+      note(std::string(what) + " " + path + ": does not exist on the host; not mounted");
+      return;
+    }
+    if (h.kind != HostKind::dir && h.kind != HostKind::file) {
+      note(std::string(what) + " " + path + ": a " + std::string(to_string(h.kind)) +
+           ", not bound");
+      return;
+    }
+    put(h.real, op, h.kind, what);
+  }
+
+  // The read/write root covering p (the deepest), or nullptr.
+  const Entry* root_of(const std::string& p, bool writable_only = false) const {
+    const Entry* best = nullptr;
+    for (const Entry& e : entries_) {
+      if (e.op != Op::read && e.op != Op::write) continue;
+      if (writable_only && e.op != Op::write) continue;
+      if (!path_under(p, e.path)) continue;
+      if (!best || path_depth(e.path) > path_depth(best->path)) best = &e;
+    }
+    return best;
+  }
+
+  bool visible(const std::string& p) const { return !special(p) && root_of(p) != nullptr; }
+
+  // Nearest entry of any kind at or above p (for "is p under a deny").
+  const Entry* covering(const std::string& p, std::initializer_list<Op> ops) const {
+    const Entry* best = nullptr;
+    for (const Entry& e : entries_) {
+      if (std::find(ops.begin(), ops.end(), e.op) == ops.end()) continue;
+      if (!path_under(p, e.path)) continue;
+      if (!best || path_depth(e.path) > path_depth(best->path)) best = &e;
+    }
+    return best;
+  }
+
+  void add_hidden() {
+    for (const auto& d : p_.deny) {
+      HostPath h = fact(d);
+      if (h.kind == HostKind::missing) {
+        note("deny " + d + ": does not exist on the host; nothing to hide");
+      } else if (!visible(h.real)) {
+        note("deny " + d + ": not visible inside; nothing to hide");
+      } else {
+        put(h.real, Op::deny, h.kind, "deny");
+      }
+    }
+    if (p_.block_runtime_sockets) {
+      std::vector<std::string> dirs;
+      for (const auto& d : p_.runtime_socket_dirs) {
+        HostPath h = fact(d);
+        if (h.kind != HostKind::dir || !visible(h.real)) continue;
+        put(h.real, Op::hide, HostKind::dir, "runtime socket dir");
+        dirs.push_back(h.real);
+      }
+      for (const auto& s : p_.runtime_sockets) {
+        HostPath h = fact(s);
+        if (h.kind == HostKind::missing || !visible(h.real)) continue;
+        if (std::any_of(dirs.begin(), dirs.end(),
+                        [&](const std::string& d) { return path_under(h.real, d); }))
+          continue;
+        if (h.kind == HostKind::dir)
+          put(h.real, Op::hide, HostKind::dir, "runtime socket dir");
+        else
+          put(h.real, Op::socket_file, h.kind, "runtime socket");
+      }
+    }
+    if (devbox_) return;
+    for (const auto& s : in_.hide) {
+      HostPath h = fact(s);
+      if (h.kind == HostKind::missing || !visible(h.real)) continue;
+      if (h.kind == HostKind::dir)
+        put(h.real, Op::hide, HostKind::dir, "runtime state");
+      else
+        put(h.real, Op::deny, h.kind, "runtime state");
+    }
+  }
+
+  Status add_protected() {
+    std::vector<std::string> list = p_.protect;
+    if (!devbox_) {
+      for (const auto& x : in_.protect)
+        if (!contains(list, x)) list.push_back(x);
+    }
+    struct Item {
+      std::string path;
+      HostPath h;
+    };
+    std::vector<Item> items;
+    for (const auto& x : list) items.push_back({x, fact(x)});
+    // Shallow first, so that a deeper path sees a protected parent.
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return path_depth(a.h.real) < path_depth(b.h.real);
+    });
+    for (const Item& it : items) {
+      const std::string& real = it.h.real;
+      // A symlink in a writable tree could be replaced by the workload,
+      // wherever it points now.
+      if (it.h.symlink) {
+        if (const Entry* lw = root_of(it.path, /*writable_only=*/true)) {
+          return Error::msg("sandbox: cannot protect " + it.path + ": it is a symlink inside the " +
+                            "writable " + lw->path + " (the workload could replace it)");
+        }
+      }
+      if (special(real)) continue;
+      if (covering(real, {Op::deny, Op::hide, Op::socket_file})) continue;  // hidden already
+      const Entry* w = root_of(real, /*writable_only=*/true);
+      const Entry* pr = covering(real, {Op::protect});
+      if (!w || (pr && path_depth(pr->path) >= path_depth(w->path))) continue;  // read-only already
+      HostKind kind = it.h.kind;
+      if (kind == HostKind::missing) {
+        // The workload must not be able to create it: make it (empty) first.
+        plan_.mkdirs.push_back(real);
+        kind = HostKind::dir;
+      }
+      // Pin every directory between the writable root and the path: a
+      // mount point cannot be renamed, so the path cannot be moved away and
+      // replaced.
+      std::string a = real;
+      std::vector<std::string> pins;
+      while (true) {
+        auto k = a.rfind('/');
+        a = k == 0 ? "/" : a.substr(0, k);
+        if (a == w->path || !path_under(a, w->path)) break;
+        pins.push_back(a);
+      }
+      for (const auto& pin : pins) put(pin, Op::pin, HostKind::dir, "pin");
+      put(real, Op::protect, kind, "protect");
+    }
+    return {};
+  }
+
+  // Writes and reads inside a protected or hidden tree, and reads inside a
+  // writable one, add nothing: drop them.
+  void drop_shadowed() {
+    std::vector<Entry> kept;
+    for (const Entry& e : entries_) {
+      bool drop = false;
+      for (const Entry& o : entries_) {
+        if (&o == &e || !path_under(e.path, o.path) || o.path == e.path) continue;
+        bool hides = o.op == Op::deny || o.op == Op::hide || o.op == Op::socket_file;
+        if (hides) drop = true;  // nothing shows through a hiding mount
+        if (o.op == Op::protect && (e.op == Op::write || e.op == Op::read || e.op == Op::pin))
+          drop = true;
+        if (o.op == Op::write && e.op == Op::read) drop = true;
+        if (o.op == Op::read && e.op == Op::read) drop = true;
+        if (o.op == Op::write && e.op == Op::write) drop = true;
+      }
+      if (drop && (e.op == Op::write || e.op == Op::protect || e.op == Op::deny))
+        note(std::string(e.why) + " " + e.path + ": inside a tree that already decides it");
+      if (!drop) kept.push_back(e);
+    }
+    entries_ = std::move(kept);
+    std::sort(plan_.mkdirs.begin(), plan_.mkdirs.end(),
+              [](const std::string& a, const std::string& b) {
+                return path_depth(a) != path_depth(b) ? path_depth(a) < path_depth(b) : a < b;
+              });
+  }
+
+  void build_spec() {
+    oci::Spec& s = plan_.spec;
+    s.oci_version = "1.2.0";
+    oci::Root root;
+    root.path = in_.root_dir;
+    root.readonly = true;
+    s.root = root;
+
+    oci::Process proc;
+    proc.terminal = false;
+    proc.user.uid = in_.uid;
+    proc.user.gid = in_.gid;
+    proc.args = in_.args;
+    proc.env = sandbox_env(in_.env);
+    proc.cwd = in_.workspace;
+    proc.capabilities = oci::Capabilities{};  // every set present and empty
+    proc.no_new_privileges = true;
+    s.process = std::move(proc);
+
+    std::vector<oci::Mount> base;
+    base.push_back(mount("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}));
+    base.push_back(mount("/dev", "tmpfs", "tmpfs",
+                         {"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}));
+    base.push_back(mount("/dev/pts", "devpts", "devpts",
+                         {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}));
+    base.push_back(mount("/dev/shm", "tmpfs", "shm",
+                         {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}));
+    if (read_all_ || contains(p_.read, "/sys"))
+      base.push_back(mount("/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"}));
+    if (tmp_private_)
+      base.push_back(
+          mount(in_.tmp, "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777", "size=50%"}));
+
+    // Parents first; at one depth, by path (a stable config).
+    std::vector<Entry> order = entries_;
+    std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+      std::size_t da = path_depth(a.path), db = path_depth(b.path);
+      return da != db ? da < db : a.path < b.path;
+    });
+    // The base mounts sit at depth 1 (and /dev/* at 2): merge by depth.
+    std::vector<oci::Mount> binds;
+    const std::vector<std::string> ro = {"rbind", "rro", "rnosuid", "rnodev"};
+    for (const Entry& e : order) {
+      switch (e.op) {
+        case Op::read:
+        case Op::protect:
+          binds.push_back(mount(e.path, "bind", e.path, ro));
+          break;
+        case Op::write:
+          binds.push_back(mount(e.path, "bind", e.path, {"rbind", "rw", "rnosuid", "rnodev"}));
+          break;
+        case Op::pin:
+          binds.push_back(mount(e.path, "bind", e.path, {"rbind", "rnosuid", "rnodev"}));
+          break;
+        case Op::deny:
+        case Op::hide:
+          if (e.kind == HostKind::dir) {
+            binds.push_back(
+                mount(e.path, "tmpfs", "tmpfs",
+                      {"ro", "nosuid", "nodev", "noexec",
+                       e.op == Op::deny || e.why == "runtime state" ? "mode=000" : "mode=755",
+                       "size=4k"}));
+          } else {
+            binds.push_back(
+                mount(e.path, "bind", in_.deny_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
+          }
+          break;
+        case Op::socket_file:
+          binds.push_back(
+              mount(e.path, "bind", in_.socket_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
+          break;
+      }
+    }
+    std::vector<oci::Mount> all = base;
+    all.insert(all.end(), binds.begin(), binds.end());
+    std::stable_sort(all.begin(), all.end(), [](const oci::Mount& a, const oci::Mount& b) {
+      return path_depth(a.destination) < path_depth(b.destination);
+    });
+    s.mounts = std::move(all);
+
+    oci::Linux l;
+    for (const char* ns : {"pid", "ipc", "uts", "mount", "cgroup"}) {
+      l.namespaces.push_back(oci::Namespace{ns, ""});
+    }
+    if (p_.network_restricted) {
+      l.namespaces.push_back(oci::Namespace{"network", ""});
+    } else if (!in_.host_netns.empty()) {
+      l.namespaces.push_back(oci::Namespace{"network", in_.host_netns});
+    }
+    l.masked_paths = default_masked_paths();
+    l.readonly_paths = default_readonly_paths();
+    oci::Resources res;
+    oci::DeviceCgroup deny_all;
+    deny_all.allow = false;
+    deny_all.access = "rwm";
+    res.devices.push_back(deny_all);
+    l.resources = std::move(res);
+    s.linux_ = std::move(l);
+
+    Policy pol;
+    pol.lockdown = !devbox_;
+    pol.network = p_.network_restricted ? NetworkPolicy::none : NetworkPolicy::open;
+    pol.profile = p_.name;
+    s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(pol);
+    s.annotations[std::string(kAnnotationProfile)] = p_.name;
+  }
+
+  const ResolvedProfile& p_;
+  const SandboxInputs& in_;
+  SandboxPlan plan_;
+  std::vector<Entry> entries_;
+  bool read_all_ = false, write_all_ = false, tmp_private_ = true, devbox_ = false;
+};
+
+const std::vector<std::string_view> kDangerousEnv = {
+    // glibc's "unsecure" variables (what ld.so drops for setuid programs)
+    "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
+    "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+    // shell start-up hooks
+    "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PS4",
+    // sockets that reach the user's agents and container engines
+    "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DOCKER_HOST", "CONTAINER_HOST",
+    "CONTAINERD_ADDRESS", "BUILDKIT_HOST",
+    // ours
+    "COMET_FAULT"};
+
+}  // namespace
+
+std::string_view to_string(HostKind k) {
+  switch (k) {
+    case HostKind::missing:
+      return "missing";
+    case HostKind::dir:
+      return "directory";
+    case HostKind::file:
+      return "file";
+    case HostKind::socket:
+      return "socket";
+    case HostKind::other:
+      return "special file";
+  }
+  return "?";
+}
+
+bool dangerous_env(std::string_view key) {
+  if (key.rfind("LD_", 0) == 0 || key.rfind("MALLOC_", 0) == 0 || key.rfind("BASH_FUNC_", 0) == 0 ||
+      key.rfind("GLIBC_TUNABLES", 0) == 0)
+    return true;
+  return std::find(kDangerousEnv.begin(), kDangerousEnv.end(), key) != kDangerousEnv.end();
+}
+
+std::vector<std::string> sandbox_env(const std::vector<std::string>& env) {
+  std::vector<std::string> out;
+  for (auto it = env.rbegin(); it != env.rend(); ++it) {
+    auto eq = it->find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string key = it->substr(0, eq);
+    if (dangerous_env(key)) continue;
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const std::string& e) { return e.compare(0, eq + 1, key + "=") == 0; }))
+      out.push_back(*it);
+  }
+  std::reverse(out.begin(), out.end());
+  if (std::none_of(out.begin(), out.end(),
+                   [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))
+    out.insert(out.begin(), "PATH=" + std::string(kDefaultPath));
+  return out;
+}
+
+Result<SandboxPlan> compile_profile(const ResolvedProfile& p, const SandboxInputs& in) {
+  try {
+    Planner planner(p, in);
+    return planner.run();
+  } catch (const std::exception& e) {
+    return Error::msg(std::string("sandbox plan: ") + e.what());
+  }
+}
+
+}  // namespace comet::capability

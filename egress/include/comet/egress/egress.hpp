@@ -1,0 +1,78 @@
+// Egress enforcement for one container: what the runtime calls.
+//
+//   before plan_child()     prepare_spec(): when the pack gets a resolver,
+//                           a read-only bind of <state dir>/resolv.conf onto
+//                           /etc/resolv.conf ("nameserver 127.0.0.1")
+//   after the init's mounts setup(), in this order, each step recorded
+//                           (record callback) before the next starts, so a
+//                           runtime killed anywhere leaves what teardown needs:
+//     1. the ruleset (nft_plan.hpp) into the container's netns, by libnftables
+//        in a dedicated thread (nft_load.hpp)
+//     2. a netns the runtime made: pasta for connectivity (pasta.hpp)
+//     3. the resolver (resolver.hpp), a separate process
+//   at delete               teardown(): the resolver, pasta, and our table in
+//                           an engine's netns; idempotent, for --force too.
+// Any failure in setup() is a create error (fail closed).
+//
+// Mode by the capabilities' egress (nft_plan.hpp): none (egress: []) gets no
+// network, no resolver, and, in an engine's namespace, a drop-all table;
+// filtered gets everything above; open ("*") gets pasta, a resolver that
+// answers every name, and a table that only keeps DNS on the resolver.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "comet/base/result.hpp"
+#include "comet/capability/manifest.hpp"
+#include "comet/egress/nft_plan.hpp"
+#include "comet/oci/spec.hpp"
+
+namespace comet::egress {
+
+// What teardown needs (the runtime keeps it in the container's record).
+struct Handles {
+  int resolver_pid = 0;
+  unsigned long long resolver_start = 0;
+  int net_pid = 0;  // pasta
+  unsigned long long net_start = 0;
+  std::string netns_path;  // an engine's netns that holds our table ("" = ours)
+  std::string table;       // our nft table there
+};
+
+// The pack's capabilities, when the spec carries the annotation.
+Result<std::optional<capability::Capabilities>> capabilities_of(const oci::Spec& spec);
+
+// The network namespace path the engine gave (linux.namespaces[network].path),
+// "" when the runtime makes a new one. An error when the spec asks for no
+// network namespace at all (an allowlist cannot be enforced in the host's).
+Result<std::string> engine_netns(const oci::Spec& spec);
+
+// Adds the resolv.conf bind mount when the mode needs a resolver.
+void prepare_spec(oci::Spec& spec, const capability::Capabilities& caps,
+                  const std::string& state_dir);
+// Writes <state_dir>/resolv.conf (after the state dir exists, before clone).
+Status write_resolv_conf(const capability::Capabilities& caps, const std::string& state_dir);
+
+struct SetupRequest {
+  std::string id;
+  std::string state_dir;
+  capability::Capabilities caps;
+  std::string engine_netns;  // engine_netns()
+  int init_pid = 0;
+  std::vector<std::string> upstreams;  // "" entries ignored; empty: the host's
+};
+
+// The DNS upstreams: COMET_DNS_UPSTREAM when set (an error when it does not
+// parse), else the host's /etc/resolv.conf nameservers.
+Result<std::vector<std::string>> dns_upstreams();
+
+Status setup(const SetupRequest& req, Handles& h,
+             const std::function<Status(const Handles&)>& record);
+
+// Undoes setup; safe to call twice, or on a partial Handles. Returns the
+// first problem, after trying everything.
+Status teardown(const Handles& h);
+
+}  // namespace comet::egress

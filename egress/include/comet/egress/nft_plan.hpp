@@ -1,0 +1,72 @@
+// The nftables ruleset for a container's network namespace, as nft script
+// text (what libnftables' nft_run_cmd_from_buffer takes). Pure functions of
+// the allowlist; tests pin the text with golden files
+// (tests/data/egress/*.nft).
+//
+// Filtered (a list of entries), family inet so one table covers v4 and v6:
+//
+//   table inet <T>
+//     set allow4  ipv4_addr . inet_proto . inet_service, flags timeout
+//     set allow6  ipv6_addr . inet_proto . inet_service, flags timeout
+//                 (IP literal entries are elements without a timeout; the
+//                 resolver adds answered addresses with one)
+//     chain output  hook output, policy drop:
+//       ct state invalid drop
+//       ct state established,related accept
+//       oif lo to 127.0.0.1 port 53 (udp, tcp) accept    the resolver
+//       oif lo drop                                      nothing else local
+//       icmpv6 neighbour/router solicitation, advert     IPv6 needs them
+//       port 53 and 853 anywhere else drop               no DNS, no DoT
+//       daddr . l4proto . dport in the set accept
+//       tcp: reject with tcp reset                       connect: ECONNREFUSED
+//       udp: reject with icmp port-unreachable           (send: EPERM, the
+//                                                        next recv ECONNREFUSED)
+//       anything else: reject admin-prohibited
+//
+// Open (egress: ["*"]): policy accept, but DNS still only to the resolver.
+// None (egress: []): policy drop, loopback only. Loaded only into an
+// engine's namespace: one the runtime made for such a pack has nothing but lo.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comet/egress/allowlist.hpp"
+
+namespace comet::egress {
+
+enum class Mode { none, filtered, open };
+Mode mode_of(const Allowlist& a);
+
+inline constexpr std::string_view kSet4 = "allow4";
+inline constexpr std::string_view kSet6 = "allow6";
+inline constexpr std::string_view kResolverAddress = "127.0.0.1";
+
+// The whole script, for a table named `table` (family inet). It starts
+// with "add table; delete table", so loading it twice, or over a stale
+// table in an engine's namespace, replaces the old one atomically.
+std::string ruleset_text(const Allowlist& a, std::string_view table);
+
+// One address the resolver answered, opened for one service until the
+// timeout (seconds) runs out.
+struct Pin {
+  std::string address;  // canonical text
+  bool v6 = false;
+  Service service;
+  uint32_t timeout_s = 0;
+  bool operator==(const Pin&) const = default;
+};
+
+// "add element inet T allow4 { A . tcp . 443 timeout 65s, ... }" (one
+// command per family). Empty when pins is empty.
+std::string add_elements_text(std::string_view table, const std::vector<Pin>& pins);
+// The same elements deleted (no timeouts).
+std::string delete_elements_text(std::string_view table, const std::vector<Pin>& pins);
+
+// The name of this container's table: "comet" in a namespace of its own,
+// "comet_<16 hex digits of a hash of the id>" in an engine's (shared) one.
+std::string table_name(std::string_view container_id, bool shared_netns);
+
+}  // namespace comet::egress

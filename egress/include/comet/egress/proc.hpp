@@ -1,0 +1,53 @@
+// Small process and fd helpers for egress/ (which may not use runtime/'s).
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <string>
+#include <utility>
+
+#include "comet/base/result.hpp"
+
+namespace comet::egress {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// /proc/PID/stat starttime (field 22), 0 when unreadable.
+unsigned long long start_time(int pid);
+// SIGKILL `pid` if it is still the process that started at `start` (0:
+// do not check), then wait up to timeout_ms for it to be gone. Never
+// blocks longer; returns true when it is gone.
+bool kill_verified(int pid, unsigned long long start, int timeout_ms = 2000);
+// Wait up to timeout_ms for the child `pid` to exit; its status, or an
+// error (ETIMEDOUT after killing it).
+Result<int> wait_child(pid_t pid, int timeout_ms);
+// In a freshly forked child: stdin/stdout to /dev/null, stderr to
+// stderr_fd (or /dev/null), the signal mask and dispositions reset.
+void child_stdio(int stderr_fd = -1) noexcept;
+// Closes every fd above 2 except those in keep (sorted ascending).
+void close_fds_except(const int* keep, int n) noexcept;
+
+}  // namespace comet::egress

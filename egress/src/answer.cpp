@@ -1,0 +1,131 @@
+// The resolver's decisions (see answer.hpp).
+#include "comet/egress/answer.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <set>
+
+namespace comet::egress {
+
+using dns::Message;
+
+QueryDecision check_query(const Allowlist& a, const Message& q) {
+  QueryDecision d;
+  if (q.response()) return d;  // drop: never answer an answer
+  d.action = QueryAction::reply;
+  if (q.opcode() != 0) {
+    d.reply = dns::error_reply(q, dns::kNotImp);
+    return d;
+  }
+  if (q.questions.size() != 1) {
+    d.reply = dns::error_reply(q, dns::kFormErr);
+    return d;
+  }
+  const dns::Question& qq = q.questions.front();
+  bool type_ok = qq.type == dns::kTypeA || qq.type == dns::kTypeAaaa || qq.type == dns::kTypeCname;
+  if (qq.qclass != dns::kClassIn || !type_ok || !a.resolvable(qq.name)) {
+    d.reply = dns::error_reply(q, dns::kRefused);
+    return d;
+  }
+  d.action = QueryAction::forward;
+  return d;
+}
+
+Message upstream_query(const Message& q, uint16_t id) {
+  Message u;
+  u.id = id;
+  u.flags = dns::kFlagRd;
+  u.questions.push_back(q.questions.front());
+  return u;
+}
+
+bool unpinnable(const std::vector<uint8_t>& a) {
+  if (a.size() == 4) {
+    uint8_t b0 = a[0];
+    if (b0 == 0 || b0 == 127) return true;      // this host, loopback
+    if (b0 == 169 && a[1] == 254) return true;  // link-local
+    if (b0 >= 224) return true;                 // multicast, reserved, broadcast
+    return false;
+  }
+  if (a.size() == 16) {
+    static const uint8_t zero[16] = {};
+    if (std::equal(a.begin(), a.end(), zero)) return true;                       // ::
+    if (std::equal(a.begin(), a.begin() + 15, zero) && a[15] == 1) return true;  // ::1
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) return true;                      // fe80::/10
+    if (a[0] == 0xff) return true;                                               // multicast
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::equal(a.begin(), a.begin() + 12, mapped)) return true;  // ::ffff:a.b.c.d
+    if (std::equal(a.begin(), a.begin() + 12, zero)) return true;    // ::a.b.c.d (deprecated)
+    return false;
+  }
+  return true;
+}
+
+std::string address_text(const std::vector<uint8_t>& a) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (a.size() == 4) inet_ntop(AF_INET, a.data(), buf, sizeof buf);
+  if (a.size() == 16) inet_ntop(AF_INET6, a.data(), buf, sizeof buf);
+  return buf;
+}
+
+AnswerDecision answer(const Allowlist& a, const Message& query, const Message& up,
+                      const TtlPolicy& ttl) {
+  AnswerDecision d;
+  const dns::Question& q = query.questions.front();
+  bool same_question = up.response() && up.questions.size() == 1 &&
+                       up.questions[0].name == q.name && up.questions[0].type == q.type &&
+                       up.questions[0].qclass == q.qclass;
+  int rc = up.rcode();
+  if (!same_question || (rc != dns::kNoError && rc != dns::kNxDomain)) {
+    d.reply = dns::error_reply(query, dns::kServFail);
+    return d;
+  }
+  Message r = dns::error_reply(query, static_cast<uint16_t>(rc));
+  auto cap = [&](uint32_t t) { return std::min(t, ttl.max_ttl_s); };
+
+  // The CNAME chain from the asked name, every link allowed.
+  std::string cur = q.name;
+  std::set<std::string> seen{cur};
+  for (int hop = 0; hop < 16; ++hop) {
+    auto it = std::find_if(up.answers.begin(), up.answers.end(), [&](const dns::Record& rr) {
+      return rr.type == dns::kTypeCname && rr.rclass == dns::kClassIn && rr.name == cur;
+    });
+    if (it == up.answers.end()) break;
+    if (!a.resolvable(it->target)) {
+      d.reply = dns::error_reply(query, dns::kRefused);
+      return d;
+    }
+    if (!seen.insert(it->target).second) {  // a loop
+      d.reply = dns::error_reply(query, dns::kServFail);
+      return d;
+    }
+    dns::Record c = *it;
+    c.ttl = cap(c.ttl);
+    r.answers.push_back(std::move(c));
+    cur = it->target;
+    if (q.type == dns::kTypeCname) break;  // a CNAME query gets the first link only
+  }
+
+  std::vector<Service> services = a.any() ? std::vector<Service>{} : a.services(q.name);
+  if (q.type == dns::kTypeA || q.type == dns::kTypeAaaa) {
+    for (const dns::Record& rr : up.answers) {
+      if (rr.type != q.type || rr.rclass != dns::kClassIn || rr.name != cur) continue;
+      if (unpinnable(rr.rdata)) continue;
+      dns::Record k = rr;
+      k.ttl = cap(rr.ttl);
+      uint32_t timeout =
+          std::min(std::max(k.ttl, ttl.min_pin_s) + ttl.slack_s, ttl.max_ttl_s + ttl.slack_s);
+      std::string text = address_text(rr.rdata);
+      for (const Service& s : services) {
+        Pin p{text, rr.rdata.size() == 16, s, timeout};
+        if (std::find(d.pins.begin(), d.pins.end(), p) == d.pins.end()) d.pins.push_back(p);
+      }
+      r.answers.push_back(std::move(k));
+    }
+  }
+  d.reply = std::move(r);
+  return d;
+}
+
+}  // namespace comet::egress

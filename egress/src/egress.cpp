@@ -1,0 +1,293 @@
+// Egress setup and teardown for one container (see egress.hpp).
+#include "comet/egress/egress.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "comet/capability/compile.hpp"
+#include "comet/egress/allowlist.hpp"
+#include "comet/egress/nft_load.hpp"
+#include "comet/egress/pasta.hpp"
+#include "comet/egress/proc.hpp"
+#include "comet/egress/resolver.hpp"
+
+namespace comet::egress {
+
+namespace {
+
+constexpr int kResolverReadyMs = 3000;
+
+bool wants_resolver(const capability::Capabilities& caps) {
+  return mode_of(Allowlist(caps.egress)) != Mode::none;
+}
+
+std::string read_text(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return s;
+}
+
+Status write_text(const std::string& path, const std::string& data, mode_t mode) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return Error::sys(errno, "open " + tmp);
+  bool ok_write = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  int e = errno;
+  ::fchmod(fd, mode);
+  ::close(fd);
+  if (!ok_write) return Error::sys(e, "write " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) < 0) return Error::sys(errno, "rename " + tmp);
+  return ok();
+}
+
+int pidfd_open(int pid) {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+// Reads "P <pid>\n" and then "R\n" or "E <why>\n" from the resolver's
+// ready pipe, within the deadline.
+struct ReadyReport {
+  int pid = 0;
+  bool ready = false;
+  std::string error;
+};
+ReadyReport read_ready(int fd, int timeout_ms) {
+  ReadyReport rep;
+  std::string buf;
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    std::size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      std::string line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      if (line.rfind("P ", 0) == 0) rep.pid = std::atoi(line.c_str() + 2);
+      if (line == "R") {
+        rep.ready = true;
+        return rep;
+      }
+      if (line.rfind("E ", 0) == 0) {
+        rep.error = line.substr(2);
+        return rep;
+      }
+    }
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    end - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0) {
+      rep.error = "the resolver did not start within " + std::to_string(timeout_ms) + " ms";
+      return rep;
+    }
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = ::poll(&p, 1, left);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    char tmp[512];
+    ssize_t n = ::read(fd, tmp, sizeof tmp);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (rep.error.empty()) rep.error = "the resolver exited before it was ready";
+      return rep;
+    }
+    buf.append(tmp, static_cast<std::size_t>(n));
+  }
+}
+
+// The resolver runs in a process of its own, detached (double fork, new
+// session) so that it outlives `create`, holding only the fds it needs.
+//
+// TODO(cli): exec "comet-runtime __dns-resolver" instead of running in the
+// forked copy, once the CLI dispatches that hidden subcommand.
+Result<Helper> start_resolver(const SetupRequest& req, const std::string& table, int netns_fd,
+                              const Helper& companion) {
+  ResolverConfig cfg;
+  cfg.egress = req.caps.egress;
+  cfg.table = table;
+  cfg.upstreams = req.upstreams;
+  cfg.companion_pid = companion.pid;
+  cfg.companion_start = companion.start;
+  Fd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!host_ns.valid()) return Error::sys(errno, "open /proc/self/ns/net");
+  Fd init(pidfd_open(req.init_pid));
+  if (!init.valid()) return Error::sys(errno, "pidfd_open of the container init");
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "pipe");
+  Fd rd(p[0]), wr(p[1]);
+  pid_t a = ::fork();
+  if (a < 0) return Error::sys(errno, "fork for the resolver");
+  if (a == 0) {
+    ::setsid();
+    pid_t b = ::fork();
+    if (b != 0) {
+      char line[32];
+      int n = std::snprintf(line, sizeof line, "P %d\n", b > 0 ? b : 0);
+      (void)!::write(wr.get(), line, static_cast<std::size_t>(n));
+      ::_exit(b > 0 ? 0 : 1);
+    }
+    // The resolver: nothing of the runtime's but these four fds.
+    int keep[] = {netns_fd, host_ns.get(), wr.get(), init.get()};
+    std::sort(std::begin(keep), std::end(keep));
+    child_stdio();
+    close_fds_except(keep, 4);
+    ::prctl(PR_SET_NAME, "comet-dns", 0, 0, 0);
+    // The runtime may be a child subreaper (run): do not die with it.
+    ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+    (void)!::chdir("/");
+    ResolverFds fds{netns_fd, host_ns.get(), wr.get(), init.get()};
+    ::_exit(resolver_main(cfg, fds));
+  }
+  wr.reset();
+  (void)wait_child(a, 2000);
+  ReadyReport rep = read_ready(rd.get(), kResolverReadyMs);
+  Helper h{rep.pid, rep.pid > 0 ? start_time(rep.pid) : 0};
+  if (!rep.ready) {
+    if (h.pid > 0) kill_verified(h.pid, h.start);
+    return Error::msg("egress: resolver: " + rep.error);
+  }
+  return h;
+}
+
+}  // namespace
+
+Result<std::optional<capability::Capabilities>> capabilities_of(const oci::Spec& spec) {
+  auto it = spec.annotations.find(std::string(capability::kAnnotationCapabilities));
+  if (it == spec.annotations.end()) return std::optional<capability::Capabilities>{};
+  TRY(capability::Capabilities caps, capability::capabilities_from_json(it->second));
+  return std::optional<capability::Capabilities>(std::move(caps));
+}
+
+Result<std::string> engine_netns(const oci::Spec& spec) {
+  if (spec.linux_)
+    for (const auto& ns : spec.linux_->namespaces)
+      if (ns.type == "network") return ns.path;
+  return Error::msg(
+      "egress: the config has no network namespace; a pack's egress allowlist cannot be "
+      "enforced in the host's");
+}
+
+void prepare_spec(oci::Spec& spec, const capability::Capabilities& caps,
+                  const std::string& state_dir) {
+  if (!wants_resolver(caps)) return;
+  oci::Mount m;
+  m.destination = "/etc/resolv.conf";
+  m.type = "bind";
+  m.source = state_dir + "/resolv.conf";
+  m.options = {"bind", "ro", "nosuid", "nodev", "noexec"};
+  spec.mounts.push_back(std::move(m));
+}
+
+Status write_resolv_conf(const capability::Capabilities& caps, const std::string& state_dir) {
+  if (!wants_resolver(caps)) return ok();
+  return write_text(state_dir + "/resolv.conf", container_resolv_conf(), 0644);
+}
+
+Result<std::vector<std::string>> dns_upstreams() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("COMET_DNS_UPSTREAM"); env && *env) {
+    TRY(auto ups, parse_upstreams(env));
+    for (auto& u : ups) out.push_back(u.text);
+    return out;
+  }
+  for (auto& s : resolv_conf_nameservers(read_text("/etc/resolv.conf"))) out.push_back(s);
+  return out;
+}
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Status setup(const SetupRequest& req, Handles& h,
+             const std::function<Status(const Handles&)>& record) {
+  // How long each step took, in <state dir>/egress.json (bench/egress.py).
+  std::string timing;
+  auto t0 = std::chrono::steady_clock::now();
+  auto step = [&](const char* name) {
+    timing += (timing.empty() ? "" : ",") + std::string("\"") + name +
+              "_ms\":" + std::to_string(ms_since(t0));
+    t0 = std::chrono::steady_clock::now();
+  };
+  auto save_timing = [&]() {
+    (void)write_text(req.state_dir + "/egress.json", "{" + timing + "}\n", 0600);
+  };
+  Allowlist allow(req.caps.egress);
+  Mode mode = mode_of(allow);
+  bool shared = !req.engine_netns.empty();
+  // Our own empty namespace under egress: [] has nothing to filter.
+  if (mode == Mode::none && !shared) return ok();
+
+  std::string ns_path =
+      shared ? req.engine_netns : "/proc/" + std::to_string(req.init_pid) + "/ns/net";
+  Fd netns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!netns.valid()) return Error::sys(errno, "egress: open network namespace " + ns_path);
+
+  // 1. The ruleset, before the namespace has any way out.
+  h.table = table_name(req.id, shared);
+  h.netns_path = shared ? req.engine_netns : "";
+  TRYV(record(h));
+  std::string script = ruleset_text(allow, h.table);
+  t0 = std::chrono::steady_clock::now();
+  TRYC(run_in_netns(netns.get(), script), "egress: load the ruleset");
+  step("ruleset");
+  if (mode == Mode::none) {
+    save_timing();
+    return ok();
+  }
+
+  // 2. A way out, for a namespace we made.
+  if (!shared) {
+    TRY(Helper net,
+        start_pasta(netns.get(), req.state_dir + "/pasta.pid", req.state_dir + "/pasta.log"));
+    h.net_pid = net.pid;
+    h.net_start = net.start;
+    TRYV(record(h));
+    step("pasta");
+  }
+
+  // 3. The resolver.
+  TRY(Helper res, start_resolver(req, h.table, netns.get(), Helper{h.net_pid, h.net_start}));
+  h.resolver_pid = res.pid;
+  h.resolver_start = res.start;
+  TRYV(record(h));
+  step("resolver");
+  save_timing();
+  return ok();
+}
+
+Status teardown(const Handles& h) {
+  Status first = ok();
+  auto note = [&](Status st) {
+    if (first.ok() && !st.ok()) first = std::move(st);
+  };
+  if (h.resolver_pid > 0 && !kill_verified(h.resolver_pid, h.resolver_start))
+    note(Error::msg("egress: the resolver " + std::to_string(h.resolver_pid) + " did not exit"));
+  if (h.net_pid > 0 && !kill_verified(h.net_pid, h.net_start))
+    note(Error::msg("egress: pasta " + std::to_string(h.net_pid) + " did not exit"));
+  if (!h.netns_path.empty() && !h.table.empty()) {
+    Fd ns(::open(h.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (ns.valid()) {
+      // Ask first, so that a table already gone is not an error.
+      Status st = run_in_netns(
+          ns.get(), "add table inet " + h.table + "\ndelete table inet " + h.table + "\n",
+          /*loopback_up=*/false);
+      if (!st.ok()) note(std::move(st));
+    }  // the namespace is gone: so is the table
+  }
+  return first;
+}
+
+}  // namespace comet::egress

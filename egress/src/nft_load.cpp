@@ -1,0 +1,90 @@
+#include "comet/egress/nft_load.hpp"
+
+#include <net/if.h>
+#include <nftables/libnftables.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <thread>
+
+#include "comet/egress/proc.hpp"
+
+namespace comet::egress {
+
+Result<Nft> Nft::open() {
+  Nft n;
+  n.ctx_ = nft_ctx_new(NFT_CTX_DEFAULT);
+  if (!n.ctx_) return Error::msg("nft_ctx_new failed");
+  if (nft_ctx_buffer_error(n.ctx_) != 0 || nft_ctx_buffer_output(n.ctx_) != 0)
+    return Error::msg("nft_ctx_buffer_error failed");
+  return n;
+}
+
+Status Nft::run(const std::string& script) {
+  if (script.empty()) return ok();
+  int saved = errno;
+  errno = 0;
+  int r = nft_run_cmd_from_buffer(ctx_, script.c_str());
+  int e = errno;
+  errno = saved;
+  if (r != 0) {
+    std::string msg = nft_ctx_get_error_buffer(ctx_);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    if (msg.empty()) msg = "(no message)";
+    return Error::sys(e, "nft: " + msg);
+  }
+  return ok();
+}
+
+Nft::Nft(Nft&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)) {}
+Nft& Nft::operator=(Nft&& o) noexcept {
+  if (this != &o) {
+    if (ctx_) nft_ctx_free(ctx_);
+    ctx_ = std::exchange(o.ctx_, nullptr);
+  }
+  return *this;
+}
+Nft::~Nft() {
+  if (ctx_) nft_ctx_free(ctx_);
+}
+
+Status loopback_up() {
+  Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return Error::sys(errno, "socket for lo");
+  struct ifreq ifr = {};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(s.get(), SIOCGIFFLAGS, &ifr) < 0) return Error::sys(errno, "SIOCGIFFLAGS lo");
+  if (ifr.ifr_flags & IFF_UP) return ok();
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+  if (::ioctl(s.get(), SIOCSIFFLAGS, &ifr) < 0) return Error::sys(errno, "SIOCSIFFLAGS lo up");
+  return ok();
+}
+
+Status run_in_netns(int netns_fd, const std::string& script, bool lo_up) {
+  Status result = Error::msg("nft loader thread did not run");
+  std::thread t([&]() {
+    if (::setns(netns_fd, CLONE_NEWNET) < 0) {
+      result = Error::sys(errno, "setns into the container's network namespace");
+      return;
+    }
+    if (lo_up) {
+      Status st = loopback_up();
+      if (!st.ok()) {
+        result = std::move(st);
+        return;
+      }
+    }
+    auto n = Nft::open();  // after setns: its socket is in the container's netns
+    if (!n.ok()) {
+      result = std::move(n).error();
+      return;
+    }
+    result = n->run(script);
+  });
+  t.join();
+  return result;
+}
+
+}  // namespace comet::egress

@@ -1,0 +1,127 @@
+// nft script text for the container's output filter (see nft_plan.hpp).
+#include "comet/egress/nft_plan.hpp"
+
+#include <cstdio>
+
+namespace comet::egress {
+
+Mode mode_of(const Allowlist& a) {
+  if (a.any()) return Mode::open;
+  if (a.none()) return Mode::none;
+  return Mode::filtered;
+}
+
+namespace {
+
+std::string element(const std::string& addr, const Service& s) {
+  return addr + " . " + std::string(l4_name(s.l4)) + " . " + std::to_string(s.port);
+}
+
+std::string set_block(std::string_view name, bool v6, const std::vector<LiteralRule>& lits) {
+  std::string s = "\tset " + std::string(name) + " {\n";
+  s += v6 ? "\t\ttype ipv6_addr . inet_proto . inet_service\n"
+          : "\t\ttype ipv4_addr . inet_proto . inet_service\n";
+  s += "\t\tflags timeout\n";
+  std::vector<std::string> elems;
+  for (const auto& l : lits)
+    if (l.v6 == v6) elems.push_back(element(l.address, l.service));
+  if (!elems.empty()) {
+    s += "\t\telements = { ";
+    for (std::size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i];
+    s += " }\n";
+  }
+  s += "\t}\n";
+  return s;
+}
+
+// Loopback carries only DNS to the resolver; port 53/853 goes nowhere else.
+constexpr std::string_view kDnsOnlyToResolver =
+    "\t\toif \"lo\" ip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport 53 accept\n";
+constexpr std::string_view kNoOtherDns =
+    "\t\tmeta l4proto { tcp, udp } th dport { 53, 853 } drop\n";
+
+}  // namespace
+
+std::string ruleset_text(const Allowlist& a, std::string_view table) {
+  Mode m = mode_of(a);
+  const std::string t(table);
+  std::string s = "add table inet " + t + "\ndelete table inet " + t + "\n";
+  s += "table inet " + t + " {\n";
+  if (m == Mode::none) {
+    s += "\tchain output {\n";
+    s += "\t\ttype filter hook output priority filter; policy drop;\n";
+    s += "\t\toif \"lo\" accept\n";
+    s += "\t}\n}\n";
+    return s;
+  }
+  if (m == Mode::open) {
+    s += "\tchain output {\n";
+    s += "\t\ttype filter hook output priority filter; policy accept;\n";
+    s += kDnsOnlyToResolver;
+    s += kNoOtherDns;
+    s += "\t}\n}\n";
+    return s;
+  }
+  auto lits = a.literals();
+  s += set_block(kSet4, false, lits);
+  s += "\n";
+  s += set_block(kSet6, true, lits);
+  s += "\n";
+  s += "\tchain output {\n";
+  s += "\t\ttype filter hook output priority filter; policy drop;\n";
+  s += "\t\tct state invalid drop\n";
+  s += "\t\tct state established,related accept\n";
+  s += kDnsOnlyToResolver;
+  s += "\t\toif \"lo\" drop\n";
+  s += "\t\ticmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept\n";
+  s += kNoOtherDns;
+  s += "\t\tip daddr . meta l4proto . th dport @" + std::string(kSet4) + " accept\n";
+  s += "\t\tip6 daddr . meta l4proto . th dport @" + std::string(kSet6) + " accept\n";
+  s += "\t\tmeta l4proto tcp reject with tcp reset\n";
+  s += "\t\tmeta l4proto udp reject with icmpx type port-unreachable\n";
+  s += "\t\treject with icmpx type admin-prohibited\n";
+  s += "\t}\n}\n";
+  return s;
+}
+
+namespace {
+std::string elements_cmd(std::string_view verb, std::string_view table,
+                         const std::vector<Pin>& pins, bool timeouts) {
+  std::string out;
+  for (bool v6 : {false, true}) {
+    std::string list;
+    for (const Pin& p : pins) {
+      if (p.v6 != v6) continue;
+      if (!list.empty()) list += ", ";
+      list += element(p.address, p.service);
+      if (timeouts) list += " timeout " + std::to_string(p.timeout_s) + "s";
+    }
+    if (list.empty()) continue;
+    out += std::string(verb) + " element inet " + std::string(table) + " " +
+           std::string(v6 ? kSet6 : kSet4) + " { " + list + " }\n";
+  }
+  return out;
+}
+}  // namespace
+
+std::string add_elements_text(std::string_view table, const std::vector<Pin>& pins) {
+  return elements_cmd("add", table, pins, true);
+}
+
+std::string delete_elements_text(std::string_view table, const std::vector<Pin>& pins) {
+  return elements_cmd("delete", table, pins, false);
+}
+
+std::string table_name(std::string_view container_id, bool shared_netns) {
+  if (!shared_netns) return "comet";
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+  for (unsigned char c : container_id) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "comet_%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace comet::egress

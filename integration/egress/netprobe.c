@@ -1,0 +1,641 @@
+/* netprobe: the egress suite's in-container probe (static, no libc DNS).
+ *
+ *   netprobe ENTRYPOINT CMD [ARG...] [-- CMD [ARG...]]...
+ *
+ * ENTRYPOINT is ignored (a pack runs "interpreter entrypoint args"). Each
+ * command prints one JSON line {"cmd":..,"result":..,...}; result is "ok"
+ * or the errno name (ETIMEDOUT for a timeout). Commands:
+ *   resolve NAME [a|aaaa]        ask the resolver in /etc/resolv.conf;
+ *                                result = rcode name, "addrs" = answers
+ *   tcp HOST PORT                HOST a name (resolved as above) or an IP
+ *                                literal; connect (2 s), then read a line
+ *   udp IP PORT                  connected send, then recv (1 s): "send"
+ *                                and "recv" results
+ *   dnsudp SERVER NAME           a DNS query over UDP to SERVER:53
+ *   dnstcp SERVER                a TCP connect to SERVER:53
+ *   raw | packet                 socket(AF_INET, SOCK_RAW) / AF_PACKET
+ *   uring IP PORT                IORING_OP_CONNECT through raw io_uring
+ *   nft                          an NFT_MSG_NEWTABLE batch over netlink
+ *   unshare                      unshare(CLONE_NEWNET), then NEWUSER|NEWNET
+ *   sleep SECONDS
+ *   waitfile PATH                wait (10 s) for PATH to exist
+ * and, for bench/egress.py:
+ *   connbench IP PORT N          N blocking connects+closes: median/p90 us
+ *   bulk IP PORT MIB             send "<bytes>\n" then MIB MiB to a sink that
+ *                                answers the count: MiB/s
+ *   dnsbench NAME N              N A queries to the resolver (a "%d" in NAME
+ *                                takes the query's index): median/p90 us
+ * The exit status is 0; the test reads the lines. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <netpacket/packet.h>
+#include <net/ethernet.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *ename(int e) {
+  switch (e) {
+#define E(x) case x: return #x;
+    E(EPERM) E(EACCES) E(ECONNREFUSED) E(ETIMEDOUT) E(ENETUNREACH) E(EHOSTUNREACH)
+    E(EAFNOSUPPORT) E(EPROTONOSUPPORT) E(ENOSYS) E(EINVAL) E(ENOENT) E(ECONNRESET)
+    E(EADDRNOTAVAIL) E(ENOTCONN) E(EAGAIN) E(EBADF) E(ENOTSUP) E(ESOCKTNOSUPPORT)
+#undef E
+    default: {
+      static char b[16];
+      snprintf(b, sizeof b, "E%d", e);
+      return b;
+    }
+  }
+}
+
+static void out(const char *cmd, const char *arg, const char *result, const char *extra) {
+  printf("{\"cmd\":\"%s\",\"arg\":\"%s\",\"result\":\"%s\"%s%s}\n", cmd, arg ? arg : "", result,
+         extra ? "," : "", extra ? extra : "");
+  fflush(stdout);
+}
+
+/* --- a minimal DNS client --------------------------------------------------- */
+
+static int nameserver(struct sockaddr_in *sa) {
+  memset(sa, 0, sizeof *sa);
+  sa->sin_family = AF_INET;
+  sa->sin_port = htons(53);
+  FILE *f = fopen("/etc/resolv.conf", "r");
+  char line[256];
+  int found = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    char ip[64];
+    if (sscanf(line, "nameserver %63s", ip) == 1 && inet_pton(AF_INET, ip, &sa->sin_addr) == 1) {
+      found = 1;
+      break;
+    }
+  }
+  if (f) fclose(f);
+  return found;
+}
+
+static int build_query(unsigned char *q, const char *name, int type, uint16_t id) {
+  int n = 0;
+  q[n++] = id >> 8; q[n++] = id & 0xff;
+  q[n++] = 0x01; q[n++] = 0x00;      /* RD */
+  q[n++] = 0; q[n++] = 1;            /* qdcount */
+  memset(q + n, 0, 6); n += 6;
+  const char *p = name;
+  while (*p) {
+    const char *dot = strchr(p, '.');
+    int len = dot ? (int)(dot - p) : (int)strlen(p);
+    if (len <= 0 || len > 63 || n + len + 6 > 500) return -1;
+    q[n++] = (unsigned char)len;
+    memcpy(q + n, p, (size_t)len); n += len;
+    p += len;
+    if (*p == '.') p++;
+  }
+  q[n++] = 0;
+  q[n++] = 0; q[n++] = (unsigned char)type;
+  q[n++] = 0; q[n++] = 1;
+  return n;
+}
+
+static int skip_name(const unsigned char *m, int len, int p) {
+  while (p < len) {
+    if ((m[p] & 0xc0) == 0xc0) return p + 2;
+    if (m[p] == 0) return p + 1;
+    p += m[p] + 1;
+  }
+  return -1;
+}
+
+/* rcode, or -errno; addresses (text) appended to addrs as a JSON list body. */
+static int dns_ask(const struct sockaddr_in *server, const char *name, int type, char *addrs,
+                   size_t addrs_len, unsigned char (*first)[16], int *nfirst) {
+  unsigned char q[512], r[1500];
+  uint16_t id = (uint16_t)(getpid() ^ time(NULL));
+  int qn = build_query(q, name, type, id);
+  if (qn < 0) return -EINVAL;
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  if (connect(s, (const struct sockaddr *)server, sizeof *server) < 0 || send(s, q, (size_t)qn, 0) < 0) {
+    int e = errno;
+    close(s);
+    return -e;
+  }
+  struct pollfd pf = {s, POLLIN, 0};
+  int pr = poll(&pf, 1, 2000);
+  if (pr <= 0) {
+    close(s);
+    return -ETIMEDOUT;
+  }
+  ssize_t n = recv(s, r, sizeof r, 0);
+  int e = errno;
+  close(s);
+  if (n < 0) return -e;
+  if (n < 12) return -EINVAL;
+  int rcode = r[3] & 0xf;
+  int an = (r[6] << 8) | r[7];
+  int p = skip_name(r, (int)n, 12);
+  if (p < 0) return -EINVAL;
+  p += 4;
+  addrs[0] = 0;
+  if (nfirst) *nfirst = 0;
+  for (int i = 0; i < an && p + 10 <= n; i++) {
+    p = skip_name(r, (int)n, p);
+    if (p < 0 || p + 10 > n) break;
+    int t = (r[p] << 8) | r[p + 1];
+    int rdlen = (r[p + 8] << 8) | r[p + 9];
+    p += 10;
+    if (p + rdlen > n) break;
+    char txt[64] = "";
+    if (t == 1 && rdlen == 4) inet_ntop(AF_INET, r + p, txt, sizeof txt);
+    if (t == 28 && rdlen == 16) inet_ntop(AF_INET6, r + p, txt, sizeof txt);
+    if (txt[0]) {
+      if (nfirst && *nfirst == 0) {
+        memcpy(first[0], r + p, (size_t)rdlen);
+        *nfirst = rdlen;
+      }
+      size_t l = strlen(addrs);
+      snprintf(addrs + l, addrs_len - l, "%s\"%s\"", l ? "," : "", txt);
+    }
+    p += rdlen;
+  }
+  return rcode;
+}
+
+static const char *rcode_name(int rc) {
+  static const char *names[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"};
+  return rc >= 0 && rc <= 5 ? names[rc] : "RCODE?";
+}
+
+/* --- connects ------------------------------------------------------------------ */
+
+/* Fills sa from an IP literal or a name (A through the resolver). */
+static int target(const char *host, int port, struct sockaddr_storage *sa, socklen_t *len,
+                  char *why, size_t why_len) {
+  memset(sa, 0, sizeof *sa);
+  struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+  struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+  if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons((uint16_t)port);
+    *len = sizeof *s4;
+    return 0;
+  }
+  if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons((uint16_t)port);
+    *len = sizeof *s6;
+    return 0;
+  }
+  struct sockaddr_in ns;
+  if (!nameserver(&ns)) {
+    snprintf(why, why_len, "NONAMESERVER");
+    return -1;
+  }
+  char addrs[512];
+  unsigned char first[1][16];
+  int nfirst = 0;
+  int rc = dns_ask(&ns, host, 1, addrs, sizeof addrs, first, &nfirst);
+  if (rc != 0 || nfirst != 4) {
+    snprintf(why, why_len, "DNS_%s", rc < 0 ? ename(-rc) : rcode_name(rc));
+    return -1;
+  }
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons((uint16_t)port);
+  memcpy(&s4->sin_addr, first[0], 4);
+  *len = sizeof *s4;
+  return 0;
+}
+
+static int connect_timeout(int s, const struct sockaddr *sa, socklen_t len, int ms) {
+  int fl = fcntl(s, F_GETFL);
+  fcntl(s, F_SETFL, fl | O_NONBLOCK);
+  if (connect(s, sa, len) == 0) return 0;
+  if (errno != EINPROGRESS) return errno;
+  struct pollfd pf = {s, POLLOUT, 0};
+  int r = poll(&pf, 1, ms);
+  if (r == 0) return ETIMEDOUT;
+  int err = 0;
+  socklen_t el = sizeof err;
+  getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el);
+  fcntl(s, F_SETFL, fl);
+  return err;
+}
+
+static void cmd_tcp(const char *host, const char *port_s) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s", host, port_s);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  if (target(host, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("tcp", arg, why, NULL);
+    return;
+  }
+  int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) {
+    out("tcp", arg, ename(errno), NULL);
+    return;
+  }
+  int e = connect_timeout(s, (struct sockaddr *)&sa, len, 2000);
+  if (e) {
+    close(s);
+    out("tcp", arg, ename(e), NULL);
+    return;
+  }
+  char buf[256] = "";
+  struct pollfd pf = {s, POLLIN, 0};
+  ssize_t n = 0;
+  if (poll(&pf, 1, 2000) > 0) n = recv(s, buf, sizeof buf - 1, 0);
+  close(s);
+  if (n < 0) n = 0;
+  buf[n] = 0;
+  for (ssize_t i = 0; i < n; i++)
+    if (buf[i] == '"' || buf[i] == '\\' || (unsigned char)buf[i] < 0x20) buf[i] = ' ';
+  char extra[320];
+  snprintf(extra, sizeof extra, "\"greeting\":\"%s\"", buf);
+  out("tcp", arg, "ok", extra);
+}
+
+static void cmd_udp(const char *ip, const char *port_s) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s", ip, port_s);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  if (target(ip, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("udp", arg, why, NULL);
+    return;
+  }
+  int s = socket(sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0 || connect(s, (struct sockaddr *)&sa, len) < 0) {
+    out("udp", arg, ename(errno), NULL);
+    if (s >= 0) close(s);
+    return;
+  }
+  const char *send_r = "ok", *recv_r = "ok";
+  if (send(s, "ping", 4, 0) < 0) send_r = ename(errno);
+  char buf[64];
+  struct pollfd pf = {s, POLLIN, 0};
+  if (poll(&pf, 1, 1000) <= 0)
+    recv_r = "ETIMEDOUT";
+  else if (recv(s, buf, sizeof buf, 0) < 0)
+    recv_r = ename(errno);
+  close(s);
+  char extra[128];
+  snprintf(extra, sizeof extra, "\"send\":\"%s\",\"recv\":\"%s\"", send_r, recv_r);
+  out("udp", arg, strcmp(send_r, "ok") ? send_r : recv_r, extra);
+}
+
+static void cmd_resolve(const char *name, const char *type) {
+  struct sockaddr_in ns;
+  if (!nameserver(&ns)) {
+    out("resolve", name, "NONAMESERVER", NULL);
+    return;
+  }
+  char addrs[1024];
+  int rc = dns_ask(&ns, name, type && !strcmp(type, "aaaa") ? 28 : 1, addrs, sizeof addrs, NULL, NULL);
+  char extra[1100];
+  snprintf(extra, sizeof extra, "\"addrs\":[%s]", rc >= 0 ? addrs : "");
+  out("resolve", name, rc < 0 ? ename(-rc) : rcode_name(rc), extra);
+}
+
+static void cmd_dnsudp(const char *server, const char *name) {
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(53);
+  if (inet_pton(AF_INET, server, &sa.sin_addr) != 1) {
+    out("dnsudp", server, "EINVAL", NULL);
+    return;
+  }
+  char addrs[512];
+  int rc = dns_ask(&sa, name, 1, addrs, sizeof addrs, NULL, NULL);
+  out("dnsudp", server, rc < 0 ? ename(-rc) : rcode_name(rc), NULL);
+}
+
+static void cmd_dnstcp(const char *server) {
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(53);
+  inet_pton(AF_INET, server, &sa.sin_addr);
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = s < 0 ? errno : connect_timeout(s, (struct sockaddr *)&sa, sizeof sa, 1500);
+  if (s >= 0) close(s);
+  out("dnstcp", server, e ? ename(e) : "ok", NULL);
+}
+
+static void cmd_socket(const char *what) {
+  int s = !strcmp(what, "raw") ? socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP)
+                               : socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+  int e = errno;
+  if (s >= 0) close(s);
+  out(what, "", s >= 0 ? "ok" : ename(e), NULL);
+}
+
+/* --- io_uring connect, raw syscalls -------------------------------------------- */
+
+static void cmd_uring(const char *ip, const char *port_s) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s", ip, port_s);
+  struct io_uring_params p;
+  memset(&p, 0, sizeof p);
+  int fd = (int)syscall(__NR_io_uring_setup, 4, &p);
+  if (fd < 0) {
+    char extra[64];
+    snprintf(extra, sizeof extra, "\"stage\":\"setup\"");
+    out("uring", arg, ename(errno), extra);
+    return;
+  }
+  size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+  size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+  unsigned char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                           IORING_OFF_SQ_RING);
+  unsigned char *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                           IORING_OFF_CQ_RING);
+  struct io_uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
+                                   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                                   IORING_OFF_SQES);
+  if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) {
+    out("uring", arg, ename(errno), "\"stage\":\"mmap\"");
+    close(fd);
+    return;
+  }
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)atoi(port_s));
+  inet_pton(AF_INET, ip, &sa.sin_addr);
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct io_uring_sqe *e = &sqes[0];
+  memset(e, 0, sizeof *e);
+  e->opcode = IORING_OP_CONNECT;
+  e->fd = s;
+  e->addr = (unsigned long)&sa;
+  e->off = sizeof sa;
+  e->user_data = 1;
+  unsigned *tail = (unsigned *)(sq + p.sq_off.tail);
+  unsigned *mask = (unsigned *)(sq + p.sq_off.ring_mask);
+  unsigned *array = (unsigned *)(sq + p.sq_off.array);
+  array[*tail & *mask] = 0;
+  __atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+  int r = (int)syscall(__NR_io_uring_enter, fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+  if (r < 0) {
+    out("uring", arg, ename(errno), "\"stage\":\"enter\"");
+    close(fd);
+    close(s);
+    return;
+  }
+  unsigned *chead = (unsigned *)(cq + p.cq_off.head);
+  unsigned *cmask = (unsigned *)(cq + p.cq_off.ring_mask);
+  struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+  int res = cqes[*chead & *cmask].res;
+  close(fd);
+  close(s);
+  out("uring", arg, res == 0 ? "ok" : ename(-res), "\"stage\":\"connect\"");
+}
+
+/* --- an nft rule from inside --------------------------------------------------- */
+
+static void put_msg(unsigned char *buf, size_t *off, uint16_t type, uint16_t flags, uint32_t seq,
+                    uint8_t family, uint16_t res_id, const void *payload, size_t plen) {
+  struct nlmsghdr *h = (struct nlmsghdr *)(buf + *off);
+  h->nlmsg_len = (uint32_t)NLMSG_LENGTH(sizeof(struct nfgenmsg) + plen);
+  h->nlmsg_type = type;
+  h->nlmsg_flags = flags;
+  h->nlmsg_seq = seq;
+  h->nlmsg_pid = 0;
+  struct nfgenmsg *g = NLMSG_DATA(h);
+  g->nfgen_family = family;
+  g->version = NFNETLINK_V0;
+  g->res_id = htons(res_id);
+  if (plen) memcpy((unsigned char *)g + sizeof *g, payload, plen);
+  *off += NLMSG_ALIGN(h->nlmsg_len);
+}
+
+static void cmd_nft(void) {
+  int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+  if (s < 0) {
+    out("nft", "", ename(errno), "\"stage\":\"socket\"");
+    return;
+  }
+  unsigned char buf[512] = {0};
+  size_t off = 0;
+  put_msg(buf, &off, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, 1, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, NULL, 0);
+  /* NFTA_TABLE_NAME "x" */
+  unsigned char attr[8] = {6, 0, NFTA_TABLE_NAME, 0, 'x', 0, 0, 0};
+  put_msg(buf, &off, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE,
+          NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK, 2, NFPROTO_INET, 0, attr, sizeof attr);
+  put_msg(buf, &off, NFNL_MSG_BATCH_END, NLM_F_REQUEST, 3, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, NULL, 0);
+  struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+  if (sendto(s, buf, off, 0, (struct sockaddr *)&k, sizeof k) < 0) {
+    out("nft", "", ename(errno), "\"stage\":\"send\"");
+    close(s);
+    return;
+  }
+  unsigned char r[4096];
+  struct pollfd pf = {s, POLLIN, 0};
+  if (poll(&pf, 1, 1000) <= 0) {
+    out("nft", "", "ETIMEDOUT", "\"stage\":\"ack\"");
+    close(s);
+    return;
+  }
+  ssize_t n = recv(s, r, sizeof r, 0);
+  close(s);
+  for (struct nlmsghdr *h = (struct nlmsghdr *)r; n > 0 && NLMSG_OK(h, (unsigned)n); h = NLMSG_NEXT(h, n)) {
+    if (h->nlmsg_type == NLMSG_ERROR) {
+      struct nlmsgerr *e = NLMSG_DATA(h);
+      out("nft", "", e->error == 0 ? "ok" : ename(-e->error), "\"stage\":\"ack\"");
+      return;
+    }
+  }
+  out("nft", "", "ok", "\"stage\":\"noack\"");
+}
+
+static void cmd_unshare(void) {
+  const char *a = unshare(CLONE_NEWNET) == 0 ? "ok" : ename(errno);
+  char extra[96];
+  const char *b = unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 ? "ok" : ename(errno);
+  snprintf(extra, sizeof extra, "\"net\":\"%s\",\"user_net\":\"%s\"", a, b);
+  out("unshare", "", strcmp(a, "ok") ? (strcmp(b, "ok") ? a : b) : a, extra);
+}
+
+static void cmd_waitfile(const char *path) {
+  for (int i = 0; i < 1000; i++) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+      out("waitfile", path, "ok", NULL);
+      return;
+    }
+    usleep(10000);
+  }
+  out("waitfile", path, "ETIMEDOUT", NULL);
+}
+
+/* --- benchmarks ---------------------------------------------------------------- */
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void report(const char *cmd, const char *arg, double *v, int n, int fails) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  char extra[160];
+  snprintf(extra, sizeof extra, "\"n\":%d,\"fails\":%d,\"median_us\":%.1f,\"p90_us\":%.1f", n, fails,
+           n ? v[n / 2] : 0.0, n ? v[(n * 9) / 10] : 0.0);
+  out(cmd, arg, fails ? "EFAIL" : "ok", extra);
+}
+
+static void cmd_connbench(const char *ip, const char *port_s, const char *n_s) {
+  int n = atoi(n_s);
+  if (n <= 0 || n > 100000) n = 100;
+  double *v = calloc((size_t)n, sizeof *v);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  int fails = 0, k = 0;
+  if (!v || target(ip, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("connbench", ip, "EINVAL", NULL);
+    free(v);
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    double t0 = now_us();
+    int r = connect(s, (struct sockaddr *)&sa, len);
+    double t1 = now_us();
+    close(s);
+    if (r < 0) fails++;
+    else v[k++] = t1 - t0;
+  }
+  report("connbench", ip, v, k, fails);
+  free(v);
+}
+
+static void cmd_bulk(const char *ip, const char *port_s, const char *mib_s) {
+  long mib = atol(mib_s);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  if (target(ip, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("bulk", ip, why, NULL);
+    return;
+  }
+  int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (connect(s, (struct sockaddr *)&sa, len) < 0) {
+    out("bulk", ip, ename(errno), NULL);
+    close(s);
+    return;
+  }
+  static char buf[1 << 16];
+  memset(buf, 'x', sizeof buf);
+  long left = mib << 20;
+  double t0 = now_us();
+  char head[32];
+  int hl = snprintf(head, sizeof head, "%ld\n", left);
+  if (send(s, head, (size_t)hl, 0) != hl) {
+    out("bulk", ip, ename(errno), NULL);
+    close(s);
+    return;
+  }
+  while (left > 0) {
+    ssize_t w = send(s, buf, (size_t)(left < (long)sizeof buf ? left : (long)sizeof buf), 0);
+    if (w <= 0) break;
+    left -= w;
+  }
+  char ack[64] = "";
+  ssize_t r = 0;
+  struct pollfd pf = {s, POLLIN, 0};
+  while (poll(&pf, 1, 10000) > 0) {  /* the count line, then EOF */
+    ssize_t k = recv(s, ack + r, sizeof ack - 1 - (size_t)r, 0);
+    if (k <= 0) break;
+    r += k;
+    if (memchr(ack, '\n', (size_t)r)) break;
+  }
+  double t1 = now_us();
+  close(s);
+  if (r < 0) r = 0;
+  ack[r] = 0;
+  char extra[128];
+  snprintf(extra, sizeof extra, "\"mib_s\":%.1f,\"acked\":%ld", (double)mib / ((t1 - t0) / 1e6),
+           atol(ack));
+  out("bulk", ip, left == 0 && atol(ack) == (mib << 20) ? "ok" : "EFAIL", extra);
+}
+
+static void cmd_dnsbench(const char *pattern, const char *n_s) {
+  int n = atoi(n_s);
+  if (n <= 0 || n > 100000) n = 100;
+  struct sockaddr_in ns;
+  double *v = calloc((size_t)n, sizeof *v);
+  if (!v || !nameserver(&ns)) {
+    out("dnsbench", pattern, "NONAMESERVER", NULL);
+    free(v);
+    return;
+  }
+  int fails = 0, k = 0;
+  for (int i = 0; i < n; i++) {
+    char name[256], addrs[256];
+    const char *pct = strstr(pattern, "%d");
+    if (pct)
+      snprintf(name, sizeof name, "%.*s%d%s", (int)(pct - pattern), pattern, i, pct + 2);
+    else
+      snprintf(name, sizeof name, "%s", pattern);
+    double t0 = now_us();
+    int rc = dns_ask(&ns, name, 1, addrs, sizeof addrs, NULL, NULL);
+    double t1 = now_us();
+    if (rc != 0) fails++;
+    else v[k++] = t1 - t0;
+  }
+  report("dnsbench", pattern, v, k, fails);
+  free(v);
+}
+
+int main(int argc, char **argv) {
+  int i = 2; /* argv[1]: the pack's entrypoint */
+  while (i < argc) {
+    int end = i;
+    while (end < argc && strcmp(argv[end], "--")) end++;
+    int n = end - i;
+    char **a = argv + i;
+    if (n >= 1) {
+      if (!strcmp(a[0], "resolve") && n >= 2) cmd_resolve(a[1], n >= 3 ? a[2] : "a");
+      else if (!strcmp(a[0], "tcp") && n >= 3) cmd_tcp(a[1], a[2]);
+      else if (!strcmp(a[0], "udp") && n >= 3) cmd_udp(a[1], a[2]);
+      else if (!strcmp(a[0], "dnsudp") && n >= 3) cmd_dnsudp(a[1], a[2]);
+      else if (!strcmp(a[0], "dnstcp") && n >= 2) cmd_dnstcp(a[1]);
+      else if (!strcmp(a[0], "raw") || !strcmp(a[0], "packet")) cmd_socket(a[0]);
+      else if (!strcmp(a[0], "uring") && n >= 3) cmd_uring(a[1], a[2]);
+      else if (!strcmp(a[0], "nft")) cmd_nft();
+      else if (!strcmp(a[0], "unshare")) cmd_unshare();
+      else if (!strcmp(a[0], "sleep") && n >= 2) { usleep((useconds_t)(atof(a[1]) * 1e6)); out("sleep", a[1], "ok", NULL); }
+      else if (!strcmp(a[0], "waitfile") && n >= 2) cmd_waitfile(a[1]);
+      else if (!strcmp(a[0], "connbench") && n >= 4) cmd_connbench(a[1], a[2], a[3]);
+      else if (!strcmp(a[0], "bulk") && n >= 4) cmd_bulk(a[1], a[2], a[3]);
+      else if (!strcmp(a[0], "dnsbench") && n >= 3) cmd_dnsbench(a[1], a[2]);
+      else out(a[0], "", "EINVAL", "\"why\":\"unknown command or missing arguments\"");
+    }
+    i = end + 1;
+  }
+  return 0;
+}

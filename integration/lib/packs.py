@@ -1,0 +1,71 @@
+"""Pack sandboxes for the enforcement and escape suites: a static agent
+(integration/pack/packprobe.c) used as runtime.interpreter, a rootfs that
+holds it (and busybox, so that there is something else to try to run), a
+pack directory, and `pack run` of a list of operations."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+PACKPROBE_SRC = Path(__file__).resolve().parent.parent / "pack" / "packprobe.c"
+
+MANIFEST = """\
+apiVersion: soyapack/v0
+name: probe-pack
+version: 0.0.1
+runtime:
+  interpreter: /usr/bin/packprobe
+  entrypoint: agent.txt
+  args: []
+capabilities:
+  egress: []
+  fs:
+    read: [/workdir, /workdir/inputs]
+    write: [/workdir/out]
+  determinism_tier: read-only
+"""
+
+
+def build_packprobe(session_dir: Path) -> Path:
+    out = session_dir / "packprobe"
+    if not out.exists():
+        subprocess.run(["cc", "-static", "-O2", "-o", str(out), str(PACKPROBE_SRC), "-lpthread"],
+                       check=True)
+    return out
+
+
+def make_pack(workdir: Path, packprobe: Path, manifest: str = MANIFEST) -> tuple[Path, Path]:
+    rootfs = workdir / "rootfs"
+    for d in ("usr/bin", "bin", "proc", "dev", "sys", "tmp", "workdir", "etc"):
+        (rootfs / d).mkdir(parents=True, exist_ok=True)
+    shutil.copy2(packprobe, rootfs / "usr/bin/packprobe")
+    shutil.copy2("/bin/busybox", rootfs / "bin/busybox")
+    (rootfs / "etc/shadow").write_text("root:x:::::::\n")
+    os.chmod(rootfs / "etc/shadow", 0o600)
+    p = workdir / "pack"
+    p.mkdir()
+    (p / "soyapack.yaml").write_text(manifest)
+    (p / "agent.txt").write_text("the entrypoint, ignored by packprobe\n")
+    return p, rootfs
+
+
+def pack_run(rt, pack, *ops, extra=(), timeout=60):
+    p, rootfs = pack
+    return rt("pack", "run", str(p), "--rootfs", str(rootfs), *extra, "--", *ops, timeout=timeout)
+
+
+def results(res) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for line in res.out.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            out.setdefault(d["op"], []).append(d)
+    return out
+
+
+def one(r, op):
+    assert op in r, f"{op} did not report: {r}"
+    return r[op][0]

@@ -1,0 +1,201 @@
+"""Helpers for the `comet-runtime sandbox` suites (test_sandbox.py,
+escape/test_runtime_sockets.py): a Python probe run *inside* the sandbox
+(the host's /usr/bin/python3, readable in every profile), and checks that a
+sandbox left nothing behind."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+PYTHON = "/usr/bin/python3"
+
+# One operation per argument, "op=arg"; one JSON line per operation:
+# {"op","arg","ok","errno"[,"data"]}. Errors are reported, never raised.
+PROBE = r'''
+import errno, json, os, socket, stat, sys
+def out(op, arg, ok, err=None, **kw):
+    d = {"op": op, "arg": arg, "ok": ok, "errno": errno.errorcode.get(err) if err else None}
+    d.update(kw)
+    print(json.dumps(d), flush=True)
+for a in sys.argv[1:]:
+    op, _, arg = a.partition("=")
+    try:
+        if op == "read":
+            with open(arg, "rb") as f: data = f.read(64)
+            out(op, arg, True, data=data.decode("latin1"))
+        elif op == "write":
+            with open(arg, "w") as f: f.write("x")
+            out(op, arg, True)
+        elif op == "append":
+            fd = os.open(arg, os.O_WRONLY | os.O_APPEND); os.close(fd); out(op, arg, True)
+        elif op == "trunc":
+            fd = os.open(arg, os.O_WRONLY | os.O_TRUNC); os.close(fd); out(op, arg, True)
+        elif op == "mkdir":
+            os.mkdir(arg); out(op, arg, True)
+        elif op == "ls":
+            out(op, arg, True, data=sorted(os.listdir(arg)))
+        elif op == "stat":
+            st = os.lstat(arg)
+            kind = ("socket" if stat.S_ISSOCK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
+                    else "file" if stat.S_ISREG(st.st_mode) else "other")
+            out(op, arg, True, data={"kind": kind, "size": st.st_size, "mode": stat.S_IMODE(st.st_mode)})
+        elif op == "unlink":
+            os.unlink(arg); out(op, arg, True)
+        elif op == "rename":
+            src, dst = arg.split(":", 1); os.rename(src, dst); out(op, arg, True)
+        elif op == "connect-unix":
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3)
+            try: s.connect(arg); out(op, arg, True)
+            finally: s.close()
+        elif op == "connect-tcp":
+            host, port = arg.rsplit(":", 1)
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM); s.settimeout(3)
+            try: s.connect((host, int(port))); out(op, arg, True)
+            finally: s.close()
+        elif op == "netdevs":
+            with open("/proc/net/dev") as f: lines = f.read().splitlines()[2:]
+            out(op, arg, True, data=sorted(l.split(":")[0].strip() for l in lines))
+        elif op == "id":
+            out(op, arg, True, data={"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                                     "cwd": os.getcwd(), "home": os.environ.get("HOME"),
+                                     "env": sorted(os.environ)})
+        elif op == "exit":
+            sys.exit(int(arg))
+        else:
+            out(op, arg, False, data="unknown op")
+    except OSError as e:
+        out(op, arg, False, e.errno)
+    except socket.timeout:
+        out(op, arg, False, errno.ETIMEDOUT)
+'''
+
+
+def probe_cmd(*ops: str) -> list[str]:
+    return [PYTHON, "-c", PROBE, *ops]
+
+
+def results(res) -> dict[str, list[dict]]:
+    """op -> its result lines, in order."""
+    out: dict[str, list[dict]] = {}
+    for line in res.out.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            out.setdefault(d["op"], []).append(d)
+    return out
+
+
+def by_arg(res) -> dict[tuple[str, str], dict]:
+    """(op, arg) -> its result (the last one)."""
+    out = {}
+    for line in res.out.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            out[(d["op"], d["arg"])] = d
+    return out
+
+
+class UnixListener:
+    """A unix stream listener at PATH, on the host, counting connections."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.accepted = 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(self.path))
+        os.chmod(self.path, 0o666)
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self._stop = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self._stop:
+            try:
+                c, _ = self.sock.accept()
+                self.accepted += 1
+                c.close()
+            except (socket.timeout, OSError):
+                continue
+
+    def close(self):
+        self._stop = True
+        self.thread.join(timeout=2)
+        self.sock.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class TcpListener:
+    """A TCP listener on 127.0.0.1 (an ephemeral port), on the host."""
+
+    def __init__(self):
+        self.accepted = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self._stop = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self._stop:
+            try:
+                c, _ = self.sock.accept()
+                self.accepted += 1
+                c.close()
+            except (socket.timeout, OSError):
+                continue
+
+    def close(self):
+        self._stop = True
+        self.thread.join(timeout=2)
+        self.sock.close()
+
+
+def sandbox_ids(stderr: str) -> set[str]:
+    """The container ids a `--debug` sandbox run logged."""
+    import re
+
+    return set(re.findall(r"(sandbox-[0-9a-f]{12})", stderr))
+
+
+def sandbox_leftovers(root: Path, ids=None) -> list[str]:
+    """What a finished sandbox must not leave: entries in its (private)
+    state root, mounts naming a sandbox bundle under it, cgroups of its
+    container ids (all sandbox-* cgroups when ids is None), processes
+    running from its bundle."""
+    problems = []
+    if root.exists():
+        for e in root.iterdir():
+            problems.append(f"state root entry left: {e}")
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if (str(root) + "/") in line:
+                problems.append(f"mount left: {line.strip()}")
+    cg = Path("/sys/fs/cgroup")
+    for hier in cg.iterdir() if cg.is_dir() else []:
+        for dirpath, dirnames, _ in os.walk(hier):
+            if len(Path(dirpath).parts) - len(hier.parts) > 4:
+                dirnames[:] = []
+                continue
+            for d in dirnames:
+                if (ids is None and d.startswith("sandbox-")) or (ids is not None and d in ids):
+                    problems.append(f"cgroup left: {Path(dirpath) / d}")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if (str(root) + "/.sandbox@").encode() in cmd:
+            problems.append(f"process left: {pid} {cmd!r}")
+    return problems

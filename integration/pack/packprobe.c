@@ -1,0 +1,322 @@
+/*
+ * packprobe: a static program used as a pack's runtime.interpreter by the
+ * pack enforcement tests. argv[1] is the pack's entrypoint (ignored); each
+ * later argument is one operation. For each it prints one JSON line:
+ *   {"op":"fork","ok":false,"errno":"EPERM","data":"..."}
+ * Build: cc -static -O2 -o packprobe packprobe.c
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <sys/un.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timex.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *ename(int e) {
+    switch (e) {
+    case 0: return "0";
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EROFS: return "EROFS";
+    case ENOSYS: return "ENOSYS";
+    case EINVAL: return "EINVAL";
+    case EFAULT: return "EFAULT";
+    case ENOEXEC: return "ENOEXEC";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
+    case EBADF: return "EBADF";
+    case ESRCH: return "ESRCH";
+    case EEXIST: return "EEXIST";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EXDEV: return "EXDEV";
+    case ENOSPC: return "ENOSPC";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    default: {
+        static char buf[32];
+        snprintf(buf, sizeof buf, "E%d", e);
+        return buf;
+    }
+    }
+}
+
+static void report(const char *op, int ok, int err, const char *data) {
+    printf("{\"op\":\"%s\",\"ok\":%s,\"errno\":\"%s\",\"data\":\"", op, ok ? "true" : "false",
+           ok ? "0" : ename(err));
+    for (const char *p = data ? data : ""; *p; p++) {
+        if (*p == '"' || *p == '\\') putchar('\\');
+        if ((unsigned char)*p < 0x20) { printf("\\u%04x", *p); continue; }
+        putchar(*p);
+    }
+    printf("\"}\n");
+    fflush(stdout);
+}
+
+#define RES(op, expr) do { errno = 0; long r_ = (long)(expr); int e_ = errno; \
+    report(op, r_ >= 0, e_, NULL); } while (0)
+
+static void *thread_fn(void *arg) { return arg; }
+
+int main(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        char *op = argv[i];
+        char *arg = strchr(op, '=');
+        if (arg) *arg++ = '\0';
+        if (!strcmp(op, "fork")) {
+            pid_t p = fork();
+            if (p == 0) _exit(0);
+            int e = errno;
+            if (p > 0) waitpid(p, NULL, 0);
+            report(op, p > 0, e, NULL);
+        } else if (!strcmp(op, "vfork")) {
+            long p = syscall(SYS_vfork);
+            if (p == 0) _exit(0);
+            int e = errno;
+            if (p > 0) waitpid((pid_t)p, NULL, 0);
+            report(op, p > 0, e, NULL);
+        } else if (!strcmp(op, "clone-process")) {
+            long p = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+            if (p == 0) _exit(0);
+            int e = errno;
+            if (p > 0) waitpid((pid_t)p, NULL, 0);
+            report(op, p > 0, e, NULL);
+        } else if (!strcmp(op, "clone3")) {
+            long r = syscall(SYS_clone3, NULL, 0);
+            report(op, r >= 0, errno, NULL);
+        } else if (!strcmp(op, "thread")) {
+            pthread_t t;
+            int r = pthread_create(&t, NULL, thread_fn, NULL);
+            if (r == 0) pthread_join(t, NULL);
+            report(op, r == 0, r, NULL);
+        } else if (!strcmp(op, "exec")) {
+            char *av[] = {arg, NULL};
+            execv(arg, av);
+            report(op, 0, errno, arg);
+        } else if (!strcmp(op, "memfd-exec")) {
+            int m = (int)syscall(SYS_memfd_create, "x", 0);
+            if (m < 0) { report(op, 0, errno, "memfd_create"); continue; }
+            int src = open("/proc/self/exe", O_RDONLY);
+            char buf[65536];
+            ssize_t n;
+            while (src >= 0 && (n = read(src, buf, sizeof buf)) > 0) (void)!write(m, buf, n);
+            char *av[] = {"packprobe", "x", NULL};
+            syscall(SYS_execveat, m, "", av, environ, AT_EMPTY_PATH);
+            report(op, 0, errno, "execveat");
+        } else if (!strcmp(op, "clock_settime")) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            RES(op, clock_settime(CLOCK_REALTIME, &ts));
+        } else if (!strcmp(op, "settimeofday")) {
+            struct timeval tv;
+            gettimeofday(&tv, NULL);
+            RES(op, settimeofday(&tv, NULL));
+        } else if (!strcmp(op, "adjtimex-read")) {
+            struct timex tx = {0};
+            RES(op, adjtimex(&tx));
+        } else if (!strcmp(op, "adjtimex-set")) {
+            struct timex tx = {0};
+            tx.modes = ADJ_OFFSET;
+            RES(op, adjtimex(&tx));
+        } else if (!strcmp(op, "clock_gettime")) {
+            struct timespec ts;
+            RES(op, clock_gettime(CLOCK_REALTIME, &ts));
+        } else if (!strcmp(op, "mount-tmpfs")) {
+            RES(op, mount("none", "/tmp", "tmpfs", 0, NULL));
+        } else if (!strcmp(op, "remount-root-rw")) {
+            RES(op, mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL));
+        } else if (!strcmp(op, "umount")) {
+            RES(op, umount2(arg, MNT_DETACH));
+        } else if (!strcmp(op, "unshare-user")) {
+            RES(op, unshare(CLONE_NEWUSER));
+        } else if (!strcmp(op, "unshare-net")) {
+            RES(op, unshare(CLONE_NEWNET));
+        } else if (!strcmp(op, "setns")) {
+            int fd = open(arg, O_RDONLY);
+            if (fd < 0) { report(op, 0, errno, "open"); continue; }
+            RES(op, setns(fd, 0));
+        } else if (!strcmp(op, "ptrace-attach")) {
+            RES(op, ptrace(PTRACE_ATTACH, 1, 0, 0));
+        } else if (!strcmp(op, "bpf")) {
+            union bpf_attr a;
+            memset(&a, 0, sizeof a);
+            RES(op, syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a));
+        } else if (!strcmp(op, "keyctl")) {
+            RES(op, syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0));
+        } else if (!strcmp(op, "io_uring_setup")) {
+            char params[120];
+            memset(params, 0, sizeof params);
+            RES(op, syscall(SYS_io_uring_setup, 4, params));
+        } else if (!strcmp(op, "socket-raw")) {
+            RES(op, socket(AF_INET, SOCK_RAW, 1));
+        } else if (!strcmp(op, "socket-packet")) {
+            RES(op, socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)));
+        } else if (!strcmp(op, "socket-packet-hibits")) {
+            /* the family as a 64-bit value with high bits: the kernel reads 32 */
+            RES(op, syscall(SYS_socket, 0x100000000L | AF_PACKET, SOCK_DGRAM, 0));
+        } else if (!strcmp(op, "socket-inet")) {
+            RES(op, socket(AF_INET, SOCK_STREAM, 0));
+        } else if (!strcmp(op, "socket-unix")) {
+            RES(op, socket(AF_UNIX, SOCK_STREAM, 0));
+        } else if (!strcmp(op, "open-read")) {
+            int fd = open(arg, O_RDONLY);
+            char buf[16];
+            int e = errno;
+            ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+            if (fd >= 0 && n < 0) e = errno;
+            char d[32];
+            snprintf(d, sizeof d, "%zd", n);
+            report(op, n >= 0, e, d);
+        } else if (!strcmp(op, "stat")) {
+            struct stat st;
+            RES(op, stat(arg, &st));
+        } else if (!strcmp(op, "write")) {
+            int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            int e = errno;
+            if (fd >= 0 && write(fd, "hello\n", 6) != 6) e = errno;
+            report(op, fd >= 0, e, NULL);
+            if (fd >= 0) close(fd);
+        } else if (!strcmp(op, "copy-self")) {
+            int src = open("/proc/self/exe", O_RDONLY);
+            int dst = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+            int e = errno;
+            char buf[65536];
+            ssize_t n;
+            while (src >= 0 && dst >= 0 && (n = read(src, buf, sizeof buf)) > 0)
+                if (write(dst, buf, n) != n) { e = errno; break; }
+            report(op, src >= 0 && dst >= 0, e, arg);
+            if (dst >= 0) close(dst);
+            if (src >= 0) close(src);
+        } else if (!strcmp(op, "open_by_handle_at")) {
+            struct { unsigned int bytes; int type; unsigned char h[128]; } fh;
+            memset(&fh, 0, sizeof fh);
+            fh.bytes = 8;
+            fh.type = 1; /* FILEID_INO32_GEN */
+            RES(op, syscall(SYS_open_by_handle_at, AT_FDCWD, &fh, O_RDONLY));
+        } else if (!strcmp(op, "fds")) {
+            /* every open fd above 2: none may be inherited from the runtime */
+            char list[512] = "";
+            for (int fd = 3; fd < 4096; fd++) {
+                if (fcntl(fd, F_GETFD) >= 0) {
+                    char b[16];
+                    snprintf(b, sizeof b, "%d ", fd);
+                    if (strlen(list) + strlen(b) < sizeof list) strcat(list, b);
+                }
+            }
+            report(op, 1, 0, list);
+        } else if (!strcmp(op, "ls")) {
+            DIR *d = opendir(arg);
+            if (!d) { report(op, 0, errno, arg); continue; }
+            char list[2048] = "";
+            struct dirent *de;
+            while ((de = readdir(d))) {
+                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+                if (strlen(list) + strlen(de->d_name) + 2 < sizeof list) {
+                    strcat(list, de->d_name);
+                    strcat(list, " ");
+                }
+            }
+            closedir(d);
+            report(op, 1, 0, list);
+        } else if (!strcmp(op, "fill")) {
+            int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) { report(op, 0, errno, arg); continue; }
+            static char buf[1 << 20];
+            long long total = 0;
+            int e = 0;
+            for (int k = 0; k < 4096; k++) {
+                ssize_t n = write(fd, buf, sizeof buf);
+                if (n < 0) { e = errno; break; }
+                total += n;
+            }
+            close(fd);
+            unlink(arg);
+            char d[32];
+            snprintf(d, sizeof d, "%lld", total);
+            report(op, e == 0, e, d);
+        } else if (!strcmp(op, "connect-unix")) {
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            struct sockaddr_un sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sun_family = AF_UNIX;
+            snprintf(sa.sun_path, sizeof sa.sun_path, "%s", arg);
+            RES(op, connect(s, (struct sockaddr *)&sa, sizeof sa));
+            close(s);
+        } else if (!strcmp(op, "mknod")) {
+            RES(op, mknod(arg, S_IFCHR | 0666, makedev(1, 3)));
+        } else if (!strcmp(op, "exit")) {
+            return atoi(arg);
+        } else if (!strcmp(op, "sleep")) {  /* sleep=MS (violations suite) */
+            usleep((useconds_t)atoi(arg) * 1000);
+            report(op, 1, 0, NULL);
+        } else if (!strcmp(op, "forks")) {  /* forks=N: N fork attempts, one line; data "FAILS NS" */
+            int n = atoi(arg), fails = 0, last = 0;
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (int k = 0; k < n; k++) {
+                pid_t p = fork();
+                if (p == 0) _exit(0);
+                if (p > 0) waitpid(p, NULL, 0); else { fails++; last = errno; }
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            char d[64];
+            snprintf(d, sizeof d, "%d %lld", fails,
+                     (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+            report(op, fails == 0, last, d);
+        } else if (!strcmp(op, "wait-file")) {  /* wait-file=PATH: until PATH exists (10 s) */
+            int k;
+            for (k = 0; k < 1000 && access(arg, F_OK) != 0; k++) usleep(10000);
+            report(op, k < 1000, ETIMEDOUT, NULL);
+        } else if (!strcmp(op, "stats") || !strcmp(op, "opens") || !strcmp(op, "connects")) {
+            /* stats|opens|connects=N:PATH: N stat(2), open+close, or unix
+             * connect(2) calls (bench/violations.py); data "FAILS NS" */
+            char *path = strchr(arg, ':');
+            int n = atoi(arg), fails = 0;
+            struct stat st;
+            struct sockaddr_un sa = {.sun_family = AF_UNIX};
+            if (path) strncpy(sa.sun_path, path + 1, sizeof sa.sun_path - 1);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (int k = 0; path && k < n; k++) {
+                if (op[0] == 's') {
+                    fails += stat(path + 1, &st) != 0;
+                } else if (op[0] == 'o') {
+                    int fd = open(path + 1, O_RDONLY);
+                    if (fd < 0) fails++; else close(fd);
+                } else {
+                    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+                    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) fails++;
+                    if (s >= 0) close(s);
+                }
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            char d[64];
+            snprintf(d, sizeof d, "%d %lld", fails,
+                     (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+            report(op, path != NULL, 0, d);
+        } else {
+            report(op, 0, EINVAL, "unknown op");
+        }
+    }
+    return 0;
+}

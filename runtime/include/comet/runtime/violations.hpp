@@ -1,0 +1,97 @@
+// capability_violation events (docs/events.md, issue 6): the envelope, the
+// per-container events file, delivery, the exit code 3 and the flags
+// registry of pack versions that violated.
+//
+//   <state dir>/events.jsonl   one JSON object per line, appended by the
+//                              reporter (reporter.hpp) and by append_event()
+//   --events FILE|unix:PATH    a copy of every line, written as it happens
+//   org.soyaos.comet.events    the same, for engines (annotation)
+//   $COMET_FLAGS_DIR or /var/lib/comet-runtime/flags/<name>@<version>.json
+//                              {"pack","first","last","count"}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+
+namespace comet::runtime::violations {
+
+inline constexpr const char* kEventsFile = "events.jsonl";
+inline constexpr const char* kEventsAnnotation = "org.soyaos.comet.events";
+inline constexpr int kViolationExit = 3;
+// An events file never grows past this (the reporter stops writing and,
+// at exit, writes one "events_truncated" line).
+inline constexpr std::uint64_t kMaxEventsBytes = 1 << 20;
+
+struct PackId {
+  std::string name, version;
+};
+// "name@version" of the org.soyaos.comet.pack annotation.
+std::optional<PackId> pack_of(const std::map<std::string, std::string>& annotations);
+
+struct Event {
+  std::string container;
+  std::optional<PackId> pack;
+  std::string
+      surface;  // egress | dns | fs.read | fs.write | exec | process | namespace | clock ...
+  std::string requested;                     // host:port/proto, name, path or program
+  std::optional<std::string> matched_entry;  // the manifest entry, or null
+  std::string syscall;
+  int pid = 0;
+  int err = 0;        // the errno the agent got
+  long repeated = 0;  // > 0: a summary of that many more identical events
+};
+// One line (no trailing newline) with a fresh time and id.
+std::string to_json_line(const Event& e);
+
+// What a lock-down syscall is, for the envelope: surface and requested,
+// from the syscall number and its (raw) arguments.
+struct Classified {
+  std::string surface, requested, syscall;
+};
+Classified classify(int nr, const std::uint64_t args[6]);
+
+// Appends one event line to the container's events file (and to the
+// delivery target recorded next to it). For other reporting sources (the
+// egress helper, the DNS resolver): state_dir is <root>/<id>.
+Status append_event(const std::string& state_dir, const Event& e);
+// One line to a delivery target (a file appended to, or unix:PATH, one
+// connection per line, 200 ms send timeout); errors are dropped.
+void deliver_line(const std::string& target, const std::string& line);
+
+// Where --events asked the events to go ("" = nowhere); set by the CLI for
+// run/create/pack run, read by create (the annotation is the fallback).
+void set_delivery(const std::string& target);
+const std::string& delivery();
+
+// Number of violations (repeats included) in an events file's text, with
+// the first and last event times.
+long count_violations(const std::string& text, std::string* first = nullptr,
+                      std::string* last = nullptr);
+
+// After the agent's wait, before delete: waits (bounded) for the reporter to
+// drain and exit, counts the events, flags the pack version. Returns the
+// count.
+long finish_run(const std::string& root, const std::string& id);
+
+// Flags registry.
+std::string flags_dir();
+struct Flag {
+  std::string pack, first, last;
+  long count = 0;
+};
+std::vector<Flag> list_flags();
+Status record_flag(const PackId& p, long count, const std::string& first, const std::string& last);
+Status clear_flag(const std::string& name_at_version);
+// The warning line for a flagged version, or "".
+std::string flag_warning(const std::map<std::string, std::string>& annotations);
+
+// `comet-runtime pack flags [list|clear NAME@VERSION]`; `events --violations`.
+int flags_cli(const std::string& action, const std::string& arg);
+int events_cli(const std::string& root, const std::string& id, bool follow);
+
+}  // namespace comet::runtime::violations

@@ -1,0 +1,403 @@
+// The violation reporter (reporter.hpp): parent-side start, and the
+// `__reporter` process itself.
+#include "comet/runtime/reporter.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "comet/runtime/sys.hpp"
+#include "comet/runtime/violations.hpp"
+#include "comet/seccomp/bpf_eval.hpp"
+
+namespace comet::runtime {
+namespace {
+
+constexpr int kReporterSockFd = 3;
+constexpr size_t kMaxKeys = 1024;  // distinct (surface, requested, syscall) kept for counting
+
+Result<UniqueFd> dup_high(UniqueFd fd, int min_fd) {
+  if (fd.get() >= min_fd) return fd;
+  int n = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, min_fd);
+  if (n < 0) return Error::sys(errno, "dup the reporter socket");
+  return UniqueFd(n);
+}
+
+std::string arg_of(int argc, char** argv, const std::string& key) {
+  std::string k = key + "=";
+  for (int i = 2; i < argc; i++)
+    if (std::strncmp(argv[i], k.c_str(), k.size()) == 0) return argv[i] + k.size();
+  return "";
+}
+
+struct Pending {
+  violations::Event last;
+  long count = 0;  // repeats not yet written
+};
+
+class Writer {
+ public:
+  Writer(const std::string& dir, std::string deliver) : deliver_(std::move(deliver)) {
+    std::string path = join_path(dir, violations::kEventsFile);
+    fd_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    struct stat st;
+    if (fd_ && ::fstat(fd_.get(), &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+  }
+  // Bounded: past kMaxEventsBytes lines are counted, not written.
+  void line(const std::string& l, bool force = false) {
+    if (!force && bytes_ + l.size() + 1 > violations::kMaxEventsBytes) {
+      dropped_++;
+      return;
+    }
+    std::string s = l + "\n";
+    if (fd_ && ::write(fd_.get(), s.data(), s.size()) > 0) bytes_ += s.size();
+    violations::deliver_line(deliver_, l);
+  }
+  long dropped() const { return dropped_; }
+
+ private:
+  UniqueFd fd_;
+  std::string deliver_;
+  uint64_t bytes_ = 0;
+  long dropped_ = 0;
+};
+
+std::vector<std::string> args_of(int argc, char** argv, const std::string& key) {
+  std::vector<std::string> out;
+  std::string k = key + "=";
+  for (int i = 2; i < argc; i++)
+    if (std::strncmp(argv[i], k.c_str(), k.size()) == 0) out.push_back(argv[i] + k.size());
+  return out;
+}
+
+// A NUL-terminated string of the stopped task (the execve path). Read
+// before the answer: after CONTINUE the memory is gone. Only ever used for
+// the report; Landlock resolves the path itself.
+std::string read_remote_string(int pid, std::uint64_t addr) {
+  std::string out;
+  char buf[256];
+  while (out.size() < 4096) {
+    struct iovec local = {buf, sizeof buf};
+    struct iovec remote = {reinterpret_cast<void*>(addr + out.size()), sizeof buf};
+    ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      // The page boundary: retry byte by byte up to it.
+      char c;
+      local = {&c, 1};
+      remote = {reinterpret_cast<void*>(addr + out.size()), 1};
+      if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) != 1 || c == 0) return out;
+      out.push_back(c);
+      continue;
+    }
+    size_t len = strnlen(buf, static_cast<size_t>(n));
+    out.append(buf, len);
+    if (len < static_cast<size_t>(n)) return out;
+  }
+  return out;
+}
+
+// The file an execve of `path` names, seen from the task: (dev, ino), or
+// the errno of resolving it. Relative paths from its cwd (or dirfd).
+struct Target {
+  int err = 0;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+Target resolve_in_task(int pid, const std::string& path, int dirfd_arg, bool at) {
+  Target t;
+  std::string proc = "/proc/" + std::to_string(pid);
+  std::string base = path.size() && path[0] == '/'
+                         ? proc + "/root"
+                         : (at && dirfd_arg != AT_FDCWD ? proc + "/fd/" + std::to_string(dirfd_arg)
+                                                        : proc + "/cwd");
+  UniqueFd bfd(::open(base.c_str(), O_PATH | O_CLOEXEC));
+  if (!bfd) {
+    t.err = errno;
+    return t;
+  }
+  struct open_how how = {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = path.size() && path[0] == '/' ? RESOLVE_IN_ROOT : 0;
+  UniqueFd f(static_cast<int>(::syscall(SYS_openat2, bfd.get(), path.c_str(), &how, sizeof how)));
+  if (!f) {
+    t.err = errno;
+    return t;
+  }
+  struct stat st;
+  if (::fstat(f.get(), &st) < 0) {
+    t.err = errno;
+    return t;
+  }
+  t.dev = st.st_dev;
+  t.ino = st.st_ino;
+  return t;
+}
+
+}  // namespace
+
+seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base_has_listener) {
+  seccomp::LockdownOptions lo;
+  lo.namespaces = p.lockdown;
+  lo.exec_lock = p.exec.has_value();
+  lo.network_none = p.network == capability::NetworkPolicy::none;
+  const char* env = std::getenv("COMET_VIOLATION_REPORTING");
+  lo.notify = !base_has_listener && !(env && std::strcmp(env, "off") == 0);
+  return lo;
+}
+
+Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd) {
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return Error::sys(errno, "socketpair for the violation reporter");
+  UniqueFd mine(sp[0]), theirs(sp[1]);
+  int pp[2];
+  if (::pipe2(pp, O_CLOEXEC) < 0) return Error::sys(errno, "pipe for the violation reporter");
+  UniqueFd pr(pp[0]), pw(pp[1]);
+  std::vector<std::string> args = {"comet-runtime",
+                                   "__reporter",
+                                   "container=" + r.container,
+                                   "pack=" + r.pack,
+                                   "dir=" + r.state_dir,
+                                   "deliver=" + r.deliver,
+                                   std::string("ns=") + (r.lockdown.namespaces ? "1" : "0"),
+                                   std::string("exec=") + (r.lockdown.exec_lock ? "1" : "0"),
+                                   std::string("net=") + (r.lockdown.network_none ? "1" : "0")};
+  for (const std::string& a : r.exec_allow) args.push_back("allow=" + a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // Double fork: the reporter is nobody's child (no zombie under `run`),
+  // in its own session (a ^C on the terminal is the container's, not its).
+  pid_t mid = ::fork();
+  if (mid < 0) return Error::sys(errno, "fork the violation reporter");
+  if (mid == 0) {
+    ::setsid();
+    pid_t rep = ::fork();
+    if (rep != 0) {
+      int v = rep;
+      (void)!::write(pw.get(), &v, sizeof v);
+      ::_exit(rep < 0 ? 1 : 0);
+    }
+    int null = ::open("/dev/null", O_RDWR);
+    if (theirs.get() == kReporterSockFd)
+      ::fcntl(kReporterSockFd, F_SETFD, 0);
+    else
+      ::dup2(theirs.get(), kReporterSockFd);  // dup2 clears FD_CLOEXEC
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+    }
+    ::syscall(SYS_close_range, kReporterSockFd + 1, ~0U, 0);
+    ::execv("/proc/self/exe", argv.data());
+    ::_exit(127);
+  }
+  pw.reset();
+  theirs.reset();
+  int st = 0;
+  while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
+  }
+  int rep = 0;
+  if (::read(pr.get(), &rep, sizeof rep) != static_cast<ssize_t>(sizeof rep) || rep <= 0)
+    return Error::msg("fork the violation reporter: no pid");
+  ReporterHandle h;
+  h.pid = rep;
+  h.start_time = process_start_time(rep);
+  TRY(h.child_sock, dup_high(std::move(mine), min_fd));
+  return h;
+}
+
+int reporter_main(int argc, char** argv) {
+  sigset_t none;  // whatever mask create or exec had
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGHUP, SIG_IGN);
+  seccomp::LockdownOptions lo;
+  lo.namespaces = arg_of(argc, argv, "ns") == "1";
+  lo.exec_lock = arg_of(argc, argv, "exec") == "1";
+  lo.network_none = arg_of(argc, argv, "net") == "1";
+  lo.notify = false;  // the program whose answers we give
+  seccomp::CompileOptions co;
+  co.enosys_stub = false;
+  auto prog = seccomp::compile(seccomp::lockdown_profile(lo), co);
+  std::map<std::string, std::string> ann;
+  if (std::string p = arg_of(argc, argv, "pack"); !p.empty()) ann["org.soyaos.comet.pack"] = p;
+  auto pack = violations::pack_of(ann);
+  std::string container = arg_of(argc, argv, "container");
+  std::vector<std::string> allow = args_of(argc, argv, "allow");
+  std::vector<std::pair<dev_t, ino_t>> allowed_ids;  // resolved at the first exec
+
+  // The listener fd from the container's child (or nothing: it died first).
+  char payload[8192];
+  struct iovec iov = {payload, sizeof payload};
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  ssize_t got;
+  do {
+    got = ::recvmsg(kReporterSockFd, &mh, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  struct cmsghdr* cm = got >= 0 ? CMSG_FIRSTHDR(&mh) : nullptr;
+  // A clean end (the listener hung up, or the child died before sending
+  // it): finish_run() tells a reporter that was killed (whose events may be
+  // missing) from one that drained.
+  auto mark_done = [&] {
+    if (std::string d = arg_of(argc, argv, "dir"); !d.empty())
+      UniqueFd done(::open(join_path(d, "reporter.done").c_str(),
+                           O_WRONLY | O_CREAT | O_CLOEXEC | O_TRUNC, 0600));
+  };
+  if (!cm || cm->cmsg_type != SCM_RIGHTS) {
+    mark_done();
+    return 0;
+  }
+  int lfd;
+  std::memcpy(&lfd, CMSG_DATA(cm), sizeof lfd);
+  UniqueFd listener(lfd);
+  ::close(kReporterSockFd);
+
+  Writer out(arg_of(argc, argv, "dir"), arg_of(argc, argv, "deliver"));
+  std::map<std::string, Pending> seen;
+  auto flush = [&] {
+    for (auto& [k, p] : seen) {
+      if (p.count == 0) continue;
+      p.last.repeated = p.count;
+      p.count = 0;
+      out.line(violations::to_json_line(p.last));
+    }
+  };
+  auto last_flush = std::chrono::steady_clock::now();
+  for (;;) {
+    bool pending = false;
+    for (auto& [k, p] : seen) pending = pending || p.count > 0;
+    struct pollfd pfd = {listener.get(), POLLIN, 0};
+    int pr = ::poll(&pfd, 1, pending ? 1000 : -1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0) break;
+    if (std::chrono::steady_clock::now() - last_flush > std::chrono::seconds(1)) {
+      flush();
+      last_flush = std::chrono::steady_clock::now();
+    }
+    if (pr == 0) continue;
+    if (!(pfd.revents & POLLIN)) break;  // POLLHUP: no process left under the filter
+    struct seccomp_notif req;
+    std::memset(&req, 0, sizeof req);
+    if (::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+      if (errno == EINTR || errno == ENOENT) continue;
+      break;
+    }
+    // Answer first: the agent waits for this. The same errno as without
+    // reporting; a call the ERRNO program would not refuse cannot notify
+    // (same conditions), but is refused with EPERM all the same.
+    uint32_t ret = prog.ok() ? seccomp::evaluate(prog->filter, req.data) : 0;
+    uint32_t action = ret & SECCOMP_RET_ACTION_FULL;
+    int err = action == SECCOMP_RET_ERRNO ? static_cast<int>(ret & SECCOMP_RET_DATA) : EPERM;
+    if (err == 0) err = EPERM;
+    // execve/execveat: the only calls the ERRNO program allows (exec lock,
+    // reporting only). The path is read before the answer.
+    bool is_exec =
+        action == SECCOMP_RET_ALLOW && (req.data.nr == SYS_execve || req.data.nr == SYS_execveat);
+    std::string exec_path;
+    // The path of a mount-family call, for `requested` (report only).
+    int path_arg =
+        req.data.nr == SYS_mount ? 1
+        : (req.data.nr == SYS_umount2 || req.data.nr == SYS_chroot || req.data.nr == SYS_pivot_root)
+            ? 0
+            : -1;
+    std::string call_path;
+    if (path_arg >= 0 && !is_exec)
+      call_path = read_remote_string(static_cast<int>(req.pid), req.data.args[path_arg]);
+    if (is_exec) {
+      bool at = req.data.nr == SYS_execveat;
+      exec_path = read_remote_string(static_cast<int>(req.pid), req.data.args[at ? 1 : 0]);
+    }
+    struct seccomp_notif_resp resp;
+    std::memset(&resp, 0, sizeof resp);
+    resp.id = req.id;
+    if (is_exec) {
+      // CONTINUE is safe here only because Landlock, not this answer,
+      // decides whether the file may be executed.
+      resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    } else {
+      resp.error = -err;
+      resp.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE for a denied call
+    }
+    (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
+
+    std::uint64_t args[6];
+    for (int i = 0; i < 6; i++) args[i] = req.data.args[i];
+    auto c = violations::classify(req.data.nr, args);
+    if (is_exec) {
+      bool at = req.data.nr == SYS_execveat;
+      // execveat(fd, "", AT_EMPTY_PATH): the runtime's own trampoline (and
+      // an fd the agent opened, which Landlock refuses unreported).
+      if (at && exec_path.empty()) continue;
+      Target t = resolve_in_task(static_cast<int>(req.pid), exec_path,
+                                 static_cast<int>(req.data.args[0]), at);
+      if (t.err == 0) {
+        if (allowed_ids.empty())
+          for (const std::string& a : allow) {
+            Target at_ = resolve_in_task(static_cast<int>(req.pid), a, AT_FDCWD, false);
+            if (at_.err == 0) allowed_ids.emplace_back(at_.dev, at_.ino);
+          }
+        bool ok = false;
+        for (auto& [d, i] : allowed_ids) ok = ok || (d == t.dev && i == t.ino);
+        if (ok) continue;  // the interpreter (or its loader): no violation
+      }
+      c.surface = "exec";
+      c.requested = exec_path;
+      err = t.err ? t.err : EACCES;  // what Landlock (or the lookup) gives
+    }
+    if (path_arg >= 0 && !is_exec && !call_path.empty())
+      c.requested = c.syscall + "(" + call_path + ")";
+    violations::Event e;
+    e.container = container;
+    e.pack = pack;
+    e.surface = c.surface;
+    e.requested = c.requested;
+    e.syscall = c.syscall;
+    e.pid = static_cast<int>(req.pid);
+    e.err = err;
+    std::string key = c.surface + '\0' + c.requested + '\0' + c.syscall;
+    auto it = seen.find(key);
+    if (it != seen.end()) {
+      it->second.count++;
+      it->second.last = e;
+    } else if (seen.size() < kMaxKeys) {
+      seen[key].last = e;
+      out.line(violations::to_json_line(e));
+    } else {
+      out.line(violations::to_json_line(e));
+    }
+  }
+  flush();
+  mark_done();
+  if (out.dropped() > 0)
+    out.line("{\"type\":\"events_truncated\",\"time\":\"" + rfc3339_now(true) +
+                 "\",\"container\":" + nlohmann::json(container).dump() +
+                 ",\"dropped\":" + std::to_string(out.dropped()) + "}",
+             /*force=*/true);
+  return 0;
+}
+
+}  // namespace comet::runtime

@@ -1,0 +1,514 @@
+// `comet-runtime sandbox`: prepare (who, config, profile), plan (pure,
+// capability/profile_compile.cpp), write a temp bundle, run it, clean up.
+#include "comet/runtime/sandbox_cli.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "comet/capability/auto_allow.hpp"
+#include "comet/capability/profile_compile.hpp"
+#include "comet/oci/spec.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/sandbox_config.hpp"
+#include "comet/runtime/sys.hpp"
+
+namespace comet::runtime {
+
+namespace cap = comet::capability;
+
+namespace {
+
+constexpr int kExitSandboxFailed = 125;
+constexpr int kExitNotExecutable = 126;
+constexpr int kExitNotFound = 127;
+constexpr const char* kDefaultStateRoot = "/run/comet-runtime";
+constexpr const char* kBundlePrefix = ".sandbox@";  // '@' is never in a container id
+
+struct Prepared {
+  Invoker who;
+  std::string workspace;
+  cap::ResolveContext ctx;
+  ConfigPaths paths;
+  LoadedConfig config;
+  cap::ResolvedProfile profile;
+};
+
+Result<std::string> real_dir(const std::string& p, const char* what) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) return Error::sys(errno, std::string(what) + " " + p);
+  struct stat st;
+  if (::stat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
+    return Error::msg(std::string(what) + " " + p + ": not a directory");
+  return std::string(buf);
+}
+
+Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
+  Prepared p;
+  TRY(p.who, invoking_user(env));
+  std::string ws = o.workspace;
+  if (ws.empty()) {
+    char buf[PATH_MAX];
+    if (!::getcwd(buf, sizeof buf)) return Error::sys(errno, "getcwd");
+    ws = buf;
+  }
+  TRY(p.workspace, real_dir(ws, "workspace"));
+  p.ctx = resolve_context(p.who, p.workspace, env);
+  p.paths = config_paths(p.ctx, env);
+  TRY(p.config, load_sandbox_config(p.paths));
+  TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
+  return p;
+}
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string parent_of(const std::string& p) {
+  auto k = p.rfind('/');
+  return k == 0 || k == std::string::npos ? "/" : p.substr(0, k);
+}
+
+// Everything the planner needs from the host, for a bundle at `bundle`.
+cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& bundle,
+                               const std::vector<std::string>& args, const Environ& env) {
+  cap::SandboxInputs in;
+  in.root_dir = bundle + "/rootfs";
+  in.deny_file = bundle + "/deny";
+  in.socket_file = bundle + "/socket";
+  in.workspace = p.workspace;
+  in.tmp = p.ctx.tmp;
+  in.args = args;
+  in.env = workload_env(env, p.who);
+  in.uid = p.who.uid;
+  in.gid = p.who.gid;
+  in.host_netns = "/proc/self/ns/net";  // open network: ours (see profile_compile.hpp)
+  // The global config file (its directory while it does not exist, so that
+  // it cannot be created from inside), and the runtime binary.
+  cap::HostPath gcfg = host_path(p.paths.global);
+  in.protect.push_back(gcfg.kind == cap::HostKind::missing ? parent_of(gcfg.real) : p.paths.global);
+  if (std::string exe = self_exe(); !exe.empty()) in.protect.push_back(exe);
+  // State roots: other containers' state (exec.fifo, config.json) is none
+  // of the workload's business: hidden, not only read-only.
+  in.hide.push_back(kDefaultStateRoot);
+  if (clean_path(g.root) != kDefaultStateRoot) in.hide.push_back(clean_path(g.root));
+  in.top_level = host_top_level();
+  const cap::ResolvedProfile& r = p.profile;
+  const std::vector<const std::vector<std::string>*> lists = {
+      &r.read,     &r.write, &r.deny, &r.protect, &r.runtime_sockets, &r.runtime_socket_dirs,
+      &in.protect, &in.hide};
+  for (const std::vector<std::string>* list : lists) {
+    for (const auto& path : *list) {
+      if (!in.host.count(path)) in.host[path] = host_path(path);
+    }
+  }
+  in.host[p.workspace] = host_path(p.workspace);
+  return in;
+}
+
+std::string random_id() {
+  unsigned char b[6];
+  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) {
+    unsigned long long t = static_cast<unsigned long long>(::getpid()) * 2654435761ULL;
+    for (unsigned char& c : b) c = static_cast<unsigned char>(t >>= 5);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+// A bundle left by a sandbox that was killed (its pid is gone): remove it
+// and its container.
+void sweep_stale(const Globals& g) {
+  DIR* d = ::opendir(g.root.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  const std::string pre = kBundlePrefix;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.compare(0, pre.size(), pre) != 0) continue;
+    auto at = n.rfind('@');
+    if (at <= pre.size()) continue;
+    std::string pid = n.substr(at + 1);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (process_dead(std::atoi(pid.c_str()))) stale.push_back(n);
+  }
+  ::closedir(d);
+  for (const auto& n : stale) {
+    std::string id = n.substr(pre.size(), n.rfind('@') - pre.size());
+    (void)delete_container(g, id, true);
+    (void)remove_tree(join_path(g.root, n));
+    log::debug("sandbox: removed the stale bundle " + n);
+  }
+}
+
+// The temp bundle and the protected directories we had to create: removed
+// whatever happens (the directories only while empty).
+struct BundleGuard {
+  std::string bundle;
+  std::vector<std::string> created;  // parents first
+  ~BundleGuard() {
+    for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
+    if (!bundle.empty()) {
+      Status st = remove_tree(bundle);
+      if (!st.ok()) log::warn("sandbox: " + st.error().what());
+    }
+  }
+};
+
+Status make_file(const std::string& path, mode_t mode) {
+  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Error::sys(errno, "create " + path);
+  UniqueFd owner(fd);
+  if (::fchmod(fd, mode) < 0) return Error::sys(errno, "chmod " + path);
+  return ok();
+}
+
+// mkdir -p as the invoking user, recording what was made.
+Status make_protected_dir(const std::string& path, const Invoker& who,
+                          std::vector<std::string>& created) {
+  std::vector<std::string> missing;
+  for (std::string p = path; p != "/" && !path_exists(p); p = parent_of(p)) missing.push_back(p);
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) < 0 && errno != EEXIST)
+      return Error::sys(errno, "sandbox: create the protected directory " + *it);
+    created.push_back(*it);
+    if (::lchown(it->c_str(), who.uid, who.gid) < 0)
+      return Error::sys(errno, "sandbox: chown " + *it);
+  }
+  return ok();
+}
+
+int exit_for(const Error& e) {
+  const std::string m = e.what();
+  bool exec = m.find("exec: \"") != std::string::npos;
+  log::error(m);
+  if (exec && (m.find("executable file not found") != std::string::npos ||
+               m.find("no such file or directory") != std::string::npos))
+    return kExitNotFound;
+  if (exec && (m.find("permission denied") != std::string::npos ||
+               m.find("is a directory") != std::string::npos))
+    return kExitNotExecutable;
+  return kExitSandboxFailed;
+}
+
+std::string shown_command(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// --profile off: no sandbox at all, said out loud.
+int run_unconfined(const Prepared& p, const std::vector<std::string>& args) {
+  log::warn("sandbox: profile " + p.profile.name + " is no sandbox: running \"" +
+            shown_command(args) + "\" unconfined");
+  if (p.who.via_sudo) {
+    if (::initgroups(p.who.name.c_str(), p.who.gid) < 0 && ::setgroups(0, nullptr) < 0)
+      return exit_for(Error::sys(errno, "sandbox: setgroups"));
+    if (::setgid(p.who.gid) < 0) return exit_for(Error::sys(errno, "sandbox: setgid"));
+    if (::setuid(p.who.uid) < 0) return exit_for(Error::sys(errno, "sandbox: setuid"));
+    if (!p.who.home.empty()) ::setenv("HOME", p.who.home.c_str(), 1);
+  }
+  if (::chdir(p.workspace.c_str()) < 0)
+    return exit_for(Error::sys(errno, "sandbox: chdir " + p.workspace));
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  int e = errno;
+  log::error("sandbox: exec " + args[0] + ": " + std::strerror(e));
+  return e == ENOENT ? kExitNotFound : kExitNotExecutable;
+}
+
+std::string state_root(const Globals& g) {
+  return g.root.empty() ? std::string(kDefaultStateRoot) : g.root;
+}
+
+}  // namespace
+
+CLI::App* add_sandbox_command(CLI::App& app, SandboxOptions& o) {
+  auto* s = app.add_subcommand(
+      "sandbox",
+      "run a command confined by a sandbox profile against the host's own filesystem "
+      "(docs/sandbox.md)");
+  s->add_option("--profile", o.profile,
+                "workspace (default), devbox, read-only, strict, off, or a custom profile");
+  s->add_option("--workspace", o.workspace, "the workspace and cwd (default: the current dir)");
+  s->add_flag("--explain", o.explain, "print the resolved policy instead of running");
+  s->add_option("--format", o.format, "--explain output: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  s->add_flag("--can-auto-allow", o.can_auto_allow,
+              "print a JSON verdict: may an agent harness run CMD without asking?");
+  s->footer(
+      "usage: comet-runtime sandbox [--profile P] [--workspace DIR] -- CMD ARGS...\n"
+      "exit status: CMD's (128+N if killed by signal N); 125 the sandbox could not start,\n"
+      "126 CMD is not executable, 127 CMD was not found");
+  // Everything from CMD on is CMD's, even words that look like our flags.
+  // CMD ARGS: everything after "--" (CLI11 gives it to this positional,
+  // even words that look like our flags). Without "--", a word that looks
+  // like an option lands in remaining(), and sandbox_main refuses it.
+  s->add_option("command", o.args, "CMD ARGS... (after --)");
+  s->allow_extras();
+  return s;
+}
+
+int sandbox_main(const Globals& g, CLI::App& sub, SandboxOptions& o) {
+  std::vector<std::string> extra = sub.remaining();
+  extra.erase(std::remove(extra.begin(), extra.end(), "--"), extra.end());  // CLI11 keeps it there
+  if (!extra.empty()) {
+    log::error("sandbox: unexpected " + extra.front() +
+               ": put the command after \"--\": comet-runtime sandbox [--profile P] -- CMD "
+               "ARGS...");
+    return o.can_auto_allow || o.explain ? 1 : kExitSandboxFailed;
+  }
+  if (o.explain && o.can_auto_allow) {
+    log::error("sandbox: --explain and --can-auto-allow exclude each other");
+    return 1;
+  }
+  if (o.explain) return sandbox_explain(g, o);
+  if (o.can_auto_allow) return sandbox_can_auto_allow(o);
+  return sandbox_run(g, o);
+}
+
+int sandbox_run(const Globals& gin, const SandboxOptions& o) {
+  if (o.args.empty()) {
+    log::error(
+        "sandbox: a command is required: comet-runtime sandbox [--profile P] -- CMD ARGS...");
+    return kExitSandboxFailed;
+  }
+  Globals g = gin;
+  g.root = state_root(gin);
+  const Environ env = current_environ();
+  auto prep = prepare(o, env);
+  if (!prep.ok()) return exit_for(prep.error());
+  const Prepared& p = *prep;
+  if (!p.profile.sandboxed) return run_unconfined(p, o.args);
+
+  if (Status st = mkdir_p(g.root, 0711); !st.ok()) return exit_for(st.error());
+  sweep_stale(g);
+  const std::string id = "sandbox-" + random_id();
+  BundleGuard guard;
+  const std::string bundle =
+      join_path(g.root, std::string(kBundlePrefix) + id + "@" + std::to_string(::getpid()));
+  if (::mkdir(bundle.c_str(), 0700) < 0)
+    return exit_for(Error::sys(errno, "sandbox: create the bundle " + bundle));
+  guard.bundle = bundle;
+  cap::SandboxInputs in = plan_inputs(g, p, bundle, o.args, env);
+  auto plan = cap::compile_profile(p.profile, in);
+  if (!plan.ok()) return exit_for(plan.error());
+  if (::mkdir(in.root_dir.c_str(), 0755) < 0 || ::chmod(in.root_dir.c_str(), 0755) < 0)
+    return exit_for(Error::sys(errno, "sandbox: create " + in.root_dir));
+  for (const auto& [file, mode] :
+       {std::pair<std::string, mode_t>{in.deny_file, 0000}, {in.socket_file, 0666}}) {
+    if (Status st = make_file(file, mode); !st.ok()) return exit_for(st.error());
+  }
+  for (const auto& l : plan->symlinks) {
+    std::string at = join_path(in.root_dir, l.name);
+    if (::symlink(l.target.c_str(), at.c_str()) < 0)
+      return exit_for(Error::sys(errno, "sandbox: symlink " + at));
+  }
+  for (const auto& d : plan->mkdirs) {
+    if (Status st = make_protected_dir(d, p.who, guard.created); !st.ok())
+      return exit_for(st.error());
+  }
+  if (Status st =
+          write_file_atomic(join_path(bundle, "config.json"), oci::to_json(plan->spec, 2), 0600);
+      !st.ok())
+    return exit_for(st.error());
+  log::debug("sandbox " + id + ": profile " + p.profile.name + ", workspace " + p.workspace +
+             ", bundle " + bundle);
+  CreateOptions co;
+  co.id = id;
+  co.bundle = bundle;
+  auto rc = run_container(g, co, /*detach=*/false);
+  if (!rc.ok()) return exit_for(rc.error());
+  return *rc;
+}
+
+namespace {
+
+nlohmann::ordered_json mounts_json(const oci::Spec& s) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& m : s.mounts) {
+    nlohmann::ordered_json j;
+    j["destination"] = m.destination;
+    j["type"] = m.type;
+    j["source"] = m.source;
+    j["options"] = m.options;
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+std::string describe_mount(const oci::Mount& m, const cap::SandboxInputs& in) {
+  auto has = [&](const char* o) {
+    return std::find(m.options.begin(), m.options.end(), o) != m.options.end();
+  };
+  if (m.type == "tmpfs") {
+    if (m.destination == "/dev" || m.destination == "/dev/shm" || m.destination == in.tmp)
+      return "tmpfs (private)";
+    return has("mode=000") ? "hidden: empty tmpfs, mode 000 (EACCES)"
+                           : "hidden: empty tmpfs (what was there: ENOENT)";
+  }
+  if (m.type != "bind") return m.type;
+  if (m.source == in.deny_file) return "hidden: empty mode-0000 file (EACCES)";
+  if (m.source == in.socket_file) return "hidden: empty regular file (connect: ECONNREFUSED)";
+  if (has("rro")) return "read-only";
+  if (has("rw")) return "writable";
+  return "pinned (cannot be renamed)";
+}
+
+std::string join_list(const std::vector<std::string>& v) {
+  if (v.empty()) return "(none)";
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+}  // namespace
+
+int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
+  Globals g = gin;
+  g.root = state_root(gin);
+  const Environ env = current_environ();
+  auto prep = prepare(o, env);
+  if (!prep.ok()) {
+    log::error(prep.error().what());
+    return 1;
+  }
+  const Prepared& p = *prep;
+  const cap::ResolvedProfile& r = p.profile;
+  const cap::CustomProfile* custom = nullptr;
+  if (auto it = p.config.set.custom.find(r.name); it != p.config.set.custom.end())
+    custom = &it->second;
+  std::string origin = custom ? "custom, extends " + custom->extends + ", defined at " +
+                                    custom->file + ":" + std::to_string(custom->loc.line) + ":" +
+                                    std::to_string(custom->loc.column)
+                              : "built-in";
+  std::string network = !r.sandboxed           ? "open (no sandbox)"
+                        : r.network_restricted ? "restricted: a new network namespace, only lo"
+                                               : "open: the host's network namespace";
+  std::optional<cap::SandboxPlan> plan;
+  cap::SandboxInputs in;
+  if (r.sandboxed) {
+    const std::string bundle = join_path(g.root, std::string(kBundlePrefix) + "ID@PID");
+    in = plan_inputs(g, p, bundle, o.args.empty() ? std::vector<std::string>{"CMD"} : o.args, env);
+    auto pl = cap::compile_profile(r, in);
+    if (!pl.ok()) {
+      log::error(pl.error().what());
+      return 1;
+    }
+    plan = std::move(*pl);
+  }
+  std::string policy =
+      plan ? plan->spec.annotations.at("org.soyaos.comet.policy") : std::string("(none)");
+  if (o.format == "json") {
+    nlohmann::ordered_json j;
+    j["profile"] = r.name;
+    j["base"] = r.base;
+    j["origin"] = origin;
+    j["sandboxed"] = r.sandboxed;
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const auto& f : p.config.files)
+      files.push_back({{"path", f.path}, {"role", f.role}, {"loaded", f.loaded}});
+    j["config_files"] = files;
+    j["workspace"] = p.workspace;
+    j["user"] = {
+        {"uid", p.who.uid}, {"gid", p.who.gid}, {"name", p.who.name}, {"via_sudo", p.who.via_sudo}};
+    j["network"] = r.sandboxed ? (r.network_restricted ? "restricted" : "open") : "open";
+    j["read"] = r.read;
+    j["write"] = r.write;
+    j["deny"] = r.deny;
+    j["protect"] = r.protect;
+    j["block_runtime_sockets"] = r.block_runtime_sockets;
+    j["runtime_sockets"] = r.runtime_sockets;
+    j["runtime_socket_dirs"] = r.runtime_socket_dirs;
+    if (plan) {
+      j["policy"] = nlohmann::ordered_json::parse(policy);
+      j["root"] = "a per-run empty read-only directory holding the host's top-level binds";
+      j["mounts"] = mounts_json(plan->spec);
+      j["create_before_run"] = plan->mkdirs;
+      j["notes"] = plan->notes;
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::ostringstream out;
+  out << "profile    " << r.name << " (" << origin << ")\n";
+  for (size_t i = 0; i < p.config.files.size(); i++) {
+    const auto& f = p.config.files[i];
+    out << (i == 0 ? "config     " : "           ") << f.path << " (" << f.role
+        << "): " << (f.loaded ? "loaded" : "absent") << "\n";
+  }
+  out << "workspace  " << p.workspace << " (the cwd)\n";
+  out << "user       uid " << p.who.uid << " gid " << p.who.gid
+      << (p.who.name.empty() ? "" : " (" + p.who.name + ")") << (p.who.via_sudo ? ", via sudo" : "")
+      << ", no capabilities, no_new_privs\n";
+  out << "network    " << network << "\n";
+  if (!r.sandboxed) {
+    out << "sandbox    none: the command runs unconfined (and the runtime says so on stderr)\n";
+    std::cout << out.str();
+    return 0;
+  }
+  out << "read       " << join_list(r.read) << "\n";
+  out << "write      " << join_list(r.write) << "\n";
+  out << "deny       " << join_list(r.deny) << "\n";
+  out << "protect    " << join_list(r.protect) << "\n";
+  out << "sockets    "
+      << (r.block_runtime_sockets
+              ? "container-runtime sockets hidden: " + join_list(r.runtime_sockets)
+              : std::string("not hidden (devbox)"))
+      << "\n";
+  out << "policy     org.soyaos.comet.policy=" << policy << "\n";
+  out << "mounts     (a per-run empty read-only root, then, in order)\n";
+  for (const auto& m : plan->spec.mounts) {
+    out << "  " << m.destination;
+    for (size_t k = m.destination.size(); k < 28; k++) out << ' ';
+    out << " " << describe_mount(m, in) << "\n";
+  }
+  for (const auto& d : plan->mkdirs)
+    out << "create     " << d << " (empty, so it cannot be created inside)\n";
+  for (const auto& n : plan->notes) out << "note       " << n << "\n";
+  std::cout << out.str();
+  return 0;
+}
+
+int sandbox_can_auto_allow(const SandboxOptions& o) {
+  const Environ env = current_environ();
+  cap::Verdict v;
+  v.command = o.args;
+  v.profile = o.profile;
+  auto fail = [&](const Error& e) {
+    log::error(e.what());
+    v.reason = "cannot decide: " + e.what() + "; ask";
+    std::cout << cap::verdict_to_json(v) << "\n";
+    return 1;
+  };
+  if (o.args.empty()) return fail(Error::msg("sandbox --can-auto-allow: a command is required"));
+  auto prep = prepare(o, env);
+  if (!prep.ok()) return fail(prep.error());
+  auto floor = cap::make_floor(prep->config.set);
+  if (!floor.ok()) return fail(floor.error());
+  v = cap::can_auto_allow(o.args, prep->profile, *floor, {prep->workspace, prep->who.home});
+  std::cout << cap::verdict_to_json(v) << "\n";
+  return v.auto_allow ? 0 : 1;
+}
+
+}  // namespace comet::runtime

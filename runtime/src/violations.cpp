@@ -1,0 +1,387 @@
+// capability_violation events: envelope, files, delivery, flags (violations.hpp).
+#include "comet/runtime/violations.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "comet/runtime/fd.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/state_store.hpp"
+#include "comet/runtime/sys.hpp"
+
+extern "C" char* seccomp_syscall_resolve_num_arch(uint32_t arch_token, int num);
+
+namespace comet::runtime::violations {
+namespace {
+
+std::string g_delivery;
+
+std::string random_id() {
+  unsigned char b[16];
+  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) std::memset(b, 0, sizeof b);
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // a UUID v4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  char s[37];
+  std::snprintf(s, sizeof s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                b[13], b[14], b[15]);
+  return s;
+}
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// Names of the set namespace flags of clone/unshare, e.g. "CLONE_NEWUSER|CLONE_NEWNET".
+std::string ns_flags(std::uint64_t f) {
+  static const std::pair<std::uint64_t, const char*> kNames[] = {
+      {CLONE_NEWNS, "CLONE_NEWNS"},     {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
+      {CLONE_NEWUTS, "CLONE_NEWUTS"},   {CLONE_NEWIPC, "CLONE_NEWIPC"},
+      {CLONE_NEWUSER, "CLONE_NEWUSER"}, {CLONE_NEWPID, "CLONE_NEWPID"},
+      {CLONE_NEWNET, "CLONE_NEWNET"},   {CLONE_FS, "CLONE_FS"},
+      {CLONE_FILES, "CLONE_FILES"},     {CLONE_SYSVSEM, "CLONE_SYSVSEM"},
+      {0x00000080ULL, "CLONE_NEWTIME"}};
+  std::string out;
+  for (auto& [bit, name] : kNames) {
+    if (!(f & bit)) continue;
+    if (!out.empty()) out += "|";
+    out += name;
+  }
+  return out.empty() ? hex(f) : out;
+}
+
+std::string errno_name(int e) {
+  switch (e) {
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case ENOENT:
+      return "ENOENT";
+    case ENOSYS:
+      return "ENOSYS";
+    case ECONNREFUSED:
+      return "ECONNREFUSED";
+    case EAFNOSUPPORT:
+      return "EAFNOSUPPORT";
+    case EROFS:
+      return "EROFS";
+    default:
+      return "E" + std::to_string(e);
+  }
+}
+
+void write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::optional<PackId> pack_of(const std::map<std::string, std::string>& a) {
+  auto it = a.find("org.soyaos.comet.pack");
+  if (it == a.end()) return std::nullopt;
+  size_t at = it->second.rfind('@');
+  if (at == std::string::npos || at == 0 || at + 1 == it->second.size()) return std::nullopt;
+  return PackId{it->second.substr(0, at), it->second.substr(at + 1)};
+}
+
+std::string to_json_line(const Event& e) {
+  nlohmann::json j;
+  j["type"] = "capability_violation";
+  j["time"] = rfc3339_now(true);
+  j["id"] = random_id();
+  j["container"] = e.container;
+  if (e.pack)
+    j["pack"] = {{"name", e.pack->name}, {"version", e.pack->version}};
+  else
+    j["pack"] = nullptr;
+  j["surface"] = e.surface;
+  j["requested"] = e.requested;
+  if (e.matched_entry)
+    j["matched_entry"] = *e.matched_entry;
+  else
+    j["matched_entry"] = nullptr;
+  j["syscall"] = e.syscall;
+  j["pid"] = e.pid;
+  j["errno"] = errno_name(e.err);
+  if (e.repeated > 0) j["repeated"] = e.repeated;
+  return j.dump();
+}
+
+Classified classify(int nr, const std::uint64_t a[6]) {
+  Classified c;
+  char* n = seccomp_syscall_resolve_num_arch(0 /* SCMP_ARCH_NATIVE */, nr);
+  c.syscall = n ? n : "syscall_" + std::to_string(nr);
+  std::free(n);
+  const std::string& s = c.syscall;
+  auto low32 = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };
+  if (s == "fork" || s == "vfork") {
+    c.surface = "process";
+    c.requested = s;
+  } else if (s == "clone") {
+    constexpr std::uint64_t kNs = 0x7e020080ULL;  // CLONE_NEW* (and NEWTIME in exit_signal bits)
+    if (a[0] & kNs & ~0x80ULL) {
+      c.surface = "namespace";
+      c.requested = "clone(" + ns_flags(a[0] & kNs) + ")";
+    } else {
+      c.surface = "process";
+      c.requested = "clone";
+    }
+  } else if (s == "memfd_create") {
+    c.surface = "process";
+    c.requested = "memfd_create";
+  } else if (s == "settimeofday" || s == "stime" || s == "clock_settime" ||
+             s == "clock_settime64") {
+    c.surface = "clock";
+    c.requested = s == "clock_settime" || s == "clock_settime64"
+                      ? s + "(clock " + std::to_string(low32(a[0])) + ")"
+                      : s;
+  } else if (s == "socket" || s == "socketpair") {
+    c.surface = "egress";
+    c.requested = s + "(family " + std::to_string(low32(a[0])) + ", type " +
+                  std::to_string(low32(a[1]) & 0xf) + ")";
+  } else if (s == "unshare") {
+    c.surface = "namespace";
+    c.requested = "unshare(" + ns_flags(low32(a[0])) + ")";
+  } else {
+    c.surface = "namespace";
+    c.requested = s;
+  }
+  return c;
+}
+
+void deliver_line(const std::string& target, const std::string& line) {
+  if (target.empty()) return;
+  if (target.rfind("unix:", 0) == 0) {
+    std::string path = target.substr(5);
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    struct sockaddr_un sa = {};
+    sa.sun_family = AF_UNIX;
+    if (!fd || path.size() >= sizeof sa.sun_path) return;
+    std::memcpy(sa.sun_path, path.data(), path.size());
+    struct timeval tv = {0, 200000};  // never hold the reporter for long
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) return;
+    write_all(fd.get(), line + "\n");
+    return;
+  }
+  UniqueFd fd(::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (fd) write_all(fd.get(), line + "\n");
+}
+
+Status append_event(const std::string& state_dir, const Event& e) {
+  std::string line = to_json_line(e);
+  std::string path = join_path(state_dir, kEventsFile);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return Error::sys(errno, "open " + path);
+  write_all(fd.get(), line + "\n");
+  if (auto t = read_file(join_path(state_dir, "events.deliver")); t.ok()) deliver_line(*t, line);
+  return {};
+}
+
+void set_delivery(const std::string& target) {
+  g_delivery = target;
+}
+const std::string& delivery() {
+  return g_delivery;
+}
+
+long count_violations(const std::string& text, std::string* first, std::string* last) {
+  long n = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    auto j = nlohmann::json::parse(text.substr(pos, end - pos), nullptr, false);
+    pos = end + 1;
+    if (j.is_discarded() || !j.is_object()) continue;
+    if (j.value("type", "") != "capability_violation") continue;
+    long rep = j.value("repeated", 0L);
+    n += rep > 0 ? rep : 1;
+    std::string t = j.value("time", "");
+    if (first && (first->empty() || t < *first)) *first = t;
+    if (last && t > *last) *last = t;
+  }
+  return n;
+}
+
+long finish_run(const std::string& root, const std::string& id) {
+  ContainerDir dir(root, id);
+  auto rec = dir.load();
+  bool reporter_alive = false;  // still serving processes the agent left behind
+  if (rec.ok() && rec->reporter_pid > 0) {
+    // The reporter exits once the last confined process is gone (its
+    // listener hangs up); give it a bounded time to write what it holds.
+    for (int i = 0; i < 300; i++) {
+      if (process_dead(rec->reporter_pid) ||
+          process_start_time(rec->reporter_pid) != rec->reporter_start)
+        break;
+      ::usleep(10000);
+    }
+    reporter_alive = !process_dead(rec->reporter_pid) &&
+                     process_start_time(rec->reporter_pid) == rec->reporter_start;
+  }
+  auto text = read_file(dir.file(kEventsFile));
+  std::string first, last;
+  long n = text.ok() ? count_violations(*text, &first, &last) : 0;
+  if (rec.ok() && rec->reporter_pid > 0 && !reporter_alive &&
+      !path_exists(dir.file("reporter.done"))) {
+    // Killed or crashed: its calls failed with ENOSYS, still denied, but
+    // what it did not write is unknown. Treated as a violation (exit 3),
+    // without flagging the pack (there is no event to show).
+    log::warn("container " + id +
+              ": the violation reporter did not finish; events may be missing (exit 3)");
+    if (n == 0) return 1;
+  }
+  if (n > 0 && rec.ok()) {
+    if (auto p = pack_of(rec->annotations)) {
+      Status st = record_flag(*p, n, first, last);
+      if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
+    }
+  }
+  return n;
+}
+
+std::string flags_dir() {
+  const char* e = std::getenv("COMET_FLAGS_DIR");
+  return e && *e ? e : "/var/lib/comet-runtime/flags";
+}
+
+namespace {
+std::string flag_file(const std::string& name_at_version) {
+  return join_path(flags_dir(), name_at_version + ".json");
+}
+bool valid_flag_name(const std::string& s) {
+  return !s.empty() && s.find('/') == std::string::npos && s.find('@') != std::string::npos &&
+         s[0] != '.';
+}
+}  // namespace
+
+std::vector<Flag> list_flags() {
+  std::vector<Flag> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(flags_dir(), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() != ".json") continue;
+    auto t = read_file(it->path().string());
+    if (!t.ok()) continue;
+    auto j = nlohmann::json::parse(*t, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    out.push_back(
+        {j.value("pack", ""), j.value("first", ""), j.value("last", ""), j.value("count", 0L)});
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.pack < b.pack; });
+  return out;
+}
+
+Status record_flag(const PackId& p, long count, const std::string& first, const std::string& last) {
+  std::string key = p.name + "@" + p.version;
+  if (!valid_flag_name(key)) return Error::msg("bad pack name " + key);
+  TRYV(mkdir_p(flags_dir(), 0700));
+  std::string now = rfc3339_now(true);
+  nlohmann::json j = {{"pack", key},
+                      {"first", first.empty() ? now : first},
+                      {"last", last.empty() ? now : last},
+                      {"count", 0}};
+  if (auto t = read_file(flag_file(key)); t.ok()) {
+    auto old = nlohmann::json::parse(*t, nullptr, false);
+    if (!old.is_discarded() && old.is_object()) {
+      j["first"] = old.value("first", j["first"].get<std::string>());
+      j["count"] = old.value("count", 0L);
+    }
+  }
+  j["count"] = j["count"].get<long>() + count;
+  return write_file_atomic(flag_file(key), j.dump() + "\n", 0600);
+}
+
+Status clear_flag(const std::string& key) {
+  if (!valid_flag_name(key))
+    return Error::msg("pack flags clear: expected NAME@VERSION, got " + key);
+  if (::unlink(flag_file(key).c_str()) < 0)
+    return Error::sys(errno, "pack flags clear " + key + ": " + flag_file(key));
+  return {};
+}
+
+std::string flag_warning(const std::map<std::string, std::string>& annotations) {
+  auto p = pack_of(annotations);
+  if (!p) return "";
+  std::string key = p->name + "@" + p->version;
+  if (!valid_flag_name(key)) return "";
+  auto t = read_file(flag_file(key));
+  if (!t.ok()) return "";
+  auto j = nlohmann::json::parse(*t, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "";
+  return "pack " + key + " is flagged: " + std::to_string(j.value("count", 0L)) +
+         " capability violation(s) since " + j.value("first", "?") + ", last " +
+         j.value("last", "?") +
+         "; see the events with `pack run --events FILE` or `comet-runtime events --violations "
+         "ID`, and `comet-runtime pack flags list`";
+}
+
+int flags_cli(const std::string& action, const std::string& arg) {
+  if (action.empty() || action == "list") {
+    for (const Flag& f : list_flags())
+      std::cout << nlohmann::json(
+                       {{"pack", f.pack}, {"first", f.first}, {"last", f.last}, {"count", f.count}})
+                       .dump()
+                << "\n";
+    return 0;
+  }
+  if (action == "clear") {
+    Status st = clear_flag(arg);
+    if (!st.ok()) {
+      log::error(st.error().what());
+      return 1;
+    }
+    return 0;
+  }
+  log::error("pack flags: unknown action " + action + " (list or clear NAME@VERSION)");
+  return 2;
+}
+
+int events_cli(const std::string& root, const std::string& id, bool follow) {
+  ContainerDir dir(root, id);
+  if (!dir.exists()) {
+    log::error("container does not exist: " + id);
+    return 1;
+  }
+  std::string path = dir.file(kEventsFile);
+  UniqueFd fd;
+  off_t off = 0;
+  for (;;) {
+    if (!fd) fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd) {
+      char buf[8192];
+      ssize_t n;
+      while ((n = ::pread(fd.get(), buf, sizeof buf, off)) > 0) {
+        std::cout.write(buf, n);
+        off += n;
+      }
+      std::cout.flush();
+    }
+    if (!follow || !dir.exists()) return 0;
+    ::usleep(200000);
+  }
+}
+
+}  // namespace comet::runtime::violations

@@ -1,0 +1,418 @@
+// The sandbox planner: goldens (tests/data/capability/sandbox/<case>/
+// {case.json, config.json, plan.json} over the synthetic host in host.json;
+// COMET_UPDATE_GOLDEN=1 rewrites the outputs) and the security properties
+// of the configs, checked on the structs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "comet/capability/profile.hpp"
+#include "comet/capability/profile_compile.hpp"
+#include "comet/oci/spec.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace comet;
+using namespace comet::capability;
+
+namespace {
+
+const fs::path kDir = fs::path(COMET_TEST_DATA) / "capability" / "sandbox";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+HostKind kind_of(const std::string& s) {
+  if (s == "dir") return HostKind::dir;
+  if (s == "file") return HostKind::file;
+  if (s == "socket") return HostKind::socket;
+  if (s == "other") return HostKind::other;
+  return HostKind::missing;
+}
+
+ResolveContext ctx() {
+  ResolveContext c;
+  c.workspace = "/home/ada/src/app";
+  c.home = "/home/ada";
+  c.tmp = "/tmp";
+  c.config_home = "/home/ada/.config";
+  c.runtime_dir = "/run/user/1000";
+  return c;
+}
+
+SandboxInputs base_inputs() {
+  const json host = json::parse(slurp(kDir / "host.json"));
+  SandboxInputs in;
+  const std::string bundle = "/run/comet-runtime/.sandbox@sandbox-0@1";
+  in.root_dir = bundle + "/rootfs";
+  in.deny_file = bundle + "/deny";
+  in.socket_file = bundle + "/socket";
+  in.workspace = "/home/ada/src/app";
+  in.args = {"sh", "-c", "make"};
+  in.env = {"PATH=/usr/bin:/bin",  "HOME=/home/ada",
+            "LD_PRELOAD=/evil.so", "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
+            "BASH_ENV=/tmp/x",     "TERM=xterm"};
+  in.uid = 1000;
+  in.gid = 1000;
+  in.host_netns = "/proc/self/ns/net";
+  in.protect = {"/etc/comet/sandbox.yaml", "/usr/local/bin/comet-runtime"};
+  in.hide = {"/run/comet-runtime"};
+  for (const auto& t : host["top_level"]) {
+    TopEntry e;
+    e.name = t["name"];
+    e.kind = kind_of(t.value("kind", "other"));
+    e.link = t.value("link", "");
+    in.top_level.push_back(e);
+  }
+  for (const auto& [path, f] : host["paths"].items()) {
+    HostPath h;
+    h.kind = kind_of(f["kind"]);
+    h.real = f.value("real", path);
+    h.symlink = f.value("symlink", false);
+    in.host[path] = h;
+  }
+  return in;
+}
+
+struct Case {
+  ResolvedProfile profile;
+  SandboxInputs in;
+};
+
+Case load_case(const json& c) {
+  std::vector<ConfigDoc> globals;
+  std::optional<ConfigDoc> ws;
+  if (c.contains("global")) globals.push_back({c["global"], "/etc/comet/sandbox.yaml"});
+  if (c.contains("workspace_yaml"))
+    ws = ConfigDoc{c["workspace_yaml"], "/home/ada/src/app/.comet/sandbox.yaml"};
+  auto set = merge(globals, ws);
+  EXPECT_TRUE(set.ok()) << set.error().message();
+  auto r = resolve(*set, c.value("profile", ""), ctx());
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  Case k{*r, base_inputs()};
+  if (c.contains("args")) k.in.args = c["args"].get<std::vector<std::string>>();
+  return k;
+}
+
+Case builtin(const std::string& name) {
+  return load_case(json{{"profile", name}});
+}
+
+SandboxPlan must_plan(const Case& k) {
+  auto p = compile_profile(k.profile, k.in);
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  return p.ok() ? *p : SandboxPlan{};
+}
+
+const oci::Mount* find(const oci::Spec& s, const std::string& dest) {
+  for (const auto& m : s.mounts)
+    if (m.destination == dest) return &m;
+  return nullptr;
+}
+
+long pos(const oci::Spec& s, const std::string& dest) {
+  for (size_t i = 0; i < s.mounts.size(); i++)
+    if (s.mounts[i].destination == dest) return static_cast<long>(i);
+  return -1;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+bool read_only_bind(const oci::Mount* m) {
+  return m && m->type == "bind" && has(m->options, "rro") && !has(m->options, "rw");
+}
+
+std::string net_path(const oci::Spec& s, bool* present) {
+  *present = false;
+  for (const auto& n : s.linux_->namespaces) {
+    if (n.type == "network") {
+      *present = true;
+      return n.path;
+    }
+  }
+  return "";
+}
+
+json plan_json(const SandboxPlan& p) {
+  json j;
+  j["symlinks"] = json::array();
+  for (const auto& l : p.symlinks) j["symlinks"].push_back({l.name, l.target});
+  j["mkdirs"] = p.mkdirs;
+  j["notes"] = p.notes;
+  return j;
+}
+
+}  // namespace
+
+TEST(ProfileCompile, Goldens) {
+  const char* u = std::getenv("COMET_UPDATE_GOLDEN");
+  const bool update = u && std::string(u) == "1";
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(kDir))
+    if (e.is_directory()) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  ASSERT_GE(cases.size(), 6u);
+  for (const auto& dir : cases) {
+    SCOPED_TRACE(dir.filename().string());
+    Case k = load_case(json::parse(slurp(dir / "case.json")));
+    auto plan = compile_profile(k.profile, k.in);
+    ASSERT_TRUE(plan.ok()) << plan.error().message();
+    auto st = oci::validate_spec(plan->spec);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    json got = json::parse(oci::to_json(plan->spec));
+    json extra = plan_json(*plan);
+    if (update) {
+      std::ofstream(dir / "config.json") << got.dump(2) << "\n";
+      std::ofstream(dir / "plan.json") << extra.dump(2) << "\n";
+    }
+    ASSERT_TRUE(fs::exists(dir / "config.json")) << "run with COMET_UPDATE_GOLDEN=1";
+    json want = json::parse(slurp(dir / "config.json"));
+    EXPECT_EQ(got, want) << "diff (want -> got): " << json::diff(want, got).dump(2);
+    json want_extra = json::parse(slurp(dir / "plan.json"));
+    EXPECT_EQ(extra, want_extra) << "diff (want -> got): " << json::diff(want_extra, extra).dump(2);
+  }
+}
+
+TEST(ProfileCompile, CommonProperties) {
+  for (const char* name : {"workspace", "devbox", "read-only", "strict"}) {
+    SCOPED_TRACE(name);
+    SandboxPlan p = must_plan(builtin(name));
+    const oci::Spec& s = p.spec;
+    ASSERT_TRUE(s.root && s.process && s.linux_);
+    EXPECT_EQ(s.root->path, "/run/comet-runtime/.sandbox@sandbox-0@1/rootfs");
+    EXPECT_TRUE(s.root->readonly);
+    EXPECT_TRUE(s.process->no_new_privileges);
+    ASSERT_TRUE(s.process->capabilities);
+    EXPECT_TRUE(s.process->capabilities->bounding.empty());
+    EXPECT_TRUE(s.process->capabilities->effective.empty());
+    EXPECT_TRUE(s.process->capabilities->permitted.empty());
+    EXPECT_EQ(s.process->user.uid, 1000u);
+    EXPECT_EQ(s.process->user.gid, 1000u);
+    EXPECT_TRUE(s.process->user.additional_gids.empty());
+    EXPECT_EQ(s.process->cwd, "/home/ada/src/app");
+    EXPECT_EQ(s.process->args, (std::vector<std::string>{"sh", "-c", "make"}));
+    EXPECT_EQ(s.process->env,
+              (std::vector<std::string>{"PATH=/usr/bin:/bin", "HOME=/home/ada", "TERM=xterm"}));
+    // Fresh /proc, minimal /dev, the workspace writable.
+    EXPECT_EQ(find(s, "/proc")->type, "proc");
+    EXPECT_EQ(find(s, "/dev")->type, "tmpfs");
+    const oci::Mount* ws = find(s, "/home/ada/src/app");
+    if (std::string(name) != "devbox" && std::string(name) != "read-only") {
+      ASSERT_NE(ws, nullptr);
+      EXPECT_TRUE(has(ws->options, "rw"));
+    }
+    // Parents always before children.
+    for (size_t i = 0; i < s.mounts.size(); i++) {
+      for (size_t j = i + 1; j < s.mounts.size(); j++) {
+        const std::string& a = s.mounts[i].destination;
+        const std::string& b = s.mounts[j].destination;
+        EXPECT_FALSE(a.size() > b.size() && a.compare(0, b.size() + 1, b + "/") == 0)
+            << a << " is mounted before its parent " << b;
+      }
+    }
+    // No host device nodes, and nothing setuid, anywhere.
+    for (const auto& m : s.mounts) {
+      if (m.type == "bind" && has(m.options, "rbind")) {
+        EXPECT_TRUE(has(m.options, "rnosuid") && has(m.options, "rnodev")) << m.destination;
+      }
+    }
+    std::vector<std::string> ns;
+    for (const auto& n : s.linux_->namespaces) ns.push_back(n.type);
+    for (const char* t : {"pid", "ipc", "uts", "mount", "cgroup"}) EXPECT_TRUE(has(ns, t)) << t;
+    EXPECT_TRUE(has(s.linux_->masked_paths, "/proc/kcore"));
+    EXPECT_TRUE(has(s.linux_->readonly_paths, "/proc/sys"));
+    EXPECT_FALSE(s.linux_->seccomp);  // the runtime adds it from the policy annotation
+    // The top-level symlinks exist in the root.
+    bool bin = false;
+    for (const auto& l : p.symlinks) bin |= l.name == "bin" && l.target == "usr/bin";
+    EXPECT_TRUE(bin);
+  }
+}
+
+TEST(ProfileCompile, NetworkAndPolicyAnnotation) {
+  struct Want {
+    const char* profile;
+    bool netns_new;
+    const char* policy;
+  };
+  for (const Want& w :
+       {Want{"workspace", false, R"({"lockdown":true,"network":"open","profile":"workspace"})"},
+        Want{"devbox", false, R"({"lockdown":false,"network":"open","profile":"devbox"})"},
+        Want{"read-only", true, R"({"lockdown":true,"network":"none","profile":"read-only"})"},
+        Want{"strict", true, R"({"lockdown":true,"network":"none","profile":"strict"})"}}) {
+    SCOPED_TRACE(w.profile);
+    SandboxPlan p = must_plan(builtin(w.profile));
+    bool present = false;
+    std::string path = net_path(p.spec, &present);
+    EXPECT_TRUE(present);
+    EXPECT_EQ(path, w.netns_new ? "" : "/proc/self/ns/net");
+    EXPECT_EQ(p.spec.annotations.at("org.soyaos.comet.policy"), w.policy);
+    EXPECT_EQ(p.spec.annotations.at("org.soyaos.comet.profile"), w.profile);
+  }
+  // Without a netns to join, open means no network entry at all.
+  Case k = builtin("workspace");
+  k.in.host_netns.clear();
+  bool present = true;
+  net_path(must_plan(k).spec, &present);
+  EXPECT_FALSE(present);
+}
+
+TEST(ProfileCompile, StrictShowsOnlyItsAllowlist) {
+  SandboxPlan p = must_plan(builtin("strict"));
+  const oci::Spec& s = p.spec;
+  EXPECT_TRUE(read_only_bind(find(s, "/usr")));
+  EXPECT_TRUE(read_only_bind(find(s, "/etc")));
+  EXPECT_TRUE(read_only_bind(find(s, "/opt")));
+  for (const char* absent : {"/home", "/root", "/srv", "/var", "/run", "/boot", "/data", "/sys",
+                             "/home/ada/.ssh", "/run/docker.sock", "/run/containerd"})
+    EXPECT_EQ(find(s, absent), nullptr) << absent;  // not in the view: ENOENT
+  EXPECT_TRUE(has(find(s, "/home/ada/src/app")->options, "rw"));
+  EXPECT_TRUE(has(find(s, "/home/ada/.comet/sessions")->options, "rw"));
+  EXPECT_EQ(find(s, "/tmp")->type, "tmpfs");
+}
+
+TEST(ProfileCompile, DenyHidesAndSocketsAreUnreachable) {
+  SandboxPlan p = must_plan(builtin("workspace"));
+  const oci::Spec& s = p.spec;
+  // A runtime's own directory: an empty tmpfs (the socket is gone).
+  const oci::Mount* ctrd = find(s, "/run/containerd");
+  ASSERT_NE(ctrd, nullptr);
+  EXPECT_EQ(ctrd->type, "tmpfs");
+  EXPECT_TRUE(has(ctrd->options, "ro"));
+  EXPECT_TRUE(has(ctrd->options, "mode=755"));
+  EXPECT_EQ(find(s, "/run/containerd/containerd.sock"), nullptr);  // covered by its dir
+  // A lone socket: the empty 0666 file over it, after /run.
+  const oci::Mount* docker = find(s, "/run/docker.sock");
+  ASSERT_NE(docker, nullptr);
+  EXPECT_EQ(docker->source, "/run/comet-runtime/.sandbox@sandbox-0@1/socket");
+  EXPECT_TRUE(has(docker->options, "ro"));
+  EXPECT_GT(pos(s, "/run/docker.sock"), pos(s, "/run"));
+  EXPECT_EQ(find(s, "/var/run/docker.sock"), nullptr);  // one path, not two
+  EXPECT_NE(find(s, "/run/user/1000/podman"), nullptr);
+  EXPECT_NE(find(s, "/run/user/1000/docker.sock"), nullptr);
+  // The state root is hidden, unreadable.
+  const oci::Mount* state = find(s, "/run/comet-runtime");
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->type, "tmpfs");
+  EXPECT_TRUE(has(state->options, "mode=000"));
+
+  // Binding /run (and ~) writable brings none of it back.
+  Case k = load_case(json::parse(slurp(kDir / "custom-run-writable" / "case.json")));
+  SandboxPlan w = must_plan(k);
+  ASSERT_NE(find(w.spec, "/run"), nullptr);
+  EXPECT_TRUE(has(find(w.spec, "/run")->options, "rw"));
+  for (const char* hidden : {"/run/docker.sock", "/run/containerd", "/run/comet-runtime",
+                             "/run/user/1000/podman", "/run/user/1000/docker.sock"}) {
+    ASSERT_NE(find(w.spec, hidden), nullptr) << hidden;
+    EXPECT_GT(pos(w.spec, hidden), pos(w.spec, "/run")) << hidden;
+  }
+  // Denied: a directory is a mode-000 tmpfs, a file the mode-0000 file.
+  const oci::Mount* ssh = find(w.spec, "/home/ada/.ssh");
+  ASSERT_NE(ssh, nullptr);
+  EXPECT_EQ(ssh->type, "tmpfs");
+  EXPECT_TRUE(has(ssh->options, "mode=000"));
+  Case ci = load_case(json::parse(slurp(kDir / "custom-ci" / "case.json")));
+  ci.profile.write.push_back("/home/ada");  // make the home visible to check .netrc
+  // The config's runtime_sockets: invisible under strict (nothing to do)
+  // until /srv is readable.
+  EXPECT_TRUE(has(ci.profile.runtime_sockets, "/srv/ci/dockerd.sock"));
+  EXPECT_EQ(find(must_plan(ci).spec, "/srv/ci/dockerd.sock"), nullptr);
+  ci.profile.read.push_back("/srv");
+  ci.in.host["/srv"] = HostPath{HostKind::dir, "/srv", false};
+  SandboxPlan c = must_plan(ci);
+  const oci::Mount* env = find(c.spec, "/home/ada/src/app/.env");
+  ASSERT_NE(env, nullptr);
+  EXPECT_EQ(env->source, "/run/comet-runtime/.sandbox@sandbox-0@1/deny");
+  const oci::Mount* secrets = find(c.spec, "/home/ada/src/app/secrets");
+  ASSERT_NE(secrets, nullptr);
+  EXPECT_TRUE(has(secrets->options, "mode=000"));
+  ASSERT_NE(find(c.spec, "/srv/ci/dockerd.sock"), nullptr);
+  EXPECT_EQ(find(c.spec, "/srv/ci/dockerd.sock")->source,
+            "/run/comet-runtime/.sandbox@sandbox-0@1/socket");
+  EXPECT_GT(pos(c.spec, "/srv/ci/dockerd.sock"), pos(c.spec, "/srv"));
+}
+
+TEST(ProfileCompile, ProtectUnderWritablePathsAndPins) {
+  Case k = load_case(json::parse(slurp(kDir / "custom-run-writable" / "case.json")));
+  SandboxPlan p = must_plan(k);
+  // ~ is writable: its config dir is read-only, and the dirs between are
+  // pinned so that it cannot be renamed away and replaced.
+  EXPECT_TRUE(read_only_bind(find(p.spec, "/home/ada/.config/comet")));
+  const oci::Mount* pin = find(p.spec, "/home/ada/.config");
+  ASSERT_NE(pin, nullptr);
+  EXPECT_FALSE(has(pin->options, "rro"));
+  EXPECT_LT(pos(p.spec, "/home/ada/.config"), pos(p.spec, "/home/ada/.config/comet"));
+  // A missing hook dir inside a writable tree is made first, then protected.
+  EXPECT_TRUE(has(p.mkdirs, "/home/ada/.comet/hooks"));
+  EXPECT_TRUE(read_only_bind(find(p.spec, "/home/ada/.comet/hooks")));
+  // The workspace's own .comet (its sandbox.yaml) too.
+  EXPECT_TRUE(has(p.mkdirs, "/home/ada/src/app/.comet"));
+  // The runtime binary and the global config lie in read-only trees here:
+  // no mount needed.
+  EXPECT_EQ(find(p.spec, "/usr/local/bin/comet-runtime"), nullptr);
+
+  // Under a writable tree, the binary is bound read-only.
+  Case b = builtin("workspace");
+  b.profile.write.push_back("/usr/local");
+  b.in.host["/usr/local"] = HostPath{HostKind::dir, "/usr/local", false};
+  SandboxPlan q = must_plan(b);
+  EXPECT_TRUE(read_only_bind(find(q.spec, "/usr/local/bin/comet-runtime")));
+  EXPECT_NE(find(q.spec, "/usr/local/bin"), nullptr);  // pinned
+
+  // devbox protects only /data.
+  SandboxPlan d = must_plan(builtin("devbox"));
+  EXPECT_TRUE(read_only_bind(find(d.spec, "/data")));
+  EXPECT_EQ(find(d.spec, "/run/comet-runtime"), nullptr);
+  EXPECT_EQ(find(d.spec, "/run/docker.sock"), nullptr);
+  EXPECT_TRUE(d.mkdirs.empty());
+  EXPECT_TRUE(has(find(d.spec, "/usr")->options, "rw"));
+  EXPECT_EQ(find(d.spec, "/tmp")->type, "bind");  // the host's /tmp
+}
+
+TEST(ProfileCompile, FailClosed) {
+  auto err = [](Case k) {
+    auto r = compile_profile(k.profile, k.in);
+    return r.ok() ? std::string("OK") : r.error().message();
+  };
+  Case k = builtin("workspace");
+  k.profile.write.push_back("/home/ada");
+  k.in.host["/home/ada/.config/comet"].symlink = true;
+  EXPECT_EQ(err(k),
+            "sandbox: cannot protect /home/ada/.config/comet: it is a symlink inside the writable "
+            "/home/ada (the workload could replace it)");
+  k = builtin("workspace");
+  k.in.workspace = "/";
+  EXPECT_EQ(err(k),
+            "sandbox: the workspace cannot be / (it would make everything writable); pass "
+            "--workspace DIR");
+  k = builtin("workspace");
+  k.in.args.clear();
+  EXPECT_EQ(err(k), "sandbox: no command to run");
+  k = builtin("workspace");
+  k.in.root_dir = "rootfs";
+  EXPECT_EQ(err(k), "sandbox: the root dir must be an absolute normalised path, got \"rootfs\"");
+  EXPECT_EQ(err(builtin("off")), "sandbox: profile \"off\" is no sandbox (off)");
+}
+
+TEST(ProfileCompile, EnvFilter) {
+  EXPECT_EQ(sandbox_env({"A=1", "LD_PRELOAD=x", "LD_LIBRARY_PATH=y", "GCONV_PATH=z",
+                         "BASH_FUNC_f%%=() { :; }", "MALLOC_CHECK_=3", "DOCKER_HOST=unix:///x",
+                         "A=2", "B=", "GLIBC_TUNABLES=x", "noequals"}),
+            (std::vector<std::string>{
+                "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "A=2", "B="}));
+  EXPECT_TRUE(dangerous_env("LD_AUDIT"));
+  EXPECT_TRUE(dangerous_env("SSH_AUTH_SOCK"));
+  EXPECT_FALSE(dangerous_env("HOME"));
+  EXPECT_FALSE(dangerous_env("LANG"));
+}

@@ -1,0 +1,223 @@
+// egress/answer: what the resolver forwards, refuses, answers and pins.
+#include <gtest/gtest.h>
+
+#include "comet/egress/answer.hpp"
+#include "comet/egress/pasta.hpp"
+#include "comet/egress/resolver.hpp"
+
+using namespace comet::egress;
+using namespace comet::egress::dns;
+using comet::capability::Egress;
+using comet::capability::Protocol;
+
+namespace {
+
+Allowlist pack() {
+  Egress e;
+  e.entries = {{"api.test", 443, Protocol::https}, {"*.cdn.test", 8443, Protocol::tcp}};
+  return Allowlist(e);
+}
+
+Message query(const std::string& name, uint16_t type = kTypeA) {
+  Message m;
+  m.id = 99;
+  m.flags = kFlagRd;
+  m.questions.push_back({name, type, kClassIn});
+  return m;
+}
+
+Record a(const std::string& name, std::vector<uint8_t> addr, uint32_t ttl = 30) {
+  Record r;
+  r.name = name;
+  r.type = addr.size() == 16 ? kTypeAaaa : kTypeA;
+  r.ttl = ttl;
+  r.rdata = std::move(addr);
+  return r;
+}
+
+Record cname(const std::string& name, const std::string& target, uint32_t ttl = 30) {
+  Record r;
+  r.name = name;
+  r.type = kTypeCname;
+  r.ttl = ttl;
+  r.target = target;
+  return r;
+}
+
+Message upstream_for(const Message& q, std::vector<Record> answers, uint16_t rcode = kNoError) {
+  Message u = upstream_query(q, 4242);
+  u.flags |= kFlagQr | kFlagRa;
+  u.set_rcode(rcode);
+  u.answers = std::move(answers);
+  return u;
+}
+
+}  // namespace
+
+TEST(EgressAnswer, QueriesForwardedOrRefused) {
+  Allowlist al = pack();
+  EXPECT_EQ(check_query(al, query("api.test")).action, QueryAction::forward);
+  EXPECT_EQ(check_query(al, query("a.cdn.test", kTypeAaaa)).action, QueryAction::forward);
+  for (const char* n : {"other.test", "cdn.test", "api.test.evil"}) {
+    QueryDecision d = check_query(al, query(n));
+    EXPECT_EQ(d.action, QueryAction::reply) << n;
+    EXPECT_EQ(d.reply.rcode(), kRefused) << n;
+  }
+  // allowed name, other type (TXT): refused
+  EXPECT_EQ(check_query(al, query("api.test", 16)).reply.rcode(), kRefused);
+  // class CH
+  Message ch = query("api.test");
+  ch.questions[0].qclass = 3;
+  EXPECT_EQ(check_query(al, ch).reply.rcode(), kRefused);
+  // opcode 2 (status), no question, two questions, a response
+  Message op = query("api.test");
+  op.flags |= 2 << 11;
+  EXPECT_EQ(check_query(al, op).reply.rcode(), kNotImp);
+  Message none = query("api.test");
+  none.questions.clear();
+  EXPECT_EQ(check_query(al, none).reply.rcode(), kFormErr);
+  Message two = query("api.test");
+  two.questions.push_back(two.questions[0]);
+  EXPECT_EQ(check_query(al, two).reply.rcode(), kFormErr);
+  Message resp = query("api.test");
+  resp.flags |= kFlagQr;
+  EXPECT_EQ(check_query(al, resp).action, QueryAction::drop);
+}
+
+TEST(EgressAnswer, AllowedAnswerIsPinnedForItsServices) {
+  Message q = query("api.test");
+  auto d = answer(pack(), q, upstream_for(q, {a("api.test", {10, 77, 0, 10}, 30)}));
+  EXPECT_EQ(d.reply.rcode(), kNoError);
+  EXPECT_EQ(d.reply.id, 99);
+  ASSERT_EQ(d.reply.answers.size(), 1u);
+  EXPECT_EQ(d.reply.answers[0].ttl, 30u);
+  ASSERT_EQ(d.pins.size(), 1u);
+  EXPECT_EQ(d.pins[0].address, "10.77.0.10");
+  EXPECT_EQ(d.pins[0].service, (Service{kTcp, 443}));
+  EXPECT_EQ(d.pins[0].timeout_s, 65u);  // max(30, 60) + 5: never shorter than the TTL
+  // a long TTL: timeout = TTL + slack
+  auto d2 = answer(pack(), q, upstream_for(q, {a("api.test", {10, 77, 0, 10}, 600)}));
+  EXPECT_EQ(d2.pins[0].timeout_s, 605u);
+  // capped
+  auto d3 = answer(pack(), q, upstream_for(q, {a("api.test", {10, 77, 0, 10}, 999999)}));
+  EXPECT_EQ(d3.reply.answers[0].ttl, 3600u);
+  EXPECT_EQ(d3.pins[0].timeout_s, 3605u);
+  EXPECT_GE(d3.pins[0].timeout_s, d3.reply.answers[0].ttl);
+}
+
+TEST(EgressAnswer, CnameChainOnlyWhenEveryNameIsAllowed) {
+  Message q = query("api.test");
+  auto ok = answer(
+      pack(), q,
+      upstream_for(q, {cname("api.test", "edge.cdn.test"), a("edge.cdn.test", {10, 77, 0, 20})}));
+  EXPECT_EQ(ok.reply.rcode(), kNoError);
+  ASSERT_EQ(ok.reply.answers.size(), 2u);
+  ASSERT_EQ(ok.pins.size(), 1u);
+  EXPECT_EQ(ok.pins[0].address, "10.77.0.20");
+  EXPECT_EQ(ok.pins[0].service, (Service{kTcp, 443}));  // the asked name's entries
+  auto bad =
+      answer(pack(), q,
+             upstream_for(q, {cname("api.test", "evil.test"), a("evil.test", {10, 77, 0, 66})}));
+  EXPECT_EQ(bad.reply.rcode(), kRefused);
+  EXPECT_TRUE(bad.reply.answers.empty());
+  EXPECT_TRUE(bad.pins.empty());
+  // a two-step chain whose second link leaves the allowlist
+  auto bad2 =
+      answer(pack(), q,
+             upstream_for(q, {cname("api.test", "x.cdn.test"), cname("x.cdn.test", "cdn.test"),
+                              a("cdn.test", {10, 77, 0, 67})}));
+  EXPECT_EQ(bad2.reply.rcode(), kRefused);
+  EXPECT_TRUE(bad2.pins.empty());
+  // records for names off the chain are dropped
+  auto off =
+      answer(pack(), q,
+             upstream_for(q, {a("api.test", {10, 77, 0, 10}), a("other.test", {10, 77, 0, 99})}));
+  ASSERT_EQ(off.reply.answers.size(), 1u);
+  ASSERT_EQ(off.pins.size(), 1u);
+}
+
+TEST(EgressAnswer, RebindingToLocalAddressesIsNeverPinned) {
+  Message q = query("api.test");
+  auto d =
+      answer(pack(), q,
+             upstream_for(q, {a("api.test", {127, 0, 0, 1}), a("api.test", {0, 0, 0, 0}),
+                              a("api.test", {169, 254, 169, 254}), a("api.test", {224, 0, 0, 1}),
+                              a("api.test", {255, 255, 255, 255})}));
+  EXPECT_TRUE(d.pins.empty());
+  EXPECT_TRUE(d.reply.answers.empty());
+  Message q6 = query("api.test", kTypeAaaa);
+  std::vector<uint8_t> lo6(16, 0), mapped(16, 0), ll(16, 0), good(16, 0);
+  lo6[15] = 1;
+  mapped[10] = mapped[11] = 0xff;
+  mapped[12] = 10;
+  ll[0] = 0xfe;
+  ll[1] = 0x80;
+  good[0] = 0xfd;
+  good[15] = 7;
+  auto d6 = answer(pack(), q6,
+                   upstream_for(q6, {a("api.test", lo6), a("api.test", mapped), a("api.test", ll),
+                                     a("api.test", good)}));
+  ASSERT_EQ(d6.pins.size(), 1u);
+  EXPECT_EQ(d6.pins[0].address, "fd00::7");
+  EXPECT_TRUE(d6.pins[0].v6);
+}
+
+TEST(EgressAnswer, UpstreamErrorsAndMismatches) {
+  Message q = query("api.test");
+  auto nx = answer(pack(), q, upstream_for(q, {}, kNxDomain));
+  EXPECT_EQ(nx.reply.rcode(), kNxDomain);
+  EXPECT_TRUE(nx.pins.empty());
+  auto sf = answer(pack(), q, upstream_for(q, {}, kRefused));
+  EXPECT_EQ(sf.reply.rcode(), kServFail);
+  Message other = query("other.test");
+  auto mm = answer(pack(), q, upstream_for(other, {a("other.test", {10, 0, 0, 1})}));
+  EXPECT_EQ(mm.reply.rcode(), kServFail);
+  EXPECT_TRUE(mm.pins.empty());
+  Message not_resp = upstream_for(q, {a("api.test", {10, 0, 0, 1})});
+  not_resp.flags &= static_cast<uint16_t>(~kFlagQr);
+  EXPECT_EQ(answer(pack(), q, not_resp).reply.rcode(), kServFail);
+}
+
+TEST(EgressAnswer, OpenEgressAnswersWithoutPins) {
+  Egress any;
+  any.any = true;
+  Allowlist al(any);
+  Message q = query("anything.example");
+  EXPECT_EQ(check_query(al, q).action, QueryAction::forward);
+  auto d = answer(al, q, upstream_for(q, {a("anything.example", {10, 1, 1, 1})}));
+  EXPECT_EQ(d.reply.answers.size(), 1u);
+  EXPECT_TRUE(d.pins.empty());
+}
+
+TEST(EgressResolverConfig, Upstreams) {
+  auto u = parse_upstreams("10.0.0.1, 10.0.0.2:5353,[fd00::1]:53 fd00::2");
+  ASSERT_TRUE(u.ok()) << u.error().what();
+  ASSERT_EQ(u->size(), 4u);
+  EXPECT_EQ((*u)[0].text, "10.0.0.1:53");
+  EXPECT_EQ((*u)[1].text, "10.0.0.2:5353");
+  EXPECT_EQ((*u)[2].text, "[fd00::1]:53");
+  EXPECT_EQ((*u)[3].text, "[fd00::2]:53");
+  EXPECT_FALSE(parse_upstreams("dns.example").ok());
+  EXPECT_FALSE(parse_upstreams("10.0.0.1:0").ok());
+  EXPECT_FALSE(parse_upstreams("[fd00::1").ok());
+  EXPECT_EQ(
+      resolv_conf_nameservers("# x\nsearch a\nnameserver 10.1.1.1\nnameserver fe80::1%eth0\n"
+                              "nameserver  fd00::53\nnameserver 1.1.1.1\nnameserver 8.8.8.8\n"),
+      (std::vector<std::string>{"10.1.1.1", "fd00::53", "1.1.1.1"}));
+  EXPECT_NE(container_resolv_conf().find("nameserver 127.0.0.1\n"), std::string::npos);
+}
+
+TEST(EgressPasta, Arguments) {
+  auto a = pasta_args("/usr/bin/pasta", "/run/x/pasta.pid");
+  auto has = [&](const std::string& s) { return std::find(a.begin(), a.end(), s) != a.end(); };
+  EXPECT_TRUE(has("--config-net"));
+  EXPECT_TRUE(has("--no-map-gw"));
+  EXPECT_TRUE(has("/proc/self/fd/3"));
+  EXPECT_TRUE(has("/run/x/pasta.pid"));
+  // no inbound forwarding of any kind
+  int nones = 0;
+  for (std::size_t i = 0; i + 1 < a.size(); ++i)
+    if ((a[i] == "-t" || a[i] == "-u" || a[i] == "-T" || a[i] == "-U") && a[i + 1] == "none")
+      ++nones;
+  EXPECT_EQ(nones, 4);
+}

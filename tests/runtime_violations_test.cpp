@@ -1,0 +1,182 @@
+// violations.hpp (envelope, classification, counting, flags) and the
+// notifying lock-down (seccomp::LockdownOptions::notify): pure, no root.
+#include <gtest/gtest.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "comet/runtime/violations.hpp"
+#include "comet/seccomp/bpf_eval.hpp"
+#include "comet/seccomp/seccomp.hpp"
+
+namespace v = comet::runtime::violations;
+namespace sc = comet::seccomp;
+
+namespace {
+
+v::Classified classify(int nr, std::array<std::uint64_t, 6> a = {}) {
+  return v::classify(nr, a.data());
+}
+
+sc::Program compile(const sc::LockdownOptions& o) {
+  sc::CompileOptions co;
+  co.enosys_stub = false;
+  auto p = sc::compile(sc::lockdown_profile(o), co);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().what());
+  return p.ok() ? *p : sc::Program{};
+}
+
+}  // namespace
+
+TEST(Violations, PackOfTheAnnotation) {
+  auto p = v::pack_of({{"org.soyaos.comet.pack", "weather-agent@1.4.2"}});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->name, "weather-agent");
+  EXPECT_EQ(p->version, "1.4.2");
+  EXPECT_FALSE(v::pack_of({{"org.soyaos.comet.pack", "noversion"}}));
+  EXPECT_FALSE(v::pack_of({{"org.soyaos.comet.pack", "x@"}}));
+  EXPECT_FALSE(v::pack_of({}));
+}
+
+TEST(Violations, EnvelopeHasEveryField) {
+  v::Event e;
+  e.container = "c1";
+  e.pack = v::PackId{"p", "1.0"};
+  e.surface = "namespace";
+  e.requested = "unshare(CLONE_NEWUSER)";
+  e.syscall = "unshare";
+  e.pid = 42;
+  e.err = EPERM;
+  auto j = nlohmann::json::parse(v::to_json_line(e));
+  EXPECT_EQ(j["type"], "capability_violation");
+  EXPECT_EQ(j["container"], "c1");
+  EXPECT_EQ(j["pack"]["name"], "p");
+  EXPECT_EQ(j["pack"]["version"], "1.0");
+  EXPECT_TRUE(j["matched_entry"].is_null());
+  EXPECT_EQ(j["errno"], "EPERM");
+  EXPECT_EQ(j["pid"], 42);
+  EXPECT_EQ(j["time"].get<std::string>().size(), 30u);  // 2026-12-02T04:36:09.189269154Z
+  EXPECT_EQ(j["id"].get<std::string>().size(), 36u);
+  EXPECT_FALSE(j.contains("repeated"));
+  EXPECT_NE(j["id"], nlohmann::json::parse(v::to_json_line(e))["id"]);  // unique
+  e.repeated = 7;
+  e.pack.reset();
+  j = nlohmann::json::parse(v::to_json_line(e));
+  EXPECT_EQ(j["repeated"], 7);
+  EXPECT_TRUE(j["pack"].is_null());
+}
+
+TEST(Violations, Classify) {
+  EXPECT_EQ(classify(SYS_fork).surface, "process");
+  auto c = classify(SYS_clone, {SIGCHLD});
+  EXPECT_EQ(c.surface, "process");
+  EXPECT_EQ(c.requested, "clone");
+  c = classify(SYS_clone, {CLONE_NEWUSER | CLONE_NEWNET | SIGCHLD});
+  EXPECT_EQ(c.surface, "namespace");
+  EXPECT_EQ(c.requested, "clone(CLONE_NEWUSER|CLONE_NEWNET)");
+  c = classify(SYS_unshare, {CLONE_NEWNS});
+  EXPECT_EQ(c.requested, "unshare(CLONE_NEWNS)");
+  EXPECT_EQ(c.syscall, "unshare");
+  c = classify(SYS_clock_settime, {0});
+  EXPECT_EQ(c.surface, "clock");
+  EXPECT_EQ(c.requested, "clock_settime(clock 0)");
+  c = classify(SYS_socket, {17, 3});
+  EXPECT_EQ(c.surface, "egress");
+  EXPECT_EQ(c.requested, "socket(family 17, type 3)");
+  EXPECT_EQ(classify(SYS_bpf).surface, "namespace");
+  EXPECT_EQ(classify(SYS_memfd_create).surface, "process");
+}
+
+TEST(Violations, CountIncludesRepeatsAndSkipsGarbage) {
+  std::string first, last;
+  std::string text =
+      "{\"type\":\"capability_violation\",\"time\":\"2026-01-01T00:00:02.000000000Z\"}\n"
+      "not json\n"
+      "{\"type\":\"capability_violation\",\"time\":\"2026-01-01T00:00:01.000000000Z\","
+      "\"repeated\":999}\n"
+      "{\"type\":\"events_truncated\",\"dropped\":5}\n";
+  EXPECT_EQ(v::count_violations(text, &first, &last), 1000);
+  EXPECT_EQ(first, "2026-01-01T00:00:01.000000000Z");
+  EXPECT_EQ(last, "2026-01-01T00:00:02.000000000Z");
+  EXPECT_EQ(v::count_violations(""), 0);
+}
+
+TEST(Violations, FlagsRegistry) {
+  auto dir = std::filesystem::temp_directory_path() / ("cmtflags" + std::to_string(::getpid()));
+  ::setenv("COMET_FLAGS_DIR", dir.c_str(), 1);
+  std::map<std::string, std::string> ann = {{"org.soyaos.comet.pack", "p@1"}};
+  EXPECT_EQ(v::flag_warning(ann), "");
+  ASSERT_TRUE(v::record_flag({"p", "1"}, 2, "T1", "T2").ok());
+  ASSERT_TRUE(v::record_flag({"p", "1"}, 3, "T3", "T4").ok());
+  auto flags = v::list_flags();
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].pack, "p@1");
+  EXPECT_EQ(flags[0].count, 5);
+  EXPECT_EQ(flags[0].first, "T1");
+  EXPECT_EQ(flags[0].last, "T4");
+  EXPECT_NE(v::flag_warning(ann).find("pack p@1 is flagged: 5"), std::string::npos);
+  EXPECT_EQ(v::flag_warning({{"org.soyaos.comet.pack", "p@2"}}), "");  // a new version is clean
+  EXPECT_FALSE(v::clear_flag("../etc@x").ok());
+  ASSERT_TRUE(v::clear_flag("p@1").ok());
+  EXPECT_EQ(v::flag_warning(ann), "");
+  EXPECT_FALSE(v::clear_flag("p@1").ok());
+  std::filesystem::remove_all(dir);
+  ::unsetenv("COMET_FLAGS_DIR");
+}
+
+// The notifying lock-down notifies exactly where the ERRNO one refuses, and
+// the ERRNO one gives the errno the reporter answers with.
+TEST(ViolationsLockdown, NotifyWhereErrnoRefuses) {
+  sc::LockdownOptions o;
+  o.exec_lock = true;
+  o.network_none = true;
+  sc::Program err = compile(o);
+  o.notify = true;
+  sc::Program note = compile(o);
+  EXPECT_FALSE(err.needs_listener);
+  EXPECT_TRUE(note.needs_listener);
+  struct Case {
+    int nr;
+    std::array<uint64_t, 6> args;
+  } cases[] = {{SYS_unshare, {CLONE_NEWUSER}},
+               {SYS_mount, {}},
+               {SYS_clock_settime, {0}},
+               {SYS_clone, {SIGCHLD}},
+               {SYS_clone, {CLONE_THREAD | CLONE_VM | CLONE_SIGHAND}},
+               {SYS_socket, {2, 1}},
+               {SYS_socket, {1, 1}},
+               {SYS_getpid, {}},
+               {SYS_clone3, {}}};
+  for (auto& c : cases) {
+    auto d = sc::make_seccomp_data(c.nr, c.args);
+    uint32_t e = sc::evaluate(err.filter, d) & SECCOMP_RET_ACTION_FULL;
+    uint32_t n = sc::evaluate(note.filter, d) & SECCOMP_RET_ACTION_FULL;
+    if (c.nr == SYS_clone3) {
+      EXPECT_EQ(n, SECCOMP_RET_ERRNO) << "clone3 stays ENOSYS, unreported";
+    } else if (e == SECCOMP_RET_ERRNO) {
+      EXPECT_EQ(n, SECCOMP_RET_USER_NOTIF) << c.nr;
+    } else {
+      EXPECT_EQ(n, SECCOMP_RET_ALLOW) << c.nr;
+    }
+  }
+  // exec lock: execve notifies (reporting only), the ERRNO program allows it
+  auto ex = sc::make_seccomp_data(SYS_execve);
+  EXPECT_EQ(sc::evaluate(note.filter, ex) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(sc::evaluate(err.filter, ex) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW);
+}
+
+TEST(ViolationsLockdown, ReportableListExcludesClone3) {
+  sc::LockdownOptions o;
+  o.exec_lock = true;
+  auto names = sc::lockdown_reportable(o);
+  auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  EXPECT_TRUE(has("unshare"));
+  EXPECT_TRUE(has("fork"));
+  EXPECT_TRUE(has("clock_settime"));
+  EXPECT_FALSE(has("clone3"));
+  EXPECT_FALSE(has("execve"));
+}

@@ -1,0 +1,146 @@
+// lockdown_profile(): the stacked filter of confined containers, checked by
+// evaluating the compiled BPF (bpf_eval) on crafted seccomp_data.
+#include <linux/audit.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/socket.h>
+
+#include <gtest/gtest.h>
+
+#include "comet/seccomp/bpf_eval.hpp"
+#include "comet/seccomp/seccomp.hpp"
+
+namespace cs = comet::seccomp;
+
+namespace {
+
+constexpr uint32_t kAllow = SECCOMP_RET_ALLOW;
+constexpr uint32_t kEperm = SECCOMP_RET_ERRNO | EPERM;
+constexpr uint32_t kEnosys = SECCOMP_RET_ERRNO | ENOSYS;
+
+cs::Program compile(cs::LockdownOptions o) {
+  cs::CompileOptions co;
+  co.enosys_stub = false;
+  auto r = cs::compile(cs::lockdown_profile(o), co);
+  EXPECT_TRUE(r.ok()) << r.error().what();
+  return r.ok() ? std::move(r).value() : cs::Program{};
+}
+
+uint32_t run(const cs::Program& p, const char* name, std::array<uint64_t, 6> args = {},
+             uint32_t audit = cs::native_audit_arch()) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  EXPECT_NE(nr, __NR_SCMP_ERROR) << name;
+  return cs::evaluate(p.filter, cs::make_seccomp_data(nr, args, audit));
+}
+
+}  // namespace
+
+TEST(Lockdown, NamespaceCallsAreRefused) {
+  auto p = compile({});
+  EXPECT_EQ(cs::check_filter(p.filter), "");
+  for (const char* n : {"mount",
+                        "umount2",
+                        "pivot_root",
+                        "open_tree",
+                        "move_mount",
+                        "fsopen",
+                        "fsconfig",
+                        "fsmount",
+                        "fspick",
+                        "mount_setattr",
+                        "unshare",
+                        "setns",
+                        "ptrace",
+                        "process_vm_readv",
+                        "process_vm_writev",
+                        "bpf",
+                        "perf_event_open",
+                        "userfaultfd",
+                        "keyctl",
+                        "add_key",
+                        "request_key",
+                        "kexec_load",
+                        "kexec_file_load",
+                        "init_module",
+                        "finit_module",
+                        "delete_module",
+                        "open_by_handle_at",
+                        "clock_settime",
+                        "settimeofday",
+                        "io_uring_setup",
+                        "io_uring_enter",
+                        "io_uring_register"}) {
+    EXPECT_EQ(run(p, n), kEperm) << n;
+  }
+  for (const char* n : {"read", "write", "openat", "clock_gettime", "adjtimex", "getpid", "execve",
+                        "execveat", "seccomp", "landlock_create_ruleset"}) {
+    EXPECT_EQ(run(p, n), kAllow) << n;
+  }
+}
+
+TEST(Lockdown, CloneFlags) {
+  auto p = compile({});
+  EXPECT_EQ(run(p, "clone3"), kEnosys);
+  EXPECT_EQ(run(p, "clone", {SIGCHLD}), kAllow) << "a plain fork is allowed without the exec lock";
+  for (uint64_t f : {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+                     CLONE_NEWNET, CLONE_NEWCGROUP}) {
+    EXPECT_EQ(run(p, "clone", {f | SIGCHLD}), kEperm) << std::hex << f;
+  }
+}
+
+TEST(Lockdown, ExecLock) {
+  cs::LockdownOptions o;
+  o.exec_lock = true;
+  auto p = compile(o);
+  EXPECT_EQ(run(p, "fork"), kEperm);
+  EXPECT_EQ(run(p, "vfork"), kEperm);
+  EXPECT_EQ(run(p, "memfd_create"), kEperm);
+  EXPECT_EQ(run(p, "clone", {SIGCHLD}), kEperm);
+  EXPECT_EQ(run(p, "clone", {CLONE_VM | CLONE_VFORK | SIGCHLD}), kEperm);
+  // glibc's pthread_create
+  uint64_t thread = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                    CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+  EXPECT_EQ(run(p, "clone", {thread}), kAllow);
+  EXPECT_EQ(run(p, "clone3"), kEnosys);
+}
+
+TEST(Lockdown, SocketsAreComparedAs32BitValues) {
+  auto p = compile({});
+  EXPECT_EQ(run(p, "socket", {AF_PACKET, SOCK_RAW}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_PACKET, SOCK_DGRAM}), kEperm);
+  // high bits the kernel ignores (it reads an int) do not hide the family
+  EXPECT_EQ(run(p, "socket", {(1ULL << 32) | AF_PACKET, SOCK_DGRAM}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_INET, SOCK_RAW}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_INET6, SOCK_RAW | SOCK_CLOEXEC}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_INET, SOCK_STREAM}), kAllow);
+  EXPECT_EQ(run(p, "socket", {AF_UNIX, SOCK_STREAM}), kAllow);
+}
+
+TEST(Lockdown, NetworkNone) {
+  cs::LockdownOptions o;
+  o.network_none = true;
+  auto p = compile(o);
+  EXPECT_EQ(run(p, "socket", {AF_INET, SOCK_STREAM}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_INET6, SOCK_DGRAM}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM}), kEperm);
+  EXPECT_EQ(run(p, "socketpair", {AF_INET, SOCK_STREAM}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_UNIX, SOCK_STREAM}), kAllow);
+  EXPECT_EQ(run(p, "socketpair", {AF_UNIX, SOCK_STREAM}), kAllow);
+  // high bits over AF_UNIX: refused (stricter than the kernel, never looser)
+  EXPECT_EQ(run(p, "socket", {(1ULL << 32) | AF_UNIX, SOCK_STREAM}), kEperm);
+}
+
+TEST(Lockdown, OtherArchitecturesAreKilled) {
+  auto p = compile({});
+  uint32_t r = cs::evaluate(p.filter, cs::make_seccomp_data(2, {}, AUDIT_ARCH_I386));
+  // libseccomp's bad-architecture action: kill (the thread)
+  EXPECT_TRUE(r == SECCOMP_RET_KILL_THREAD || r == SECCOMP_RET_KILL_PROCESS) << std::hex << r;
+}
+
+TEST(Lockdown, WithoutNamespacesOnlyClone3) {
+  cs::LockdownOptions o;
+  o.namespaces = false;
+  auto p = compile(o);
+  EXPECT_EQ(run(p, "mount"), kAllow);
+  EXPECT_EQ(run(p, "clone3"), kEnosys);
+}
