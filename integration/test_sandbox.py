@@ -284,8 +284,6 @@ def test_exit_status_passes_through(sbx, ws):
     assert not (ws / "ran").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="run_container (create.cpp) turns any recorded lock-down "
-                   "violation into exit 3, also for sandbox profiles, so CMD's status is lost")
 def test_exit_status_passes_through_after_a_refused_syscall(sbx):
     res = sbx(*probe_cmd("connect-tcp=127.0.0.1:1", "exit=5"), profile="strict")
     assert res.rc == 5, res

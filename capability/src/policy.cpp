@@ -130,9 +130,13 @@ Status tighten(oci::Spec& spec, const Policy& p) {
   if (spec.root) spec.root->readonly = true;
   if (!spec.linux_) spec.linux_ = oci::Linux{};
   oci::Linux& l = *spec.linux_;
-  for (const char* ns : {"pid", "ipc", "uts", "mount", "cgroup", "network"}) {
+  for (const char* ns : {"pid", "ipc", "uts", "mount", "cgroup"}) {
     if (!has_ns(l, ns)) l.namespaces.push_back(oci::Namespace{ns, ""});
   }
+  // Network open (a sandbox profile on the host's network) keeps the
+  // config's choice; anything stricter is enforced in a namespace of its own.
+  if (p.network != NetworkPolicy::open && !has_ns(l, "network"))
+    l.namespaces.push_back(oci::Namespace{"network", ""});
   if (p.network != NetworkPolicy::open) {
     // The allowlist (or nothing at all) is enforced inside a network
     // namespace; the host's own namespace can never be one.

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "comet/capability/compile.hpp"
 #include "comet/capability/policy.hpp"
 #include "comet/egress/egress.hpp"
 #include "comet/oci/spec.hpp"
@@ -593,9 +594,14 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
   // Any capability_violation recorded: exit 3, whatever the agent's status
   // (violations.hpp); counted (and the pack flagged) before delete.
+  // Only a pack (capabilities) turns them into exit 3: a sandbox profile's
+  // command keeps its own status (docs/sandbox.md), its events are kept.
+  bool is_pack = false;
+  if (auto rec = ContainerDir(g.root, o.id).load(); rec.ok())
+    is_pack = rec->annotations.count(std::string(capability::kAnnotationCapabilities)) > 0;
   long violations_seen = violations::finish_run(g.root, o.id);
   (void)delete_container(g, o.id, true);
-  if (violations_seen > 0) return violations::kViolationExit;
+  if (violations_seen > 0 && is_pack) return violations::kViolationExit;
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
 }

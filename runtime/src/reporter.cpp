@@ -1,6 +1,7 @@
 // The violation reporter (reporter.hpp): parent-side start, and the
 // `__reporter` process itself.
 #include "comet/runtime/reporter.hpp"
+#include "comet/runtime/confine.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -237,7 +238,7 @@ int reporter_main(int argc, char** argv) {
   lo.notify = false;  // the program whose answers we give
   seccomp::CompileOptions co;
   co.enosys_stub = false;
-  auto prog = seccomp::compile(seccomp::lockdown_profile(lo), co);
+  auto prog = compile_cached(seccomp::lockdown_profile(lo), co);
   std::map<std::string, std::string> ann;
   if (std::string p = arg_of(argc, argv, "pack"); !p.empty()) ann["org.soyaos.comet.pack"] = p;
   auto pack = violations::pack_of(ann);

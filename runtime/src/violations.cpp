@@ -1,6 +1,8 @@
 // capability_violation events: envelope, files, delivery, flags (violations.hpp).
 #include "comet/runtime/violations.hpp"
 
+#include <sys/syscall.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -232,12 +234,14 @@ long finish_run(const std::string& root, const std::string& id) {
   if (rec.ok() && rec->reporter_pid > 0) {
     // The reporter exits once the last confined process is gone (its
     // listener hangs up); give it a bounded time to write what it holds.
-    for (int i = 0; i < 300; i++) {
-      if (process_dead(rec->reporter_pid) ||
-          process_start_time(rec->reporter_pid) != rec->reporter_start)
-        break;
-      ::usleep(10000);
+    // A pidfd wakes us the moment it exits (no polling interval).
+    int pfd = static_cast<int>(::syscall(SYS_pidfd_open, rec->reporter_pid, 0));
+    if (pfd >= 0 && process_start_time(rec->reporter_pid) == rec->reporter_start) {
+      struct pollfd p = {pfd, POLLIN, 0};
+      while (::poll(&p, 1, 3000) < 0 && errno == EINTR) {
+      }
     }
+    if (pfd >= 0) ::close(pfd);
     reporter_alive = !process_dead(rec->reporter_pid) &&
                      process_start_time(rec->reporter_pid) == rec->reporter_start;
   }

@@ -66,8 +66,9 @@ Result<std::optional<Policy>> policy_from_annotations(
 // Tightens `spec` for `p`; never loosens anything:
 //   process: every capability set emptied, noNewPrivileges, no terminal change
 //   root: read-only
-//   namespaces: pid, ipc, uts, mount, cgroup and network added as new ones
-//               when absent (an engine's joined namespace stays joined)
+//   namespaces: pid, ipc, uts, mount and cgroup added as new ones when
+//               absent, and network too unless the policy's network is open
+//               (an engine's joined namespace stays joined)
 //   network:  a policy other than open cannot run in the host's netns
 // An engine's user namespace (rootless podman) is kept: it is a layer, and
 // the lock-down refuses new ones inside. Returns an error when the spec

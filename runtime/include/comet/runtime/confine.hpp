@@ -20,6 +20,7 @@
 #include "comet/capability/policy.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/child.hpp"
+#include "comet/seccomp/seccomp.hpp"
 
 namespace comet::runtime {
 
@@ -30,6 +31,11 @@ int landlock_abi() noexcept;
 // The ELF program interpreter (PT_INTERP) named by an executable's bytes,
 // "" for a static binary. Errors for anything that is not a 64-bit ELF.
 Result<std::string> elf_interpreter(std::string_view bytes);
+
+// seccomp::compile() with an on-disk cache of the finished BPF
+// (/run/comet-runtime/cache/seccomp, root-only), for the built-in filters.
+Result<seccomp::Program> compile_cached(const oci::Seccomp& profile,
+                                        const seccomp::CompileOptions& o);
 
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx);
