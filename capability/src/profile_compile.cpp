@@ -405,6 +405,9 @@ class Planner {
     pol.lockdown = !devbox_;
     pol.network = p_.network_restricted ? NetworkPolicy::none : NetworkPolicy::open;
     pol.profile = p_.name;
+    // verified unreadable from inside before CMD runs (read-deny verification)
+    for (const Entry& e : order)
+      if (e.op == Op::deny) pol.deny.push_back(e.path);
     s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(pol);
     s.annotations[std::string(kAnnotationProfile)] = p_.name;
   }

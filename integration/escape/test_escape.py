@@ -231,4 +231,4 @@ def test_rootfs_symlink_swap_during_create(rt, workdir, packprobe):
     assert not any(l.split()[4].startswith("/etc/") for l in Path("/proc/self/mountinfo").read_text().splitlines()
                    if len(l.split()) > 4)
     assert rt("list", "-q").out.strip() == ""
-    assert set(outcomes) <= {0, 1}, outcomes
+    assert set(outcomes) <= {0, 1, 3}, outcomes  # 3: the agent was refused something

@@ -79,7 +79,7 @@ def egress_packs_available() -> bool:
     """The egress hook (issue 5): true once `features` reports egress
     enforcement. Until then no egress cycle runs."""
     r = subprocess.run([str(RUNTIME), "features"], capture_output=True, text=True, timeout=10)
-    return r.returncode == 0 and '"egress"' in r.stdout
+    return r.returncode == 0 and '"org.soyaos.comet.egress"' in r.stdout
 
 
 def make_pack_bundle(rt, workdir, name, rootfs):
@@ -91,8 +91,10 @@ def make_pack_bundle(rt, workdir, name, rootfs):
     (inputs / "a.txt").write_text("one two three\n")
     (inputs / "b.txt").write_text("four\n")
     bdir = workdir / f"{name}-bundle"
-    res = rt("pack", "bundle", str(pack), "--rootfs", str(rootfs), "-o", str(bdir),
-             "--input", str(inputs), "--output", str(out), root=False)
+    # --input only for a pack that declares fs.read /workdir/inputs
+    extra = ["--input", str(inputs)] if "/workdir/inputs" in (pack / "soyapack.yaml").read_text() else []
+    res = rt("pack", "bundle", str(pack), "--rootfs", str(rootfs), "-o", str(bdir), *extra,
+             "--output", str(out), root=False)
     assert res.rc == 0, res
     return bdir, out
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comet/oci/state.hpp"
+#include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
@@ -48,6 +49,18 @@ std::string features_json() {
   f.annotations["io.github.seccomp.libseccomp.version"] =
       std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->micro);
   f.annotations["org.soyaos.comet.version"] = COMET_VERSION;
+  // The confinement layers this build and kernel can apply (docs/policy.md):
+  // a pack or policy config that needs one that is missing is refused.
+  int abi = landlock_abi();
+  f.annotations["org.soyaos.comet.landlock.abi"] = std::to_string(abi);
+  std::string layers =
+      "seccomp:docker-default,seccomp:lockdown,seccomp:exec-lock,"
+      "seccomp:network-none,seccomp:report,verify:read-deny";
+  if (abi >= 1) layers += ",landlock:exec,landlock:write";
+  if (abi >= 4) layers += ",landlock:tcp";
+  if (abi >= 6) layers += ",landlock:scope";
+  f.annotations["org.soyaos.comet.layers"] = layers;
+  f.annotations["org.soyaos.comet.egress"] = "nftables+resolver";
   return oci::to_json(f, 4);
 }
 
