@@ -22,15 +22,7 @@ const std::vector<std::string> kMasked = {
 const std::vector<std::string> kReadonly = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
                                             "/proc/sysrq-trigger"};
 
-oci::Mount mount(std::string dest, std::string type, std::string source,
-                 std::vector<std::string> options) {
-  oci::Mount m;
-  m.destination = std::move(dest);
-  m.type = std::move(type);
-  m.source = std::move(source);
-  m.options = std::move(options);
-  return m;
-}
+using detail::mount;
 
 struct Bind {
   std::string dest;

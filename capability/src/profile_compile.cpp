@@ -33,15 +33,7 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-oci::Mount mount(std::string dest, std::string type, std::string source,
-                 std::vector<std::string> options) {
-  oci::Mount m;
-  m.destination = std::move(dest);
-  m.type = std::move(type);
-  m.source = std::move(source);
-  m.options = std::move(options);
-  return m;
-}
+using detail::mount;
 
 class Planner {
  public:

@@ -318,4 +318,14 @@ std::optional<std::string> fs_path_reserved_problem(std::string_view v, bool wri
   return std::nullopt;
 }
 
+oci::Mount mount(std::string dest, std::string type, std::string source,
+                 std::vector<std::string> options) {
+  oci::Mount m;
+  m.destination = std::move(dest);
+  m.type = std::move(type);
+  m.source = std::move(source);
+  m.options = std::move(options);
+  return m;
+}
+
 }  // namespace comet::capability::detail

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "comet/oci/spec.hpp"
+
 namespace comet::capability::detail {
 
 std::string lower(std::string_view s);
@@ -58,5 +60,9 @@ std::optional<std::string> check_port(long long v);
 // lists; these two are lint rules (and validate errors).
 std::optional<std::string> fs_path_form_problem(std::string_view v);
 std::optional<std::string> fs_path_reserved_problem(std::string_view v, bool write);
+
+// An OCI mount entry (the compilers' one way to write one).
+oci::Mount mount(std::string dest, std::string type, std::string source,
+                 std::vector<std::string> options);
 
 }  // namespace comet::capability::detail
