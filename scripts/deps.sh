@@ -6,7 +6,7 @@ set -euo pipefail
 COMET_PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config clang clang-format
-  libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-cpp-dev libmount-dev
+  libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libmount-dev
   libnftables-dev libcli11-dev libgtest-dev libssl-dev
   # run and test
   busybox-static python3 python3-pytest iproute2 nftables util-linux procps

@@ -272,7 +272,9 @@ TEST(CapabilityProfile, ParseErrors) {
   EXPECT_EQ(e("deny: ~/.ssh\n"), "s.yaml:1:7: deny: expected a list, got \"~/.ssh\"");
   EXPECT_EQ(e("profiles:\n  x: {extends: strict}\n  x: {extends: strict}\n"),
             "s.yaml:3:3: profiles.x: duplicate field (first at line 2)");
-  EXPECT_EQ(e("profiles: [\n"), "s.yaml:2:1: invalid YAML: end of sequence flow not found");
+  EXPECT_EQ(
+      e("profiles: [\n"),
+      "s.yaml:2:1: invalid YAML: did not find expected node content while parsing a flow node");
   EXPECT_EQ(e("- a\n"), "s.yaml:1:1: expected a mapping, got a list");
 }
 

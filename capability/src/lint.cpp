@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_map>
 
 #include "comet/capability/match.hpp"
 #include "util.hpp"
@@ -285,42 +286,50 @@ class Linter {
   }
 
   void duplicate_rules() {
+    // Each entry normalised once, and looked up against the first entry
+    // with the same key (linear, not pairwise: this runs at every create).
     const auto& en = caps_.egress.entries;
+    std::unordered_map<std::string, std::size_t> first_egress;
     for (std::size_t i = 0; i < en.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (normalize_host(en[i].host) == normalize_host(en[j].host) && en[i].port == en[j].port &&
-            en[i].protocol == en[j].protocol) {
-          const std::string path = index("capabilities.egress", i);
-          add("duplicate-entry", path,
-              path + " repeats " + index("capabilities.egress", j) + " (" + to_string(en[j]) + ")");
-          break;
-        }
-      }
+      std::string key = normalize_host(en[i].host) + '\0' + std::to_string(en[i].port) + '\0' +
+                        std::string(to_string(en[i].protocol));
+      auto [it, fresh] = first_egress.emplace(std::move(key), i);
+      if (fresh) continue;
+      const std::size_t j = it->second;
+      const std::string path = index("capabilities.egress", i);
+      add("duplicate-entry", path,
+          path + " repeats " + index("capabilities.egress", j) + " (" + to_string(en[j]) + ")");
     }
-    auto paths = [&](const std::vector<std::string>& list, const std::string& name) {
+    auto normalized = [](const std::vector<std::string>& list) {
+      std::vector<std::string> out;
+      out.reserve(list.size());
+      for (const auto& p : list) out.push_back(detail::normalize_path(p));
+      return out;
+    };
+    const std::vector<std::string> reads = normalized(caps_.fs.read);
+    const std::vector<std::string> writes = normalized(caps_.fs.write);
+    auto paths = [&](const std::vector<std::string>& list, const std::vector<std::string>& norm,
+                     const std::string& name) {
+      std::unordered_map<std::string_view, std::size_t> first;
       for (std::size_t i = 0; i < list.size(); ++i) {
-        for (std::size_t j = 0; j < i; ++j) {
-          if (detail::normalize_path(list[i]) == detail::normalize_path(list[j])) {
-            const std::string path = index(name, i);
-            add("duplicate-entry", path,
-                path + " repeats " + index(name, j) + " (" + list[j] + ")");
-            break;
-          }
-        }
+        auto [it, fresh] = first.emplace(norm[i], i);
+        if (fresh) continue;
+        const std::size_t j = it->second;
+        const std::string path = index(name, i);
+        add("duplicate-entry", path, path + " repeats " + index(name, j) + " (" + list[j] + ")");
       }
     };
-    paths(caps_.fs.read, "capabilities.fs.read");
-    paths(caps_.fs.write, "capabilities.fs.write");
-    for (std::size_t i = 0; i < caps_.fs.read.size(); ++i) {
-      for (std::size_t j = 0; j < caps_.fs.write.size(); ++j) {
-        if (detail::normalize_path(caps_.fs.read[i]) == detail::normalize_path(caps_.fs.write[j])) {
-          const std::string path = index("capabilities.fs.read", i);
-          add("duplicate-entry", path,
-              path + " " + caps_.fs.read[i] + " is already readable through " +
-                  index("capabilities.fs.write", j));
-          break;
-        }
-      }
+    paths(caps_.fs.read, reads, "capabilities.fs.read");
+    paths(caps_.fs.write, writes, "capabilities.fs.write");
+    std::unordered_map<std::string_view, std::size_t> first_write;
+    for (std::size_t j = 0; j < writes.size(); ++j) first_write.emplace(writes[j], j);
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      auto it = first_write.find(reads[i]);
+      if (it == first_write.end()) continue;
+      const std::string path = index("capabilities.fs.read", i);
+      add("duplicate-entry", path,
+          path + " " + caps_.fs.read[i] + " is already readable through " +
+              index("capabilities.fs.write", it->second));
     }
     for (std::size_t e = 0; e < m_.examples.size(); ++e) {
       const auto& cs = covers_[e];

@@ -141,7 +141,7 @@ Result<std::vector<T>> parse_list(const Reader& r, const Field& f, const std::st
 
 Result<Egress> parse_egress(const Reader& r, const Field& f, const std::string& path) {
   Egress eg;
-  if (detail::type_of(f.node) == detail::YType::string && f.node.Scalar() == "*") {
+  if (detail::type_of(f.node) == detail::YType::string && f.node->value == "*") {
     r.record(path, f.loc);
     eg.any = true;
     return eg;
@@ -156,7 +156,7 @@ Result<Egress> parse_egress(const Reader& r, const Field& f, const std::string& 
     const std::string ipath = index(path, i);
     const Field& it = items[i];
     auto t = detail::type_of(it.node);
-    if (t == detail::YType::string && it.node.Scalar() == "*") {
+    if (t == detail::YType::string && it.node->value == "*") {
       if (items.size() != 1) return r.error(it.loc, ipath, "\"*\" must be the only entry");
       eg.any = true;
       continue;

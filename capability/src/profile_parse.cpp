@@ -77,7 +77,7 @@ struct Doc {
 Result<std::vector<std::string>> command_words(const Reader& r, const Field& f,
                                                const std::string& path) {
   std::vector<std::string> words;
-  if (f.node.IsSequence()) {
+  if (f.node && f.node->kind == detail::YNode::Kind::sequence) {
     TRY(words, r.strings(f, path));
   } else {
     TRY(std::string s, r.string(f, path));
@@ -182,7 +182,6 @@ Result<Doc> parse_doc(const ConfigDoc& cd) {
   return detail::guard<Doc>(cd.filename, [&]() -> Result<Doc> {
     Doc doc;
     Reader r(cd.filename, nullptr);
-    // Not YAML::LoadAll (it can loop forever in yaml-cpp 0.7, see yaml_read.cpp).
     if (cd.text.find_first_not_of(" \t\r\n") == std::string::npos) return doc;  // empty file
     {
       bool only_comments = true;

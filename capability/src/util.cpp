@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
-#include <regex>
 
 #include "comet/capability/manifest.hpp"
 
@@ -59,18 +58,77 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-bool regex_full(std::string_view pattern, std::string_view s) {
-  // Patterns are compile-time constants; a bad one is a bug caught by tests.
-  try {
-    thread_local std::map<std::string, std::regex, std::less<>> cache;
-    auto it = cache.find(pattern);
-    if (it == cache.end()) {
-      it = cache.emplace(std::string(pattern), std::regex{std::string(pattern)}).first;
-    }
-    return std::regex_match(s.begin(), s.end(), it->second);
-  } catch (const std::exception&) {
-    return false;
+namespace {
+bool is_lower_digit(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_alnum_dash(char c) {
+  return is_alpha(c) || is_digit(c) || c == '-';
+}
+// "0" or [1-9][0-9]*, consumed from s at i.
+bool numeric(std::string_view s, std::size_t& i) {
+  if (i >= s.size() || !is_digit(s[i])) return false;
+  if (s[i] == '0') {
+    ++i;
+    return i >= s.size() || !is_digit(s[i]);
   }
+  while (i < s.size() && is_digit(s[i])) ++i;
+  return true;
+}
+// A dot-separated list of [0-9a-zA-Z-]+ identifiers up to '+' or the end;
+// `prerelease`: an all-digit identifier has no leading zero.
+bool dotted(std::string_view s, std::size_t& i, bool prerelease) {
+  for (;;) {
+    std::size_t b = i;
+    bool digits = true;
+    for (; i < s.size() && is_alnum_dash(s[i]); ++i) digits = digits && is_digit(s[i]);
+    if (i == b) return false;
+    if (prerelease && digits && s[b] == '0' && i - b > 1) return false;
+    if (i >= s.size() || s[i] != '.') return true;
+    ++i;
+  }
+}
+}  // namespace
+
+// Hand-written: these run on every manifest and capabilities annotation,
+// and std::regex cost ~1 ms per process to build (tests check them
+// against the patterns, which the JSON Schema publishes).
+bool matches_name(std::string_view s) {  // kNamePattern
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s)
+    if (!is_lower_digit(c) && c != '-') return false;
+  return true;
+}
+
+bool matches_ident(std::string_view s) {  // kIdentPattern
+  if (s.empty() || s.size() > 63 || !is_lower_digit(s[0])) return false;
+  for (char c : s)
+    if (!is_lower_digit(c) && c != '-' && c != '_') return false;
+  return true;
+}
+
+bool matches_env_key(std::string_view s) {  // kEnvKeyPattern
+  if (s.empty() || is_digit(s[0])) return false;
+  for (char c : s)
+    if (!is_alpha(c) && !is_digit(c) && c != '_') return false;
+  return true;
+}
+
+bool matches_semver(std::string_view s) {  // kSemverPattern
+  std::size_t i = 0;
+  for (int part = 0; part < 3; ++part) {
+    if (part > 0 && (i >= s.size() || s[i++] != '.')) return false;
+    if (!numeric(s, i)) return false;
+  }
+  if (i < s.size() && s[i] == '-' && !dotted(s, ++i, /*prerelease=*/true)) return false;
+  if (i < s.size() && s[i] == '+' && !dotted(s, ++i, /*prerelease=*/false)) return false;
+  return i == s.size();
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -257,17 +315,17 @@ std::optional<std::string> check_api_version(std::string_view v) {
 }
 
 std::optional<std::string> check_name(std::string_view v) {
-  if (regex_full(kNamePattern, v)) return std::nullopt;
+  if (matches_name(v)) return std::nullopt;
   return "expected 1 to 63 of [a-z0-9-], got " + quote(v);
 }
 
 std::optional<std::string> check_ident(std::string_view v) {
-  if (regex_full(kIdentPattern, v)) return std::nullopt;
+  if (matches_ident(v)) return std::nullopt;
   return "expected 1 to 63 of [a-z0-9_-] starting with a letter or digit, got " + quote(v);
 }
 
 std::optional<std::string> check_semver(std::string_view v) {
-  if (regex_full(kSemverPattern, v)) return std::nullopt;
+  if (matches_semver(v)) return std::nullopt;
   return "expected a semantic version like 1.4.2, got " + quote(v);
 }
 
@@ -285,7 +343,7 @@ std::optional<std::string> check_entrypoint(std::string_view v) {
 }
 
 std::optional<std::string> check_env_key(std::string_view v) {
-  if (regex_full(kEnvKeyPattern, v)) return std::nullopt;
+  if (matches_env_key(v)) return std::nullopt;
   return "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got " + quote(v);
 }
 

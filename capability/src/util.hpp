@@ -18,7 +18,12 @@ std::string lower(std::string_view s);
 // JSON-style double-quoted rendering for messages: "a\"b".
 std::string quote(std::string_view s);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
-bool regex_full(std::string_view pattern, std::string_view s);
+// Full matches of the manifest's patterns (kNamePattern, kIdentPattern,
+// kEnvKeyPattern, kSemverPattern in manifest.hpp), without std::regex.
+bool matches_name(std::string_view s);
+bool matches_ident(std::string_view s);
+bool matches_env_key(std::string_view s);
+bool matches_semver(std::string_view s);
 std::size_t edit_distance(std::string_view a, std::string_view b);
 // `(did you mean "x"?)` or `(known: a, b, c)`.
 std::string suggest(std::string_view got, const std::vector<std::string_view>& known);

@@ -1,9 +1,10 @@
 #include "yaml_read.hpp"
 
+#include <yaml.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <regex>
 #include <set>
 
 #include "util.hpp"
@@ -14,10 +15,15 @@ namespace {
 
 constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
 
-Loc mark_loc(const YAML::Mark& m) {
-  if (m.line < 0 || m.column < 0) return Loc{1, 1};
-  return Loc{m.line + 1, m.column + 1};
+Loc mark_loc(const yaml_mark_t& m) {
+  return Loc{static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1};
 }
+
+// A document may name a node once (an anchor) and use it again (an alias);
+// the tree shares it. What the validators walk is the expanded document,
+// so its size is bounded (a "billion laughs" of nested aliases is refused
+// before it is walked).
+constexpr std::size_t kMaxExpandedNodes = 100000;
 
 bool all_of(std::string_view s, bool (*pred)(char)) {
   return !s.empty() && std::all_of(s.begin(), s.end(), pred);
@@ -86,22 +92,19 @@ std::optional<long long> to_integer(const std::string& s) {
 
 }  // namespace
 
-YType type_of(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-      return YType::null;
-    case YAML::NodeType::Sequence:
+YType type_of(const Node& n) {
+  if (!n) return YType::null;
+  switch (n->kind) {
+    case YNode::Kind::sequence:
       return YType::sequence;
-    case YAML::NodeType::Map:
+    case YNode::Kind::mapping:
       return YType::mapping;
-    case YAML::NodeType::Scalar:
+    case YNode::Kind::scalar:
       break;
-    default:
-      return YType::null;
   }
-  const std::string& tag = n.Tag();
+  const std::string& tag = n->tag;
   if (tag == "!") return YType::string;  // quoted
-  if (tag == "?" || tag.empty()) return resolve_plain(n.Scalar());
+  if (tag == "?" || tag.empty()) return resolve_plain(n->value);
   if (tag.rfind(kTagPrefix, 0) == 0) {
     std::string t = tag.substr(kTagPrefix.size());
     if (t == "str") return YType::string;
@@ -113,7 +116,7 @@ YType type_of(const YAML::Node& n) {
   return YType::unsupported;
 }
 
-std::string describe(const YAML::Node& n) {
+std::string describe(const Node& n) {
   switch (type_of(n)) {
     case YType::null:
       return "null";
@@ -122,11 +125,11 @@ std::string describe(const YAML::Node& n) {
     case YType::mapping:
       return "a mapping";
     case YType::string:
-      return quote(n.Scalar());
+      return quote(n->value);
     case YType::unsupported:
-      return "a value tagged " + n.Tag();
+      return "a value tagged " + n->tag;
     default:
-      return n.Scalar();
+      return n->value;
   }
 }
 
@@ -183,21 +186,138 @@ size_t invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+// The first document of TEXT as a tree, from libyaml's events.
+Result<Node> Reader::parse_document(std::string_view text) const {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) return error(Loc{}, "", "out of memory for the parser");
+  struct ParserOwner {
+    yaml_parser_t* p;
+    ~ParserOwner() { yaml_parser_delete(p); }
+  } parser_owner{&parser};
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
+  struct Frame {
+    std::shared_ptr<YNode> node;
+    Node key;             // a mapping's key waiting for its value
+    std::size_t started;  // `expanded` when the node began
+  };
+  std::vector<Frame> stack;
+  std::map<std::string, std::pair<Node, std::size_t>> anchors;  // name -> node, expanded size
+  std::map<const YNode*, std::string> open_anchors;             // containers not yet ended
+  Node root;
+  std::size_t expanded = 0;
+  auto add = [&](Node n) {
+    if (stack.empty()) {
+      root = std::move(n);
+      return;
+    }
+    Frame& top = stack.back();
+    if (top.node->kind == YNode::Kind::sequence) {
+      top.node->items.push_back(std::move(n));
+    } else if (!top.key) {
+      top.key = std::move(n);
+    } else {
+      top.node->pairs.emplace_back(std::move(top.key), std::move(n));
+      top.key.reset();
+    }
+  };
+  auto tag_of = [](const yaml_char_t* tag, bool plain) -> std::string {
+    if (tag) return reinterpret_cast<const char*>(tag);
+    return plain ? "?" : "!";
+  };
+  for (;;) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev)) {
+      std::string why = parser.problem ? parser.problem : "syntax error";
+      if (parser.context) why += std::string(" ") + parser.context;
+      return error(mark_loc(parser.problem_mark), "", "invalid YAML: " + why);
+    }
+    struct EventOwner {
+      yaml_event_t* e;
+      ~EventOwner() { yaml_event_delete(e); }
+    } event_owner{&ev};
+    const Loc loc = mark_loc(ev.start_mark);
+    const char* anchor = nullptr;
+    switch (ev.type) {
+      case YAML_STREAM_START_EVENT:
+      case YAML_DOCUMENT_START_EVENT:
+      case YAML_NO_EVENT:
+        continue;
+      case YAML_DOCUMENT_END_EVENT:
+      case YAML_STREAM_END_EVENT:
+        return root;
+      case YAML_SCALAR_EVENT: {
+        auto n = std::make_shared<YNode>();
+        n->kind = YNode::Kind::scalar;
+        n->tag = tag_of(ev.data.scalar.tag, ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE);
+        n->value.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+        n->loc = loc;
+        anchor = reinterpret_cast<const char*>(ev.data.scalar.anchor);
+        if (anchor) anchors[anchor] = {n, 1};
+        ++expanded;
+        add(std::move(n));
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
+        auto n = std::make_shared<YNode>();
+        n->kind = seq ? YNode::Kind::sequence : YNode::Kind::mapping;
+        n->tag = tag_of(seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag, true);
+        n->loc = loc;
+        anchor = reinterpret_cast<const char*>(seq ? ev.data.sequence_start.anchor
+                                                   : ev.data.mapping_start.anchor);
+        if (anchor) open_anchors[n.get()] = anchor;
+        ++expanded;
+        add(n);
+        stack.push_back(Frame{std::move(n), nullptr, expanded});
+        if (stack.size() > 64) return error(loc, "", "invalid YAML: nested more than 64 deep");
+        break;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        Frame f = std::move(stack.back());
+        stack.pop_back();
+        if (auto it = open_anchors.find(f.node.get()); it != open_anchors.end()) {
+          anchors[it->second] = {f.node, expanded - f.started + 1};
+          open_anchors.erase(it);
+        }
+        break;
+      }
+      case YAML_ALIAS_EVENT: {
+        std::string name = reinterpret_cast<const char*>(ev.data.alias.anchor);
+        auto it = anchors.find(name);
+        if (it == anchors.end()) {
+          for (const auto& [node, open] : open_anchors)
+            if (open == name)
+              return error(loc, "", "invalid YAML: alias *" + name + " is inside its own anchor");
+          return error(loc, "", "invalid YAML: unknown alias *" + name);
+        }
+        expanded += it->second.second;
+        add(it->second.first);
+        break;
+      }
+    }
+    if (expanded > kMaxExpandedNodes)
+      return error(loc, "",
+                   "invalid YAML: more than " + std::to_string(kMaxExpandedNodes) +
+                       " nodes once aliases are expanded");
+  }
+}
+
 Result<Field> Reader::load(std::string_view text) const {
   // YAML is UTF-8 here, and every string we keep must be: the capability
   // block travels as JSON.
   if (size_t bad = invalid_utf8(text); bad != std::string_view::npos)
     return error(Loc{}, "", "not valid UTF-8 (byte " + std::to_string(bad) + ")");
-  // One document. Not YAML::LoadAll: in yaml-cpp 0.7 it loops forever,
-  // growing without bound, on a stray token such as "," (jbeder/yaml-cpp
-  // #1040). Load parses the first document only; a second is refused here.
+  // One document: the parser reads the first only; a second is refused
+  // here, by line, before parsing.
   if (int l2 = second_document_line(text))
     return error(Loc{l2, 1}, "", "expected one YAML document, got more than one");
-  YAML::Node doc = YAML::Load(std::string(text));
-  if (!doc || doc.IsNull())
+  TRY(Node doc, parse_document(text));
+  if (type_of(doc) == YType::null)
     return error(Loc{1, 1}, "", "expected a mapping, got an empty document");
-  Loc l = mark_loc(doc.Mark());
-  return Field{doc, l, l};
+  return Field{doc, doc->loc, doc->loc};
 }
 
 const Field* Reader::Map::get(std::string_view key) const {
@@ -214,21 +334,19 @@ Result<std::vector<std::pair<std::string, Field>>> Reader::entries(const Field& 
   }
   std::vector<std::pair<std::string, Field>> out;
   std::map<std::string, Loc> seen;
-  for (auto it = f.node.begin(); it != f.node.end(); ++it) {
-    const YAML::Node k = it->first;
-    const YAML::Node val = it->second;
-    Loc kloc = mark_loc(k.Mark());
+  for (const auto& [k, val] : f.node->pairs) {
+    Loc kloc = k->loc;
     if (type_of(k) != YType::string) {
       return error(kloc, path, "expected string keys, got " + describe(k));
     }
-    const std::string& key = k.Scalar();
+    const std::string& key = k->value;
     const std::string kpath = child(path, key);
     if (auto s = seen.find(key); s != seen.end()) {
       return error(kloc, kpath,
                    "duplicate field (first at line " + std::to_string(s->second.line) + ")");
     }
     seen[key] = kloc;
-    Field v{val, val.IsNull() ? kloc : mark_loc(val.Mark()), kloc};
+    Field v{val, type_of(val) == YType::null ? kloc : val->loc, kloc};
     out.emplace_back(key, v);
   }
   return out;
@@ -263,13 +381,15 @@ Status Reader::require(const Map& m, const std::vector<std::string_view>& keys) 
 
 Result<std::string> Reader::string(const Field& f, const std::string& path) const {
   if (type_of(f.node) != YType::string) {
-    std::string hint = f.node.IsScalar() && type_of(f.node) != YType::unsupported
-                           ? " (quote it to make it a string)"
-                           : "";
+    const YType t = type_of(f.node);
+    std::string hint =
+        f.node && f.node->kind == YNode::Kind::scalar && t != YType::unsupported && t != YType::null
+            ? " (quote it to make it a string)"
+            : "";
     return error(f.loc, path, "expected a string, got " + describe(f.node) + hint);
   }
   record(path, f.loc);
-  return f.node.Scalar();
+  return f.node->value;
 }
 
 Result<long long> Reader::integer(const Field& f, const std::string& path,
@@ -277,8 +397,8 @@ Result<long long> Reader::integer(const Field& f, const std::string& path,
   if (type_of(f.node) != YType::integer) {
     return error(f.loc, path, "expected " + expected + ", got " + describe(f.node));
   }
-  auto v = to_integer(f.node.Scalar());
-  if (!v) return error(f.loc, path, "expected " + expected + ", got " + f.node.Scalar());
+  auto v = to_integer(f.node->value);
+  if (!v) return error(f.loc, path, "expected " + expected + ", got " + f.node->value);
   record(path, f.loc);
   return *v;
 }
@@ -288,9 +408,8 @@ Result<std::vector<Field>> Reader::list(const Field& f, const std::string& path)
     return error(f.loc, path, "expected a list, got " + describe(f.node));
   }
   std::vector<Field> out;
-  for (auto it = f.node.begin(); it != f.node.end(); ++it) {
-    const YAML::Node node = *it;
-    Loc l = node.IsNull() ? f.loc : mark_loc(node.Mark());
+  for (const Node& node : f.node->items) {
+    Loc l = type_of(node) == YType::null ? f.loc : node->loc;
     Field item{node, l, l};
     record(index(path, out.size()), item.loc);
     out.push_back(item);

@@ -1,16 +1,15 @@
-// Internal: strict, typed reading of a yaml-cpp node tree with positions.
+// Internal: strict, typed reading of a YAML node tree with positions.
 //
-// Scalars are typed by the YAML 1.2 core schema (so `port: "443"` is a
-// string and `version: 1.4` a float), mappings must have unique string keys
-// drawn from a known set, and every error names file:line:column and the
-// field path. Callers wrap their use in guard() so that no yaml-cpp
-// exception escapes.
+// The tree is built from libyaml's event parser (yaml_read.cpp). Scalars
+// are typed by the YAML 1.2 core schema (so `port: "443"` is a string and
+// `version: 1.4` a float), mappings must have unique string keys drawn from
+// a known set, and every error names file:line:column and the field path.
+// Callers wrap their use in guard() so that no exception escapes.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,14 +23,30 @@ namespace comet::capability::detail {
 
 enum class YType { null, boolean, integer, floating, string, sequence, mapping, unsupported };
 
-YType type_of(const YAML::Node& n);
-// The value as a message shows it after "got ": 5, true, null, "x", a list.
-std::string describe(const YAML::Node& n);
+// One node of the document. Aliases share their anchor's node.
+struct YNode;
+using Node = std::shared_ptr<const YNode>;
+struct YNode {
+  enum class Kind { scalar, sequence, mapping };
+  Kind kind = Kind::scalar;
+  // "?" for an untagged plain scalar (typed by the core schema), "!" for an
+  // untagged quoted or block scalar (a string) and for the non-specific
+  // tag, else the resolved tag ("!!str" is "tag:yaml.org,2002:str").
+  std::string tag;
+  std::string value;                         // a scalar's text
+  Loc loc;                                   // where the node starts
+  std::vector<Node> items;                   // a sequence's
+  std::vector<std::pair<Node, Node>> pairs;  // a mapping's, in source order
+};
 
-// A value with the best position we have for it (yaml-cpp places a null
-// value at the next token, so nulls take the position of their key).
+YType type_of(const Node& n);
+// The value as a message shows it after "got ": 5, true, null, "x", a list.
+std::string describe(const Node& n);
+
+// A value with the best position we have for it (a null value takes the
+// position of its key: an empty value has no text of its own).
 struct Field {
-  YAML::Node node;
+  Node node;
   Loc loc;
   Loc key_loc;  // for a mapping value, where its key is; else = loc
 };
@@ -83,18 +98,16 @@ class Reader {
   }
 
  private:
+  Result<Node> parse_document(std::string_view text) const;
   std::string file_;
   std::map<std::string, Loc>* locations_;
 };
 
-// Run fn, converting any exception (yaml-cpp's or std's) into an Error.
+// Run fn, converting any exception into an Error.
 template <typename T>
 Result<T> guard(const std::string& file, const std::function<Result<T>()>& fn) {
   try {
     return fn();
-  } catch (const YAML::Exception& e) {
-    return Error::msg(file + ":" + std::to_string(e.mark.line + 1) + ":" +
-                      std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
   } catch (const std::exception& e) {
     return Error::msg(file + ": " + e.what());
   } catch (...) {

@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include <openssl/evp.h>
 #include <seccomp.h>
 
 #include "comet/runtime/fd.hpp"
 #include "comet/runtime/reporter.hpp"
+#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sys.hpp"
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
@@ -110,16 +110,7 @@ std::string canonical(const oci::Seccomp& p, const seccomp::CompileOptions& o) {
 }
 
 std::string sha256(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; i++) {
-    hex += kHex[md[i] >> 4];
-    hex += kHex[md[i] & 15];
-  }
-  return hex;
+  return sha256_hex(text);
 }
 
 }  // namespace

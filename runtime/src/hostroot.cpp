@@ -8,7 +8,6 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -27,6 +26,7 @@
 #include <set>
 
 #include "comet/runtime/fd.hpp"
+#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sys.hpp"
 
 namespace comet::runtime {
@@ -1059,25 +1059,12 @@ constexpr const char* kFormat = "comet-runtime hostroot 1";
 // SHA-256 over PARTS, each followed by a NUL (so ("ab","c") != ("a","bc")).
 Result<std::string> sha256_hex(
     const std::function<void(const std::function<void(std::string_view)>&)>& parts) {
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    return Error::msg("sha256: EVP_DigestInit_ex failed");
-  bool good = true;
+  Sha256 h;
   parts([&](std::string_view s) {
-    good = good && EVP_DigestUpdate(ctx.get(), s.data(), s.size()) == 1 &&
-           EVP_DigestUpdate(ctx.get(), "\0", 1) == 1;
+    h.update(s);
+    h.update("\0", 1);
   });
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!good || EVP_DigestFinal_ex(ctx.get(), md, &len) != 1)
-    return Error::msg("sha256: EVP_DigestUpdate/Final failed");
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; i++) {
-    hex += kHex[md[i] >> 4];
-    hex += kHex[md[i] & 15];
-  }
-  return hex;
+  return h.hex();
 }
 
 char type_char(mode_t type) {

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -206,8 +207,15 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd) {
       ::dup2(null, 2);
     }
     ::syscall(SYS_close_range, kReporterSockFd + 1, ~0U, 0);
-    ::execv("/proc/self/exe", argv.data());
-    ::_exit(127);
+    // No exec: the reporter is this process's copy (create is single-
+    // threaded here), which saves mapping and relocating the binary again
+    // (~5 ms on the path to the agent's first exec, which waits for the
+    // reporter's answer). Whatever handlers the caller installed (run's
+    // signal forwarding) are not the reporter's.
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+    ::prctl(PR_SET_NAME, "comet-reporter", 0, 0, 0);
+    ::_exit(reporter_main(static_cast<int>(argv.size()) - 1, argv.data()));
   }
   pw.reset();
   theirs.reset();
@@ -328,9 +336,37 @@ int reporter_main(int argc, char** argv) {
     std::string call_path;
     if (path_arg >= 0 && !is_exec)
       call_path = read_remote_string(static_cast<int>(req.pid), req.data.args[path_arg]);
+    // The file an exec names is resolved while the task is still stopped in
+    // the call: after CONTINUE a short-lived program can exit (and take its
+    // /proc/PID/root with it) before the lookup, which would report an
+    // allowed exec as ENOENT.
+    Target exec_target;
+    bool exec_allowed = false;
+    bool exec_skip = false;
     if (is_exec) {
       bool at = req.data.nr == SYS_execveat;
       exec_path = read_remote_string(static_cast<int>(req.pid), req.data.args[at ? 1 : 0]);
+      // execveat(fd, "", AT_EMPTY_PATH): the runtime's own trampoline (and
+      // an fd the agent opened, which Landlock refuses unreported).
+      exec_skip = at && exec_path.empty();
+      if (!exec_skip) {
+        exec_target = resolve_in_task(static_cast<int>(req.pid), exec_path,
+                                      static_cast<int>(req.data.args[0]), at);
+        if (exec_target.err == 0) {
+          if (allowed_ids.empty())
+            for (const std::string& a : allow) {
+              Target at_ = resolve_in_task(static_cast<int>(req.pid), a, AT_FDCWD, false);
+              if (at_.err == 0) allowed_ids.emplace_back(at_.dev, at_.ino);
+            }
+          for (auto& [d, i] : allowed_ids)
+            exec_allowed = exec_allowed || (d == exec_target.dev && i == exec_target.ino);
+        }
+        // The task died under us (SIGKILL from another thread): its
+        // /proc entries are gone, and it did not exec anything.
+        std::uint64_t id = req.id;
+        if (exec_target.err != 0 && ::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
+          exec_skip = true;
+      }
     }
     struct seccomp_notif_resp resp;
     std::memset(&resp, 0, sizeof resp);
@@ -349,25 +385,10 @@ int reporter_main(int argc, char** argv) {
     for (int i = 0; i < 6; i++) args[i] = req.data.args[i];
     auto c = violations::classify(req.data.nr, args);
     if (is_exec) {
-      bool at = req.data.nr == SYS_execveat;
-      // execveat(fd, "", AT_EMPTY_PATH): the runtime's own trampoline (and
-      // an fd the agent opened, which Landlock refuses unreported).
-      if (at && exec_path.empty()) continue;
-      Target t = resolve_in_task(static_cast<int>(req.pid), exec_path,
-                                 static_cast<int>(req.data.args[0]), at);
-      if (t.err == 0) {
-        if (allowed_ids.empty())
-          for (const std::string& a : allow) {
-            Target at_ = resolve_in_task(static_cast<int>(req.pid), a, AT_FDCWD, false);
-            if (at_.err == 0) allowed_ids.emplace_back(at_.dev, at_.ino);
-          }
-        bool ok = false;
-        for (auto& [d, i] : allowed_ids) ok = ok || (d == t.dev && i == t.ino);
-        if (ok) continue;  // the interpreter (or its loader): no violation
-      }
+      if (exec_skip || exec_allowed) continue;  // the interpreter (or its loader)
       c.surface = "exec";
       c.requested = exec_path;
-      err = t.err ? t.err : EACCES;  // what Landlock (or the lookup) gives
+      err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
     }
     if (path_arg >= 0 && !is_exec && !call_path.empty())
       c.requested = c.syscall + "(" + call_path + ")";
