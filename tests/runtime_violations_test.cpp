@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "comet/runtime/violations.hpp"
@@ -126,6 +127,49 @@ TEST(Violations, FlagsRegistry) {
   EXPECT_FALSE(v::clear_flag("p@1").ok());
   std::filesystem::remove_all(dir);
   ::unsetenv("COMET_FLAGS_DIR");
+}
+
+TEST(Violations, RateLimitedWritesTheFirstAtOnceAndCountsRepeats) {
+  auto dir = std::filesystem::temp_directory_path() / ("cmtrl" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto lines = [&] {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(dir / v::kEventsFile);
+    for (std::string l; std::getline(in, l);) out.push_back(nlohmann::json::parse(l));
+    return out;
+  };
+  v::RateLimited rl(dir.string());
+  v::Event e;
+  e.container = "c";
+  e.surface = "dns";
+  e.requested = "other.test";
+  e.syscall = "udp";
+  e.pid = 42;
+  e.err_name = "REFUSED";
+  rl.report(e);
+  ASSERT_EQ(lines().size(), 1u);  // at once
+  EXPECT_EQ(lines()[0]["errno"], "REFUSED");
+  EXPECT_FALSE(lines()[0].contains("repeated"));
+  for (int i = 0; i < 9; i++) rl.report(e);
+  v::Event other = e;
+  other.requested = "evil.test";
+  rl.report(other);  // a new key: at once
+  auto mid = lines();
+  ASSERT_EQ(mid.size(), 2u);
+  EXPECT_EQ(mid[1]["requested"], "evil.test");
+  rl.flush();
+  auto all = lines();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2]["requested"], "other.test");
+  EXPECT_EQ(all[2]["repeated"], 9);
+  rl.flush();  // nothing pending: nothing written
+  EXPECT_EQ(lines().size(), 3u);
+  EXPECT_EQ(v::count_violations([&] {
+              std::ifstream in(dir / v::kEventsFile);
+              return std::string(std::istreambuf_iterator<char>(in), {});
+            }()),
+            11);
+  std::filesystem::remove_all(dir);
 }
 
 // The notifying lock-down notifies exactly where the ERRNO one refuses, and

@@ -273,6 +273,24 @@ class Resolver {
 };
 
 void Resolver::reply(const Client& c, const Message& m) {
+  // REFUSED is only ever the allowlist's answer (an upstream's REFUSED
+  // becomes SERVFAIL in answer()): a dns violation.
+  if (m.rcode() == dns::kRefused && !m.questions.empty() && cfg_.on_refused) {
+    DnsRefusal r;
+    r.name = m.questions.front().name;
+    r.qtype = m.questions.front().type;
+    r.tcp = c.tcp;
+    if (!c.tcp) {
+      std::memcpy(&r.client, &c.addr, std::min<std::size_t>(c.addr_len, sizeof r.client));
+    } else if (TcpConn* tc = conn_by_key(c.conn)) {
+      socklen_t len = sizeof r.client;
+      (void)::getpeername(tc->fd.get(), reinterpret_cast<sockaddr*>(&r.client), &len);
+    }
+    try {
+      cfg_.on_refused(r);
+    } catch (...) {
+    }
+  }
   auto wire = dns::build(m);
   if (!wire.ok()) {
     auto fallback = dns::build(dns::error_reply(m, dns::kServFail));
@@ -575,7 +593,9 @@ int resolver_main(const ResolverConfig& cfg, const ResolverFds& fds) noexcept {
       return 1;
     }
     say(fds.ready, "R\n");
-    return r.loop();
+    int rc = r.loop();
+    if (cfg.on_exit) cfg.on_exit();
+    return rc;
   } catch (const std::exception& e) {
     say(fds.ready, std::string("E ") + e.what() + "\n");
     return 2;

@@ -395,6 +395,29 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     er.engine_netns = egress_netns;
     er.init_pid = init_pid;
     er.upstreams = egress_upstreams;
+    // DNS violations (docs/events.md): the resolver reports what it answers
+    // REFUSED, rate-limited, before the answer goes out. It runs in a copy
+    // of this process, so the writer lives there.
+    {
+      auto out = std::make_shared<violations::RateLimited>(dir.path());
+      auto pack = violations::pack_of(spec.annotations);
+      std::string cid = o.id;
+      int ipid = init_pid;
+      er.on_dns_refused = [out, pack, cid, ipid](const egress::DnsRefusal& r) {
+        violations::Event e;
+        e.container = cid;
+        e.pack = pack;
+        e.surface = "dns";
+        const bool address = r.qtype == 1 || r.qtype == 28 || r.qtype == 5;  // A AAAA CNAME
+        e.requested = address ? r.name : r.name + " (type " + std::to_string(r.qtype) + ")";
+        e.syscall = r.tcp ? "tcp" : "udp";  // the transport: the resolver sees no syscall
+        int owner = violations::socket_owner(ipid, r.client, r.tcp);
+        e.pid = owner > 0 ? owner : ipid;
+        e.err_name = "REFUSED";
+        out->report(e);
+      };
+      er.on_resolver_exit = [out] { out->flush(); };
+    }
     auto record = [&](const egress::Handles& h) {
       rec.egress_resolver_pid = h.resolver_pid;
       rec.egress_resolver_start = h.resolver_start;

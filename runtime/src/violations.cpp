@@ -3,11 +3,14 @@
 
 #include <sys/syscall.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "comet/runtime/fd.hpp"
 #include "comet/runtime/log.hpp"
@@ -125,7 +129,7 @@ std::string to_json_line(const Event& e) {
     j["matched_entry"] = nullptr;
   j["syscall"] = e.syscall;
   j["pid"] = e.pid;
-  j["errno"] = errno_name(e.err);
+  j["errno"] = e.err_name.empty() ? errno_name(e.err) : e.err_name;
   if (e.repeated > 0) j["repeated"] = e.repeated;
   return j.dump();
 }
@@ -196,9 +200,114 @@ Status append_event(const std::string& state_dir, const Event& e) {
   std::string path = join_path(state_dir, kEventsFile);
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return Error::sys(errno, "open " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= kMaxEventsBytes)
+    return {};  // full: the reporter's events_truncated line says so
   write_all(fd.get(), line + "\n");
   if (auto t = read_file(join_path(state_dir, "events.deliver")); t.ok()) deliver_line(*t, line);
   return {};
+}
+
+namespace {
+long long monotonic_ns() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+}  // namespace
+
+RateLimited::RateLimited(std::string state_dir)
+    : dir_(std::move(state_dir)), last_flush_ns_(monotonic_ns()) {}
+
+void RateLimited::report(const Event& e) {
+  constexpr std::size_t kMaxKeys = 1024;
+  const std::string key = e.surface + '\0' + e.requested + '\0' + e.syscall;
+  auto it = seen_.find(key);
+  if (it == seen_.end()) {
+    if (seen_.size() < kMaxKeys) seen_[key].last = e;
+    (void)append_event(dir_, e);
+    return;
+  }
+  it->second.count++;
+  it->second.last = e;
+  if (monotonic_ns() - last_flush_ns_ > 1000000000LL) flush();
+}
+
+void RateLimited::flush() {
+  last_flush_ns_ = monotonic_ns();
+  for (auto& [k, p] : seen_) {
+    if (p.count == 0) continue;
+    Event e = p.last;
+    e.repeated = p.count;
+    p.count = 0;
+    (void)append_event(dir_, e);
+  }
+}
+
+namespace {
+// The inode of the socket bound to PORT (and ADDR's address) in one of
+// /proc/PID/net/{udp,tcp}[6], or 0.
+unsigned long socket_inode(int pid, const sockaddr_storage& addr, bool tcp) {
+  bool v6 = addr.ss_family == AF_INET6;
+  unsigned port = 0;
+  std::string want_addr;  // as the kernel prints it
+  char hex[40];
+  if (v6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    port = ntohs(a->sin6_port);
+    const auto* w = reinterpret_cast<const std::uint32_t*>(a->sin6_addr.s6_addr);
+    std::snprintf(hex, sizeof hex, "%08X%08X%08X%08X", w[0], w[1], w[2], w[3]);
+  } else {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    port = ntohs(a->sin_port);
+    std::snprintf(hex, sizeof hex, "%08X", a->sin_addr.s_addr);
+  }
+  want_addr = hex;
+  auto text =
+      read_file("/proc/" + std::to_string(pid) + "/net/" + (tcp ? "tcp" : "udp") + (v6 ? "6" : ""));
+  if (!text.ok()) return 0;
+  std::istringstream in(*text);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string sl, local, remote, st, queues, tr, retr, uid, timeout;
+    unsigned long inode = 0;
+    if (!(f >> sl >> local >> remote >> st >> queues >> tr >> retr >> uid >> timeout >> inode))
+      continue;
+    auto colon = local.find(':');
+    if (colon == std::string::npos) continue;
+    if (std::strtoul(local.c_str() + colon + 1, nullptr, 16) != port) continue;
+    if (local.substr(0, colon) != want_addr) continue;
+    return inode;
+  }
+  return 0;
+}
+}  // namespace
+
+int socket_owner(int netns_pid, const sockaddr_storage& addr, bool tcp) {
+  unsigned long inode = socket_inode(netns_pid, addr, tcp);
+  if (inode == 0) return 0;
+  struct stat ns;
+  if (::stat(("/proc/" + std::to_string(netns_pid) + "/ns/net").c_str(), &ns) < 0) return 0;
+  const std::string want = "socket:[" + std::to_string(inode) + "]";
+  std::error_code ec;
+  for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = p.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat pns;
+    if (::stat((p.path() / "ns/net").c_str(), &pns) < 0 || pns.st_ino != ns.st_ino ||
+        pns.st_dev != ns.st_dev)
+      continue;
+    std::error_code fec;
+    for (const auto& fd : std::filesystem::directory_iterator(p.path() / "fd", fec)) {
+      char buf[64];
+      ssize_t n = ::readlink(fd.path().c_str(), buf, sizeof buf - 1);
+      if (n > 0 && std::string_view(buf, static_cast<std::size_t>(n)) == want)
+        return std::atoi(name.c_str());
+    }
+  }
+  return 0;
 }
 
 void set_delivery(const std::string& target) {
@@ -227,21 +336,32 @@ long count_violations(const std::string& text, std::string* first, std::string* 
   return n;
 }
 
+namespace {
+// Waits (bounded) for PID, if it is still the process that started at
+// START, to exit. A pidfd wakes us the moment it does (no polling interval).
+void wait_exit(int pid, unsigned long long start, int ms) {
+  int pfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pfd >= 0 && process_start_time(pid) == start) {
+    struct pollfd p = {pfd, POLLIN, 0};
+    while (::poll(&p, 1, ms) < 0 && errno == EINTR) {
+    }
+  }
+  if (pfd >= 0) ::close(pfd);
+}
+}  // namespace
+
 long finish_run(const std::string& root, const std::string& id) {
   ContainerDir dir(root, id);
   auto rec = dir.load();
   bool reporter_alive = false;  // still serving processes the agent left behind
+  // The DNS resolver exits with the init, writing its rate-limit summaries
+  // (RateLimited::flush) on the way out.
+  if (rec.ok() && rec->egress_resolver_pid > 0)
+    wait_exit(rec->egress_resolver_pid, rec->egress_resolver_start, 1000);
   if (rec.ok() && rec->reporter_pid > 0) {
     // The reporter exits once the last confined process is gone (its
     // listener hangs up); give it a bounded time to write what it holds.
-    // A pidfd wakes us the moment it exits (no polling interval).
-    int pfd = static_cast<int>(::syscall(SYS_pidfd_open, rec->reporter_pid, 0));
-    if (pfd >= 0 && process_start_time(rec->reporter_pid) == rec->reporter_start) {
-      struct pollfd p = {pfd, POLLIN, 0};
-      while (::poll(&p, 1, 3000) < 0 && errno == EINTR) {
-      }
-    }
-    if (pfd >= 0) ::close(pfd);
+    wait_exit(rec->reporter_pid, rec->reporter_start, 3000);
     reporter_alive = !process_dead(rec->reporter_pid) &&
                      process_start_time(rec->reporter_pid) == rec->reporter_start;
   }

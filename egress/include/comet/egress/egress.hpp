@@ -27,6 +27,7 @@
 #include "comet/base/result.hpp"
 #include "comet/capability/manifest.hpp"
 #include "comet/egress/nft_plan.hpp"
+#include "comet/egress/resolver.hpp"
 #include "comet/oci/spec.hpp"
 
 namespace comet::egress {
@@ -62,6 +63,9 @@ struct SetupRequest {
   std::string engine_netns;  // engine_netns()
   int init_pid = 0;
   std::vector<std::string> upstreams;  // "" entries ignored; empty: the host's
+  // The resolver's report hooks (ResolverConfig), run in its process.
+  std::function<void(const DnsRefusal&)> on_dns_refused;
+  std::function<void()> on_resolver_exit;
 };
 
 // The DNS upstreams: COMET_DNS_UPSTREAM when set (an error when it does not

@@ -17,6 +17,7 @@
 
 #include <sys/socket.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,16 @@ std::vector<std::string> resolv_conf_nameservers(std::string_view text);
 // What the container's /etc/resolv.conf says.
 std::string container_resolv_conf();
 
+// A query the resolver answered REFUSED: a name the allowlist does not
+// take, a record type other than A/AAAA/CNAME, or a CNAME chain through a
+// name that is not allowed (for the violation report, issue 6).
+struct DnsRefusal {
+  std::string name;
+  uint16_t qtype = 0;
+  bool tcp = false;
+  sockaddr_storage client = {};  // the querying socket, in the container's netns
+};
+
 struct ResolverConfig {
   capability::Egress egress;
   std::string table;                   // nft table in the container's netns
@@ -52,6 +63,12 @@ struct ResolverConfig {
   // runtime died leaves nothing running once its init is gone.
   int companion_pid = 0;
   unsigned long long companion_start = 0;
+  // Called in the resolver, before the REFUSED answer is sent (so that the
+  // report is written before the agent can see the failure), and once when
+  // the resolver exits. Exceptions are swallowed; enforcement never
+  // depends on them.
+  std::function<void(const DnsRefusal&)> on_refused;
+  std::function<void()> on_exit;
 };
 
 // The fds the resolver runs with (all owned by it).

@@ -10,6 +10,8 @@
 //                              {"pack","first","last","count"}
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -42,8 +44,9 @@ struct Event {
   std::optional<std::string> matched_entry;  // the manifest entry, or null
   std::string syscall;
   int pid = 0;
-  int err = 0;        // the errno the agent got
-  long repeated = 0;  // > 0: a summary of that many more identical events
+  int err = 0;           // the errno the agent got
+  std::string err_name;  // instead of err's name when set ("REFUSED": a DNS answer)
+  long repeated = 0;     // > 0: a summary of that many more identical events
 };
 // One line (no trailing newline) with a fresh time and id.
 std::string to_json_line(const Event& e);
@@ -59,6 +62,34 @@ Classified classify(int nr, const std::uint64_t args[6]);
 // delivery target recorded next to it). For other reporting sources (the
 // egress helper, the DNS resolver): state_dir is <root>/<id>.
 Status append_event(const std::string& state_dir, const Event& e);
+// Rate-limited appends for a long-lived source other than the reporter
+// (the DNS resolver), with the reporter's rule: the first event of a
+// (surface, requested, syscall) is written at once; identical ones are
+// counted and written as one line with "repeated": N at most once a second
+// (when the next one comes) and at flush(). At most 1024 keys are tracked;
+// append_event() caps the file.
+class RateLimited {
+ public:
+  explicit RateLimited(std::string state_dir);
+  void report(const Event& e);
+  void flush();
+
+ private:
+  struct Pending {
+    Event last;
+    long count = 0;
+  };
+  std::string dir_;
+  std::map<std::string, Pending> seen_;
+  long long last_flush_ns_ = 0;
+};
+
+// The pid of a process of the network namespace of NETNS_PID that holds
+// the socket whose local address is ADDR (IPv4 or IPv6, UDP or TCP), or 0:
+// who sent a DNS query, from /proc/NETNS_PID/net/{udp,tcp}[6] and the fds
+// of the processes in that namespace. For reports only (racy by nature).
+int socket_owner(int netns_pid, const struct sockaddr_storage& addr, bool tcp);
+
 // One line to a delivery target (a file appended to, or unix:PATH, one
 // connection per line, 200 ms send timeout); errors are dropped.
 void deliver_line(const std::string& target, const std::string& line);

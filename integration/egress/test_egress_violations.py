@@ -1,0 +1,79 @@
+"""DNS violations (issue 6, docs/events.md): a query the resolver answers
+REFUSED becomes one capability_violation event with surface "dns", written
+before the answer, rate-limited, and the run exits 3. An allowed lookup
+reports nothing. Runs against the egress suite's own internet (inet.py)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import dns_env
+from .inet import ADDR
+
+pytestmark = pytest.mark.comet_only
+
+
+def run_with_events(pack, *cmds):
+    pack.set_commands(*cmds)
+    cid = pack.h.rt.new_id("egv")
+    ev = pack.h.path(f"{cid}.events.jsonl")
+    res = pack.h.rt("run", "--events", str(ev), "--bundle", str(pack.bundle), cid,
+                    env=dns_env(), timeout=60)
+    lines = [json.loads(l) for l in res.out.splitlines() if l.startswith("{")]
+    events = [json.loads(l) for l in ev.read_text().splitlines()] if ev.exists() else []
+    return res, lines, events, cid
+
+
+def test_refused_name_is_one_dns_event_and_exit_3(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, cid = run_with_events(pack, ["resolve", "other.test"])
+    assert lines[0]["result"] == "REFUSED", lines
+    assert res.rc == 3, res
+    assert len(events) == 1, events
+    e = events[0]
+    assert e["type"] == "capability_violation"
+    assert e["surface"] == "dns"
+    assert e["requested"] == "other.test"
+    assert e["matched_entry"] is None
+    assert e["errno"] == "REFUSED"
+    assert e["syscall"] == "udp"
+    assert e["container"] == cid
+    assert e["pack"] == {"name": pack.config["annotations"]["org.soyaos.comet.pack"].split("@")[0],
+                         "version": "1.0.0"}
+    # the querying process: netprobe is the container's init
+    assert isinstance(e["pid"], int) and e["pid"] > 1, e
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$", e["time"])
+
+
+def test_allowed_lookup_reports_nothing(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, _ = run_with_events(pack, ["resolve", "api.test"])
+    assert lines[0]["result"] == "NOERROR", lines
+    assert res.rc == 0, res
+    assert events == []
+
+
+def test_cname_out_of_the_allowlist_and_wildcard_apex_are_reported(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, _ = run_with_events(pack, ["resolve", "bad.cdn.test"],
+                                            ["resolve", "cdn.test"])
+    assert [l["result"] for l in lines] == ["REFUSED", "REFUSED"], lines
+    assert res.rc == 3, res
+    assert sorted(e["requested"] for e in events) == ["bad.cdn.test", "cdn.test"], events
+    assert all(e["surface"] == "dns" and e["errno"] == "REFUSED" for e in events)
+
+
+def test_repeated_refusals_are_rate_limited(internet, make_pack):
+    pack = make_pack()
+    n = 40
+    res, lines, events, _ = run_with_events(pack, *[["resolve", "other.test"]] * n)
+    assert all(l["result"] == "REFUSED" for l in lines) and len(lines) == n, lines
+    assert res.rc == 3, res
+    # one line at once, the rest counted: at most a few summary lines, and
+    # the total (first + repeated) is every query the stub resolver sent.
+    assert 1 <= len(events) <= 4, events
+    assert "repeated" not in events[0]
+    total = 1 + sum(e.get("repeated", 0) for e in events[1:])
+    assert total >= n, (total, events)
