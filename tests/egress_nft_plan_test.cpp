@@ -1,13 +1,20 @@
 // egress/nft_plan: the ruleset text per mode, pinned by golden files
 // (tests/data/egress/*.nft; COMET_UPDATE_GOLDEN=1 rewrites them), and the
-// set-element commands the resolver sends.
+// set-element commands the resolver sends; parse_nflog (what the refusals log).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "comet/egress/nflog.hpp"
 #include "comet/egress/nft_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -51,9 +58,16 @@ TEST(EgressNftPlan, IssuePackGolden) {
   auto at = [&](const std::string& s) { return text.find(s); };
   ASSERT_NE(at("policy drop"), std::string::npos);
   EXPECT_LT(at("ct state established,related accept"), at("@allow4"));
-  EXPECT_LT(at("th dport { 53, 853 } drop"), at("@allow4"));
-  EXPECT_LT(at("oif \"lo\" drop"), at("@allow4"));
+  EXPECT_LT(at("th dport { 53, 853 } log prefix \"comet-dns\""), at("@allow4"));
+  EXPECT_LT(at("oif \"lo\" log prefix \"comet-egress\""), at("@allow4"));
   EXPECT_LT(at("@allow6"), at("reject with tcp reset"));
+  // Every refusal is logged to the resolver's NFLOG group first.
+  for (const char* r : {"reject with tcp reset", "reject with icmpx type port-unreachable",
+                        "reject with icmpx type admin-prohibited"}) {
+    const std::size_t line = text.rfind('\n', at(r));
+    EXPECT_NE(text.substr(line, at(r) - line).find("group 17229 snaplen 128"), std::string::npos)
+        << r;
+  }
   EXPECT_EQ(text.find("elements"), std::string::npos);  // names are pinned at run time
 }
 
@@ -77,7 +91,8 @@ TEST(EgressNftPlan, OpenAndNone) {
   std::string o = ruleset_text(open, "comet");
   golden("open.nft", o);
   EXPECT_NE(o.find("policy accept"), std::string::npos);
-  EXPECT_NE(o.find("th dport { 53, 853 } drop"), std::string::npos);
+  EXPECT_NE(o.find("th dport { 53, 853 } log prefix \"comet-dns\" group 17229 snaplen 128 drop"),
+            std::string::npos);
 
   Allowlist none(capability::Egress{});
   EXPECT_EQ(mode_of(none), Mode::none);
@@ -107,4 +122,59 @@ TEST(EgressNftPlan, TableNames) {
   EXPECT_EQ(t.rfind("comet_", 0), 0u);
   EXPECT_NE(t, table_name("abd", true));
   EXPECT_EQ(t, table_name("abc", true));
+}
+
+// parse_nflog: one NFULNL_MSG_PACKET as the kernel sends it (nfgenmsg, then
+// attributes), carrying a TCP SYN's first bytes and the rule's prefix.
+namespace {
+void put_attr(std::vector<uint8_t>& m, uint16_t type, const void* data, std::size_t len) {
+  nlattr a{static_cast<uint16_t>(NLA_HDRLEN + len), type};
+  const auto* p = reinterpret_cast<const uint8_t*>(&a);
+  m.insert(m.end(), p, p + sizeof a);
+  const auto* d = static_cast<const uint8_t*>(data);
+  m.insert(m.end(), d, d + len);
+  m.resize(NLA_ALIGN(m.size()), 0);
+}
+std::vector<uint8_t> nflog_msg(const std::vector<uint8_t>& packet, const std::string& prefix,
+                               uint16_t type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET) {
+  std::vector<uint8_t> m(NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)), 0);
+  nfulnl_msg_packet_hdr ph{htons(0x0800), 3, 0};
+  put_attr(m, NFULA_PACKET_HDR, &ph, sizeof ph);
+  put_attr(m, NFULA_PREFIX, prefix.c_str(), prefix.size() + 1);
+  put_attr(m, NFULA_PAYLOAD, packet.data(), packet.size());
+  nlmsghdr h{static_cast<uint32_t>(m.size()), type, 0, 0, 0};
+  std::memcpy(m.data(), &h, sizeof h);
+  return m;
+}
+}  // namespace
+
+TEST(EgressNflog, ParsesRefusedPackets) {
+  // IPv4 10.0.0.2:40000 -> 10.9.9.9:443 TCP (header and ports only)
+  std::vector<uint8_t> v4(24, 0);
+  v4[0] = 0x45;
+  v4[9] = IPPROTO_TCP;
+  const uint8_t src[] = {10, 0, 0, 2}, dst[] = {10, 9, 9, 9};
+  std::memcpy(&v4[12], src, 4);
+  std::memcpy(&v4[16], dst, 4);
+  v4[20] = 40000 >> 8, v4[21] = 40000 & 0xff, v4[22] = 443 >> 8, v4[23] = 443 & 0xff;
+  // IPv6 fd00::2:5353 -> fd00::9:53 UDP
+  std::vector<uint8_t> v6(44, 0);
+  v6[0] = 0x60;
+  v6[6] = IPPROTO_UDP;
+  v6[8] = 0xfd, v6[23] = 2, v6[24] = 0xfd, v6[39] = 9;
+  v6[40] = 5353 >> 8, v6[41] = 5353 & 0xff, v6[42] = 0, v6[43] = 53;
+  std::vector<uint8_t> buf = nflog_msg(v4, "comet-egress");
+  auto second = nflog_msg(v6, "comet-dns");
+  buf.insert(buf.end(), second.begin(), second.end());
+  auto other = nflog_msg(v4, "x", (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG);  // not a packet
+  buf.insert(buf.end(), other.begin(), other.end());
+  auto got = comet::egress::parse_nflog(buf.data(), buf.size());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], (comet::egress::Blocked{"comet-egress", false, "10.0.0.2", "10.9.9.9",
+                                            IPPROTO_TCP, 40000, 443}));
+  EXPECT_EQ(got[1], (comet::egress::Blocked{"comet-dns", true, "fd00::2", "fd00::9", IPPROTO_UDP,
+                                            5353, 53}));
+  // Truncated input: nothing, and no read past the end.
+  for (std::size_t n = 0; n < buf.size() / 2; ++n)
+    EXPECT_LE(comet::egress::parse_nflog(buf.data(), n).size(), 1u);
 }

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "comet/egress/nflog.hpp"
+
 namespace comet::egress {
 
 Mode mode_of(const Allowlist& a) {
@@ -37,8 +39,14 @@ std::string set_block(std::string_view name, bool v6, const std::vector<LiteralR
 // Loopback carries only DNS to the resolver; port 53/853 goes nowhere else.
 constexpr std::string_view kDnsOnlyToResolver =
     "\t\toif \"lo\" ip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport 53 accept\n";
-constexpr std::string_view kNoOtherDns =
-    "\t\tmeta l4proto { tcp, udp } th dport { 53, 853 } drop\n";
+// Every refusal is logged to the NFLOG group first (nflog.hpp): the
+// resolver reports it. The log statement never decides anything.
+std::string log_stmt(const char* prefix) {
+  return std::string("log prefix \"") + prefix + "\" group " + std::to_string(kNflogGroup) +
+         " snaplen " + std::to_string(kNflogSnaplen) + " ";
+}
+const std::string kNoOtherDns =
+    "\t\tmeta l4proto { tcp, udp } th dport { 53, 853 } " + log_stmt(kNflogPrefixDns) + "drop\n";
 
 }  // namespace
 
@@ -51,6 +59,7 @@ std::string ruleset_text(const Allowlist& a, std::string_view table) {
     s += "\tchain output {\n";
     s += "\t\ttype filter hook output priority filter; policy drop;\n";
     s += "\t\toif \"lo\" accept\n";
+    s += "\t\t" + log_stmt(kNflogPrefixEgress) + "drop\n";
     s += "\t}\n}\n";
     return s;
   }
@@ -72,14 +81,18 @@ std::string ruleset_text(const Allowlist& a, std::string_view table) {
   s += "\t\tct state invalid drop\n";
   s += "\t\tct state established,related accept\n";
   s += kDnsOnlyToResolver;
-  s += "\t\toif \"lo\" drop\n";
+  s += "\t\toif \"lo\" " + log_stmt(kNflogPrefixEgress) + "drop\n";
   s += "\t\ticmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept\n";
+  // The kernel's own multicast listener reports: no socket sent them, so
+  // they are dropped unreported.
+  s += "\t\ticmpv6 type { mld-listener-report, mld2-listener-report } drop\n";
   s += kNoOtherDns;
   s += "\t\tip daddr . meta l4proto . th dport @" + std::string(kSet4) + " accept\n";
   s += "\t\tip6 daddr . meta l4proto . th dport @" + std::string(kSet6) + " accept\n";
-  s += "\t\tmeta l4proto tcp reject with tcp reset\n";
-  s += "\t\tmeta l4proto udp reject with icmpx type port-unreachable\n";
-  s += "\t\treject with icmpx type admin-prohibited\n";
+  s += "\t\tmeta l4proto tcp " + log_stmt(kNflogPrefixEgress) + "reject with tcp reset\n";
+  s += "\t\tmeta l4proto udp " + log_stmt(kNflogPrefixEgress) +
+       "reject with icmpx type port-unreachable\n";
+  s += "\t\t" + log_stmt(kNflogPrefixEgress) + "reject with icmpx type admin-prohibited\n";
   s += "\t}\n}\n";
   return s;
 }

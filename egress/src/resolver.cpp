@@ -212,6 +212,13 @@ class Resolver {
     // context, and straight back: everything made later is a host socket.
     if (::setns(fds_.netns, CLONE_NEWNET) < 0) return Error::sys(errno, "setns (container)");
     Status st = make_listeners();
+    if (st.ok() && cfg_.on_blocked) {  // the group is this namespace's
+      auto n = NflogSocket::open();
+      if (n.ok())
+        nflog_.emplace(std::move(*n));
+      else
+        st = std::move(n).error();
+    }
     if (st.ok() && !allow_.any()) {
       auto n = Nft::open();
       if (n.ok())
@@ -224,6 +231,15 @@ class Resolver {
   }
 
   int loop();
+  void report_blocked() {
+    if (!nflog_) return;
+    for (const Blocked& b : nflog_->drain()) {
+      try {
+        cfg_.on_blocked(b);
+      } catch (...) {
+      }
+    }
+  }
 
  private:
   Status make_listeners() {
@@ -265,6 +281,7 @@ class Resolver {
   std::vector<Upstream> upstreams_;
   Fd udp_, tcp_;
   std::optional<Nft> nft_;
+  std::optional<NflogSocket> nflog_;
   std::vector<Pending> pending_;
   std::vector<TcpConn> conns_;
   int next_key_ = 1;
@@ -528,12 +545,15 @@ int Resolver::loop() {
     pfds.push_back({tcp_.get(), POLLIN, 0});
     for (auto& p : pending_) pfds.push_back({p.sock.get(), POLLIN, 0});
     for (auto& c : conns_) pfds.push_back({c.fd.get(), POLLIN, 0});
+    pfds.push_back({nflog_ ? nflog_->fd() : -1, POLLIN, 0});  // negative fd: ignored
     int r = ::poll(pfds.data(), pfds.size(), timeout);
     if (r < 0) {
       if (errno == EINTR) continue;
       return 2;
     }
+    if (pfds.back().revents & POLLIN) report_blocked();
     if (fds_.init_pidfd >= 0 && pfds[0].revents) {  // the container is gone
+      report_blocked();                             // what its last calls were refused
       if (cfg_.companion_pid > 0) kill_verified(cfg_.companion_pid, cfg_.companion_start);
       return 0;
     }

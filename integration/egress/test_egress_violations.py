@@ -77,3 +77,49 @@ def test_repeated_refusals_are_rate_limited(internet, make_pack):
     assert "repeated" not in events[0]
     total = 1 + sum(e.get("repeated", 0) for e in events[1:])
     assert total >= n, (total, events)
+
+
+# -- egress: what the ruleset refused, from its NFLOG group ---------------------------
+
+
+def test_refused_connect_is_one_egress_event(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, cid = run_with_events(pack, ["tcp", ADDR["other.test"], "443"])
+    assert lines[0]["result"] == "ECONNREFUSED", lines
+    assert res.rc == 3, res
+    assert len(events) == 1, events
+    e = events[0]
+    assert e["surface"] == "egress"
+    assert e["requested"] == f"{ADDR['other.test']}:443/tcp"
+    assert e["errno"] == "ECONNREFUSED"
+    assert e["syscall"] == "tcp"
+    assert e["matched_entry"] is None
+    assert e["container"] == cid
+    assert isinstance(e["pid"], int) and e["pid"] > 1, e
+
+
+def test_allowed_connect_reports_nothing(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, _ = run_with_events(pack, ["tcp", "api.test", "443"])
+    assert lines[0]["result"] == "ok", lines
+    assert res.rc == 0, res
+    assert events == []
+
+
+def test_refused_udp_and_other_port_are_reported(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, _ = run_with_events(pack, ["udp", ADDR["other.test"], "7"],
+                                            ["tcp", "api.test", "8443"])
+    assert res.rc == 3, res
+    got = sorted((e["surface"], e["requested"], e["errno"]) for e in events)
+    assert got == sorted([("egress", f"{ADDR['other.test']}:7/udp", "ECONNREFUSED"),
+                          ("egress", f"{ADDR['api.test']}:8443/tcp", "ECONNREFUSED")]), events
+
+
+def test_dns_to_another_server_is_a_dns_event(internet, make_pack):
+    pack = make_pack()
+    res, lines, events, _ = run_with_events(pack, ["dnsudp", ADDR["dns"], "api.test"])
+    assert lines[0]["result"] != "ok", lines  # dropped: no answer
+    assert res.rc == 3, res
+    assert [(e["surface"], e["requested"]) for e in events][:1] == \
+        [("dns", f"{ADDR['dns']}:53/udp")], events

@@ -1,6 +1,8 @@
 // `create` and `run`: the parent side of the sync protocol in sync.hpp.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -414,6 +416,38 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
         int owner = violations::socket_owner(ipid, r.client, r.tcp);
         e.pid = owner > 0 ? owner : ipid;
         e.err_name = "REFUSED";
+        out->report(e);
+      };
+      // Egress violations: the packets the ruleset refused, from its NFLOG
+      // group (egress/nflog.hpp), read by the resolver.
+      er.on_egress_blocked = [out, pack, cid, ipid](const egress::Blocked& b) {
+        violations::Event e;
+        e.container = cid;
+        e.pack = pack;
+        const bool dns = b.prefix == egress::kNflogPrefixDns;
+        e.surface = dns ? "dns" : "egress";
+        const char* proto = b.l4 == IPPROTO_TCP ? "tcp" : b.l4 == IPPROTO_UDP ? "udp" : nullptr;
+        std::string host = b.v6 ? "[" + b.dst + "]" : b.dst;
+        e.requested = proto ? host + ":" + std::to_string(b.dport) + "/" + proto
+                            : host + "/proto " + std::to_string(b.l4);
+        e.syscall = proto ? proto : "ip";  // the transport, as for dns
+        const bool loopback = b.dst.rfind("127.", 0) == 0 || b.dst == "::1";
+        // What the rule that refused it makes the agent see.
+        e.err = dns || loopback ? ETIMEDOUT : proto ? ECONNREFUSED : EHOSTUNREACH;
+        sockaddr_storage src = {};
+        if (b.v6) {
+          auto* a = reinterpret_cast<sockaddr_in6*>(&src);
+          a->sin6_family = AF_INET6;
+          a->sin6_port = htons(b.sport);
+          ::inet_pton(AF_INET6, b.src.c_str(), &a->sin6_addr);
+        } else {
+          auto* a = reinterpret_cast<sockaddr_in*>(&src);
+          a->sin_family = AF_INET;
+          a->sin_port = htons(b.sport);
+          ::inet_pton(AF_INET, b.src.c_str(), &a->sin_addr);
+        }
+        int owner = proto ? violations::socket_owner(ipid, src, b.l4 == IPPROTO_TCP) : 0;
+        e.pid = owner > 0 ? owner : ipid;
         out->report(e);
       };
       er.on_resolver_exit = [out] { out->flush(); };

@@ -86,6 +86,12 @@ std::string errno_name(int e) {
       return "EAFNOSUPPORT";
     case EROFS:
       return "EROFS";
+    case ETIMEDOUT:
+      return "ETIMEDOUT";
+    case EHOSTUNREACH:
+      return "EHOSTUNREACH";
+    case ENETUNREACH:
+      return "ENETUNREACH";
     default:
       return "E" + std::to_string(e);
   }

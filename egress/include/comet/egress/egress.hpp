@@ -65,6 +65,7 @@ struct SetupRequest {
   std::vector<std::string> upstreams;  // "" entries ignored; empty: the host's
   // The resolver's report hooks (ResolverConfig), run in its process.
   std::function<void(const DnsRefusal&)> on_dns_refused;
+  std::function<void(const Blocked&)> on_egress_blocked;
   std::function<void()> on_resolver_exit;
 };
 

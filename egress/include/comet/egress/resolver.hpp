@@ -25,6 +25,7 @@
 #include "comet/base/result.hpp"
 #include "comet/capability/manifest.hpp"
 #include "comet/egress/answer.hpp"
+#include "comet/egress/nflog.hpp"
 
 namespace comet::egress {
 
@@ -68,6 +69,9 @@ struct ResolverConfig {
   // the resolver exits. Exceptions are swallowed; enforcement never
   // depends on them.
   std::function<void(const DnsRefusal&)> on_refused;
+  // Called in the resolver for every packet the ruleset refused (read from
+  // the NFLOG group, nflog.hpp); set: the resolver binds the group.
+  std::function<void(const Blocked&)> on_blocked;
   std::function<void()> on_exit;
 };
 
