@@ -43,7 +43,8 @@ def run(root: Path, pack, op: str, reporting: bool, flags: Path) -> int:
         env["COMET_VIOLATION_REPORTING"] = "off"
     p, rootfs = pack
     r = subprocess.run([RT, "--root", str(root), "pack", "run", str(p), "--rootfs", str(rootfs),
-                        "--", op], capture_output=True, text=True, env=env, timeout=120)
+                        "--no-cache", "--", op], capture_output=True, text=True, env=env,
+                       timeout=120)
     line = [l for l in r.stdout.splitlines() if l.startswith("{")][-1]
     return int(json.loads(line)["data"].split()[1])
 

@@ -27,6 +27,23 @@ def pytest_report_header(config):
 
 
 _PRIVATE_STATE = None
+_CACHE_FROM_USER = False
+_CACHE_SEQ = [0]
+
+
+@pytest.fixture(autouse=True)
+def _private_pack_cache(monkeypatch):
+    """A fresh pack result cache (docs/cache.md) for every test: a read-only
+    pack run by one test is never replayed from another test's run. The
+    cache's own tests set COMET_CACHE_DIR or --cache-dir themselves."""
+    if _CACHE_FROM_USER or _PRIVATE_STATE is None:
+        yield
+        return
+    _CACHE_SEQ[0] += 1
+    d = os.path.join(_PRIVATE_STATE, "cache", str(_CACHE_SEQ[0]))
+    monkeypatch.setenv("COMET_CACHE_DIR", d)
+    yield
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def pytest_sessionstart(session):
@@ -36,6 +53,8 @@ def pytest_sessionstart(session):
     _PRIVATE_STATE = tempfile.mkdtemp(prefix="comet-test-varlib-", dir="/tmp")
     os.environ.setdefault("COMET_FLAGS_DIR", os.path.join(_PRIVATE_STATE, "flags"))
     os.environ.setdefault("COMET_ROOTFS_CACHE", os.path.join(_PRIVATE_STATE, "rootfs"))
+    global _CACHE_FROM_USER
+    _CACHE_FROM_USER = "COMET_CACHE_DIR" in os.environ
     if os.geteuid() != 0:
         pytest.exit("the integration suite must run as root", returncode=4)
     if not (cfg.RUNTIME.is_file() and os.access(cfg.RUNTIME, os.X_OK)):

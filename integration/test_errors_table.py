@@ -270,6 +270,53 @@ def r_pack_compile_output(x):
 
 PACK = str(REPO_DIR / "examples" / "summarize-inputs")
 
+
+SIDE_EFFECT_PACK = """\
+apiVersion: soyapack/v0
+name: writer
+version: 1.0.0
+runtime: {interpreter: /usr/bin/python3, entrypoint: agent.py}
+capabilities:
+  egress: []
+  fs: {read: [/workdir], write: [/workdir/out]}
+  determinism_tier: side-effect
+"""
+
+
+def r_cache_tier(x):
+    d = x.w / "sepack"
+    d.mkdir()
+    (d / "soyapack.yaml").write_text(SIDE_EFFECT_PACK)
+    return x.cli("pack", "run", str(d), "--rootfs", str(x.w), "--cache=allow-upstream")
+
+
+def _fake_entries(x, *keys):
+    store = x.w / "store"
+    for k in keys:
+        (store / k[:2] / k).mkdir(parents=True)
+    return store
+
+
+def r_cache_show_ambiguous(x):
+    store = _fake_entries(x, "abcd" + "0" * 60, "abcd" + "1" * 60)
+    return x.cli("cache", "show", "abcd", "--cache-dir", str(store), root=False)
+
+
+def r_cache_prune_failed(x):
+    store = x.w / "rostore"
+    (store / "tmp" / "junk").mkdir(parents=True)  # not a temp dir of ours: prune removes it
+    subprocess.run(["mount", "--bind", str(store), str(store)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(store)], check=True)
+        return x.cli("cache", "prune", "--cache-dir", str(store), root=False)
+    finally:
+        subprocess.run(["umount", str(store)], check=True)
+
+
+def r_cache_show_corrupt(x):
+    store = _fake_entries(x, "abcd" + "0" * 60)  # no entry.json: partial
+    return x.cli("cache", "show", "abcd" + "0" * 60, "--cache-dir", str(store), root=False)
+
 RECIPES = {
     # command line
     "cli-no-command": lambda x: x.cli(),
@@ -425,6 +472,16 @@ RECIPES = {
     "pack-explain-host": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test", root=False),
     "pack-explain-port": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test:0", root=False),
     "pack-explain-proto": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test:443:gopher", root=False),
+    # the pack run cache
+    "cache-mode": lambda x: x.cli("pack", "run", PACK, "--cache=always", root=False),
+    "cache-tier": r_cache_tier,
+    "cache-show-missing": lambda x: x.cli("cache", "show", "0123abcd", "--cache-dir", str(x.w / "store"),
+                                          root=False),
+    "cache-show-ambiguous": r_cache_show_ambiguous,
+    "cache-show-corrupt": r_cache_show_corrupt,
+    "cache-prune-failed": r_cache_prune_failed,
+    "cache-prune-size": lambda x: x.cli("cache", "prune", "--max-size", "lots", "--cache-dir", str(x.w),
+                                        root=False),
 }
 
 # rows whose message comes after a usage text on stderr

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comet/oci/spec.hpp"
+#include "comet/runtime/cache_cli.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/hostroot.hpp"
 #include "comet/runtime/log.hpp"
@@ -250,6 +251,18 @@ int cli_main(int argc, char** argv) {
   prun->add_option("--output", pro.output, "host dir that receives /workdir/out after the run");
   prun->add_option("--id", pro.id, "container id (default: pack-<random>)");
   prun->add_option("--events", events_target, "deliver violation events to FILE or unix:PATH");
+  // The deterministic-tier cache (docs/cache.md).
+  std::string prun_cache = "auto";
+  prun->add_flag("--no-cache", pro.no_cache,
+                 "run the pack even if a cached result exists; record nothing");
+  prun->add_option("--cache", prun_cache,
+                   "auto (read-only packs without egress) or allow-upstream (also read-only packs "
+                   "with egress: their recorded LLM/API answers are replayed, not asked again)")
+      ->check(CLI::IsMember({"auto", "allow-upstream"}))
+      ->capture_default_str();
+  prun->add_option(
+      "--cache-dir", pro.cache_dir,
+      "the cache store (default: $COMET_CACHE_DIR, else /var/cache/comet-runtime/packs)");
   // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
   std::string flags_action = "list", flags_arg;
   auto* pflags =
@@ -258,6 +271,28 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::IsMember({"list", "clear"}));
   pflags->add_option("pack-version", flags_arg, "NAME@VERSION (for clear)");
   prun->add_option("args", prun_args, "arguments for the agent (after --), replacing runtime.args");
+
+  // `cache ls|show KEY|prune [--max-size SIZE]` (cache_cli.hpp).
+  std::string cache_dir, cache_key, cache_max, cache_format = "text";
+  auto* cache = app.add_subcommand("cache", "list, show and prune the pack run cache");
+  cache->require_subcommand(1);
+  auto* cls = cache->add_subcommand("ls", "list the cached pack runs");
+  cls->add_option("--format", cache_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  auto* cshow = cache->add_subcommand("show", "verify one entry and print its record");
+  cshow->add_option("key", cache_key, "the key, or a unique prefix of at least 4 digits")
+      ->required();
+  auto* cprune = cache->add_subcommand(
+      "prune",
+      "remove stale temp dirs, corrupt entries, and with --max-size the least recently "
+      "used entries until the store is at most that size");
+  cprune->add_option("--max-size", cache_max, "e.g. 500M, 2G");
+  std::string cache_tree;
+  auto* chash = cache->add_subcommand(
+      "hash", "print the digest the key uses for a directory tree, and the hashing speed");
+  chash->add_option("dir", cache_tree, "the tree")->required();
+  for (auto* c : {cls, cshow, cprune})
+    c->add_option("--cache-dir", cache_dir,
+                  "the store (default: $COMET_CACHE_DIR, else /var/cache/comet-runtime/packs)");
 
   HostRootfsOptions ro;
   bool ro_verbose = false;
@@ -421,8 +456,15 @@ int cli_main(int argc, char** argv) {
     if (*pflags) return violations::flags_cli(flags_action, flags_arg);
     if (*prun) {
       if (prun->count("args")) pro.args = prun_args;
+      pro.allow_upstream = prun_cache == "allow-upstream";
       return pack_run(g, pro);
     }
+  }
+  if (*cache) {
+    if (*cls) return cache_ls(cache_dir, cache_format);
+    if (*cshow) return cache_show(cache_dir, cache_key);
+    if (*cprune) return cache_prune(cache_dir, cache_max);
+    if (*chash) return cache_hash(cache_tree);
   }
   if (*rootfs) {
     auto r = rootfs_from_host(ro);

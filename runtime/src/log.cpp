@@ -10,6 +10,7 @@
 namespace comet::runtime::log {
 namespace {
 int g_fd = STDERR_FILENO;
+bool g_fd_is_stderr = true;
 bool g_json = false;
 bool g_debug = false;
 
@@ -63,7 +64,13 @@ bool init(const std::string& path, bool json, bool debug) {
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   g_fd = fd;
+  g_fd_is_stderr = false;
   return true;
+}
+
+void set_fd(int fd, bool is_stderr) {
+  g_fd = fd;
+  g_fd_is_stderr = is_stderr || fd == STDERR_FILENO;
 }
 
 bool debug_enabled() {
@@ -77,7 +84,7 @@ void write(Level lvl, const std::string& msg) {
 
 void error(const std::string& m) {
   emit(g_fd, Level::kError, m);
-  if (g_fd != STDERR_FILENO) {
+  if (!g_fd_is_stderr) {
     std::string line = m + "\n";
     ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
     (void)r;

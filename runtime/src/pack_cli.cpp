@@ -3,8 +3,14 @@
 // a container (through run_container()).
 #include "comet/runtime/pack_cli.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +29,9 @@
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/hostroot.hpp"
 #include "comet/runtime/log.hpp"
+#include "comet/runtime/pack_cache.hpp"
 #include "comet/runtime/sys.hpp"
+#include "comet/runtime/violations.hpp"
 
 namespace comet::runtime {
 namespace cap = comet::capability;
@@ -56,6 +64,7 @@ struct Loaded {
   std::string file;  // soyapack.yaml
   std::string dir;   // the pack directory, absolute
   cap::Manifest man;
+  std::string text;  // the manifest's bytes (the cache key)
 };
 
 // Reads and parses (and with `validate`, validates) the manifest at PATH.
@@ -74,7 +83,7 @@ std::variant<Loaded, int> load(const std::string& path, bool validate, int unrea
     log::error(man.error().what());
     return invalid;
   }
-  return Loaded{m->first, abs_path(pack_dir_of(path)), std::move(*man)};
+  return Loaded{m->first, abs_path(pack_dir_of(path)), std::move(*man), std::move(m->second)};
 }
 
 #define TRY_EXIT(decl, expr) TRY_EXIT_IMPL_(COMET_CONCAT(try_exit_, __LINE__), decl, expr)
@@ -286,16 +295,326 @@ struct RunDir {
 
 }  // namespace
 
+// ---- the deterministic-tier cache (pack_cache.hpp, docs/cache.md) ------------
+
+namespace {
+
+// A plain line on this process's stderr, outside the log's framing: the
+// `cache hit|miss|stored <key>` lines a user (and a test) reads.
+void say(const std::string& line) {
+  std::string l = line + "\n";
+  size_t off = 0;
+  while (off < l.size()) {
+    ssize_t n = ::write(STDERR_FILENO, l.data() + off, l.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+bool write_all(int fd, const char* p, size_t n) noexcept {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// The tee: one child forked before run_container (the runtime process
+// itself stays single-threaded; create forks later). It copies what the
+// agent writes on the two pipes to the original stdout/stderr and to the
+// capture files, and exits once the parent says the run is over (a byte on
+// CTL) after draining what is left, even if some process still holds a
+// write end. Exit status 0: both streams captured whole; 1: a stream went
+// over kMaxStreamBytes or a capture write failed (the run is not stored).
+struct TeeStream {
+  int in, orig, cap;
+  std::uint64_t n;
+  bool orig_ok, cap_ok;
+};
+
+void tee_pass(TeeStream& s, const char* buf, size_t n) noexcept {
+  if (s.orig_ok) s.orig_ok = write_all(s.orig, buf, n);  // a closed reader: keep recording
+  if (!s.cap_ok) return;
+  if (s.n + n > cache::kMaxStreamBytes || !write_all(s.cap, buf, n)) {
+    s.cap_ok = false;
+    return;
+  }
+  s.n += n;
+}
+
+[[noreturn]] void tee_main(TeeStream* s, int ctl) noexcept {
+  struct sigaction sa = {};
+  sa.sa_handler = SIG_IGN;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
+    ::sigaction(sig, &sa, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  static char buf[1 << 16];
+  bool drain = false;
+  while (!drain || s[0].in >= 0 || s[1].in >= 0) {
+    if (s[0].in < 0 && s[1].in < 0) {
+      // Both streams ended: wait for the word (so the parent's write to
+      // CTL always has a reader).
+      struct pollfd c = {ctl, POLLIN, 0};
+      if (::poll(&c, 1, -1) < 0 && errno == EINTR) continue;
+      break;
+    }
+    struct pollfd p[3] = {{s[0].in, POLLIN, 0}, {s[1].in, POLLIN, 0}, {ctl, POLLIN, 0}};
+    if (!drain && ::poll(p, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (!drain && p[2].revents) {
+      // The run is over: every agent process is gone and what it wrote is
+      // in the pipes. Read them empty without blocking.
+      drain = true;
+      for (int i = 0; i < 2; i++)
+        if (s[i].in >= 0) ::fcntl(s[i].in, F_SETFL, O_NONBLOCK);
+    }
+    for (int i = 0; i < 2; i++) {
+      if (s[i].in < 0 || (!drain && !p[i].revents)) continue;
+      ssize_t n = ::read(s[i].in, buf, sizeof buf);
+      if (n > 0) {
+        tee_pass(s[i], buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(s[i].in);
+        s[i].in = -1;
+      }
+    }
+  }
+  _exit(s[0].cap_ok && s[1].cap_ok ? 0 : 1);
+}
+
+// Points this process's stdin at /dev/null and stdout/stderr at pipes read
+// by the tee for the length of the run; the container inherits them.
+//
+// The runtime's own log lines would land in the capture too (the logger
+// writes to fd 2), so while the capture runs, a logger on stderr writes to
+// a copy of the original stderr (log::set_fd).
+class StdioCapture {
+ public:
+  ~StdioCapture() { (void)finish(); }
+
+  Status start(const std::string& dir, const Globals& g) {
+    UniqueFd cap_out(
+        ::open(join_path(dir, "stdout").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!cap_out) return Error::sys(errno, "create " + join_path(dir, "stdout"));
+    UniqueFd cap_err(
+        ::open(join_path(dir, "stderr").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!cap_err) return Error::sys(errno, "create " + join_path(dir, "stderr"));
+    int out[2], err[2], ctl[2];
+    if (::pipe2(out, O_CLOEXEC) < 0) return Error::sys(errno, "pipe2");
+    UniqueFd out_r(out[0]), out_w(out[1]);
+    if (::pipe2(err, O_CLOEXEC) < 0) return Error::sys(errno, "pipe2");
+    UniqueFd err_r(err[0]), err_w(err[1]);
+    if (::pipe2(ctl, O_CLOEXEC) < 0) return Error::sys(errno, "pipe2");
+    UniqueFd ctl_r(ctl[0]), ctl_w(ctl[1]);
+    UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null) return Error::sys(errno, "open /dev/null");
+    for (int i = 0; i < 3; i++) {
+      saved_[i].reset(::fcntl(i, F_DUPFD_CLOEXEC, 3));
+      if (!saved_[i]) return Error::sys(errno, "dup fd " + std::to_string(i));
+    }
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid < 0) return Error::sys(errno, "fork the output tee");
+    if (pid == 0) {
+      TeeStream s[2] = {{out_r.get(), saved_[1].get(), cap_out.get(), 0, true, true},
+                        {err_r.get(), saved_[2].get(), cap_err.get(), 0, true, true}};
+      ::close(out_w.get());
+      ::close(err_w.get());
+      ::close(ctl_w.get());
+      tee_main(s, ctl_r.get());
+    }
+    tee_ = ChildGuard(pid);
+    ctl_ = std::move(ctl_w);
+    if (g.log.empty()) move_log();
+    active_ = true;
+    if (::dup2(null.get(), STDIN_FILENO) < 0 || ::dup2(out_w.get(), STDOUT_FILENO) < 0 ||
+        ::dup2(err_w.get(), STDERR_FILENO) < 0)
+      return Error::sys(errno, "dup2 the output pipes onto stdio");
+    return {};
+  }
+
+  // Restores stdio and waits for the tee. True when both streams were
+  // captured whole.
+  bool finish() {
+    if (!active_) return false;
+    active_ = false;
+    if (log_moved_) log::set_fd(STDERR_FILENO, true);
+    log_moved_ = false;
+    for (int i = 0; i < 3; i++) (void)::dup2(saved_[i].get(), i);
+    for (auto& s : saved_) s.reset();
+    // SIGPIPE ignored for this one write: a tee that died (killed from
+    // outside) must not take the runtime with it.
+    struct sigaction ign = {}, old = {};
+    ign.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ign, &old);
+    (void)!::write(ctl_.get(), "x", 1);
+    ::sigaction(SIGPIPE, &old, nullptr);
+    ctl_.reset();
+    int st = tee_.wait();
+    tee_.release();
+    return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+
+ private:
+  void move_log() {
+    log::set_fd(saved_[2].get(), true);
+    log_moved_ = true;
+  }
+
+  UniqueFd saved_[3];
+  UniqueFd ctl_;
+  ChildGuard tee_;
+  bool active_ = false;
+  bool log_moved_ = false;
+};
+
+// The compiled policy as the key sees it: every per-run host path replaced
+// by a fixed placeholder, so that the run directory's random name is not
+// part of the key, but which per-run directories exist is.
+Result<oci::Spec> placeholder_spec(const Loaded& l, const PackRunOptions& o) {
+  cap::CompileInputs in;
+  in.rootfs = "/comet-cache/rootfs";
+  in.pack_dir = "/comet-cache/workdir";
+  if (o.args) in.args = *o.args;
+  int n = 0;
+  for (const std::string& w : l.man.capabilities.fs.write)
+    if (w != "/tmp") in.host_dirs[w] = "/comet-cache/w" + std::to_string(n++);
+  if (!o.input.empty()) in.host_dirs["/workdir/inputs"] = "/comet-cache/inputs";
+  return cap::compile(l.man, in);
+}
+
+// hash_tree() with the store's memo of ROOT's per-file digests.
+Result<std::string> tree_digest(const cache::Store& store, const std::string& root) {
+  std::string abs = abs_path(root);
+  cache::Memo memo = store.load_memo(abs);
+  cache::Memo before = memo;
+  TRY(std::string digest, cache::hash_tree(abs, nullptr, &memo));
+  bool same =
+      memo.size() == before.size() &&
+      std::equal(memo.begin(), memo.end(), before.begin(), [](const auto& a, const auto& b) {
+        return a.first == b.first && a.second.sha256 == b.second.sha256 &&
+               a.second.ino == b.second.ino && a.second.ctime_ns == b.second.ctime_ns &&
+               a.second.mtime_ns == b.second.mtime_ns && a.second.size == b.second.size &&
+               a.second.dev == b.second.dev;
+      });
+  if (!same) store.save_memo(abs, memo);
+  return digest;
+}
+
+Result<std::string> run_key(const cache::Store& store, const Loaded& l, const PackRunOptions& o,
+                            const std::string& rootfs, const oci::Spec& spec) {
+  cache::KeyInputs k;
+  k.manifest = l.text;
+  TRY(k.pack_tree, tree_digest(store, l.dir));
+  if (o.rootfs.empty()) {
+    // default_rootfs(): the directory's name is its plan key already.
+    k.rootfs = "default:" + std::filesystem::path(rootfs).filename().string();
+  } else {
+    TRY(std::string t, tree_digest(store, rootfs));
+    k.rootfs = "tree:" + t;
+  }
+  if (!o.input.empty()) {
+    TRY(k.inputs, tree_digest(store, o.input));
+  }
+  if (spec.process) {
+    k.args = spec.process->args;
+    k.env = spec.process->env;
+  }
+  k.runtime = cache::runtime_identity();
+  k.policy = oci::to_json(spec, -1);
+  return cache::compose_key(k);
+}
+
+// A hit: the out/ tree into --output, the recorded stdout and stderr, the
+// recorded exit status. No container, no run directory.
+int replay(const cache::Store& store, const cache::Entry& e, const PackRunOptions& o) {
+  std::string dir = store.entry_dir(e.key);
+  say("cache hit " + e.key);
+  if (!o.output.empty() && std::find(e.dirs.begin(), e.dirs.end(), "out") != e.dirs.end()) {
+    Status c = collect_output(join_path(dir, "out"), o.output);
+    if (!c.ok()) {
+      log::error("pack run: restore the cached output: " + c.error().what());
+      return 1;
+    }
+  }
+  for (auto [name, fd] : {std::pair{"stdout", STDOUT_FILENO}, std::pair{"stderr", STDERR_FILENO}}) {
+    auto text = read_file(join_path(dir, name));
+    if (!text.ok()) {
+      log::error("pack run: read the cached " + std::string(name) + ": " + text.error().what());
+      return 1;
+    }
+    if (!write_all(fd, text->data(), text->size())) break;
+  }
+  store.touch(e.key);
+  return e.exit_status;
+}
+
+// Whether the /workdir/out tree can be replayed exactly: only directories
+// and regular files (collect_output() skips anything else, with a warning
+// that a hit would not repeat).
+bool plain_tree(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    auto st = it->symlink_status(ec);
+    if (ec || !(fs::is_directory(st) || fs::is_regular_file(st))) return false;
+  }
+  return !ec;
+}
+
+// The store's temp dir of one miss, removed unless committed.
+struct PendingEntry {
+  const cache::Store* store = nullptr;
+  std::string key, temp;
+  ~PendingEntry() {
+    if (!temp.empty()) (void)remove_tree(temp);
+  }
+};
+
+}  // namespace
+
 int pack_run(const Globals& g, const PackRunOptions& o) {
   TRY_EXIT(Loaded l, load(o.pack, /*validate=*/true, 2, 1));
+  // Usage first: nothing is built, looked up or run for a refused command.
+  const auto& rd = l.man.capabilities.fs.read;
+  const auto& wr = l.man.capabilities.fs.write;
+  if (!o.input.empty() && std::find(rd.begin(), rd.end(), "/workdir/inputs") == rd.end()) {
+    log::error("pack run --input: the pack does not declare fs.read /workdir/inputs");
+    return 2;
+  }
+  if (!o.output.empty() && std::find(wr.begin(), wr.end(), "/workdir/out") == wr.end()) {
+    log::error("pack run --output: the pack does not declare fs.write /workdir/out");
+    return 2;
+  }
+  cache::Flags cf;
+  cf.no_cache = o.no_cache;
+  cf.upstream = o.allow_upstream ? cache::Upstream::allow : cache::Upstream::refuse;
+  cf.cache_dir_given = !o.cache_dir.empty();
+  cache::Decision decision = cache::decide(l.man, cf);
+  if (!decision.error.empty()) {
+    log::error(decision.error);
+    return 2;
+  }
+  // Without the reporter a violation goes unseen (no exit 3): such a run
+  // could be recorded as clean, so the cache is not used at all.
+  if (const char* rep = std::getenv("COMET_VIOLATION_REPORTING");
+      decision.cache && rep && std::string_view(rep) == "off")
+    decision = {false, "COMET_VIOLATION_REPORTING=off: violations would go unseen", ""};
   std::string rootfs = o.rootfs;
   if (rootfs.empty()) {
     // The embedded default: the interpreter and what it needs, from the host.
     // COMET_ROOTFS_CACHE: another cache directory (tests use a private one).
-    const char* cache = std::getenv("COMET_ROOTFS_CACHE");
+    const char* rcache = std::getenv("COMET_ROOTFS_CACHE");
     auto r =
         default_rootfs(l.man.runtime.interpreter,
-                       cache && *cache ? std::string(cache) : std::string(kDefaultRootfsCache));
+                       rcache && *rcache ? std::string(rcache) : std::string(kDefaultRootfsCache));
     if (!r.ok()) {
       log::error("pack run: no --rootfs given, and the default rootfs for " +
                  l.man.runtime.interpreter + " cannot be built: " + r.error().what());
@@ -303,10 +622,48 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
     }
     rootfs = *r;
   }
-  auto fail = [](const Error& e) {
-    log::error("pack run: " + e.what());
+
+  // The cache: look up; on a hit, replay and stop here.
+  cache::Store store(cache::store_dir(o.cache_dir));
+  PendingEntry pending;
+  if (decision.cache) {
+    auto spec = placeholder_spec(l, o);
+    Status prep = spec.ok() ? store.prepare() : Status(spec.error());
+    auto key = prep.ok() ? run_key(store, l, o, rootfs, *spec) : Result<std::string>(prep.error());
+    if (!spec.ok()) {
+      // The real compile below reports it.
+    } else if (!key.ok()) {
+      log::warn("pack run: not cached (cache " + store.dir() + "): " + key.error().what());
+    } else {
+      auto hit = store.lookup(*key);
+      if (hit.ok() && *hit) {
+        if (std::string w = violations::flag_warning(spec->annotations); !w.empty()) log::warn(w);
+        return replay(store, **hit, o);
+      }
+      if (!hit.ok()) {
+        log::warn("cache: discarded the corrupt entry " + *key + ": " + hit.error().what());
+        Status d = store.discard(*key);
+        if (!d.ok()) log::warn("cache: " + d.error().what());
+      }
+      auto temp = store.make_temp(*key);
+      if (!temp.ok()) {
+        log::warn("pack run: not cached: " + temp.error().what());
+      } else {
+        say("cache miss " + *key);
+        pending.store = &store;
+        pending.key = *key;
+        pending.temp = *temp;
+      }
+    }
+  } else {
+    log::debug("pack run: not cached: " + decision.why);
+  }
+
+  auto report = [](const std::string& msg) {
+    log::error(msg);
     return 1;
   };
+  auto fail = [&report](const Error& e) { return report("pack run: " + e.what()); };
   std::string id = o.id.empty() ? "pack-" + random_suffix() : o.id;
   RunDir run;
   {
@@ -325,7 +682,7 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
   // user owns; /workdir/inputs from --input (read-only) when given.
   std::string out_dir;
   int n = 0;
-  for (const std::string& w : l.man.capabilities.fs.write) {
+  for (const std::string& w : wr) {
     if (w == "/tmp") continue;
     std::string d = join_path(run.path, "w" + std::to_string(n++));
     if (::mkdir(d.c_str(), 0755) < 0 || ::chown(d.c_str(), in.uid, in.gid) < 0)
@@ -333,18 +690,7 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
     in.host_dirs[w] = d;
     if (w == "/workdir/out") out_dir = d;
   }
-  if (!o.input.empty()) {
-    const auto& rd = l.man.capabilities.fs.read;
-    if (std::find(rd.begin(), rd.end(), "/workdir/inputs") == rd.end()) {
-      log::error("pack run --input: the pack does not declare fs.read /workdir/inputs");
-      return 2;
-    }
-    in.host_dirs["/workdir/inputs"] = abs_path(o.input);
-  }
-  if (!o.output.empty() && out_dir.empty()) {
-    log::error("pack run --output: the pack does not declare fs.write /workdir/out");
-    return 2;
-  }
+  if (!o.input.empty()) in.host_dirs["/workdir/inputs"] = abs_path(o.input);
   auto spec = cap::compile(l.man, in);
   if (!spec.ok()) return fail(spec.error());
   std::string bundle = join_path(run.path, "bundle");
@@ -354,18 +700,64 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
     st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(*spec, 2) + "\n", 0600);
   if (!st.ok()) return fail(st.error());
 
+  // A miss: stdout and stderr teed into the entry's temp dir.
+  StdioCapture capture;
+  if (!pending.temp.empty()) {
+    Status c = capture.start(pending.temp, g);
+    if (!c.ok()) {
+      (void)capture.finish();
+      log::warn("pack run: not cached: " + c.error().what());
+      (void)remove_tree(pending.temp);
+      pending.temp.clear();
+    }
+  }
   CreateOptions co;
   co.id = id;
   co.bundle = bundle;
   auto status = run_container(g, co, /*detach=*/false);
-  if (!status.ok()) {
-    log::error(status.error().what());
-    return 1;
-  }
+  bool captured = capture.finish();
+  if (!status.ok()) return report(status.error().what());
   if (!o.output.empty()) {
     Status c = collect_output(out_dir, o.output);
     if (!c.ok()) return fail(c.error());
   }
+  if (pending.temp.empty()) return *status;
+
+  // Record only a run whose result is the pack's: no violation (exit 3),
+  // not killed by a signal (a ^C or the OOM killer is not a result), the
+  // whole of both streams, an out/ tree that replays exactly.
+  std::string why;
+  if (*status == violations::kViolationExit)
+    why = "exit 3 (a capability violation, or the agent's own 3)";
+  else if (*status >= 128)
+    why = "the agent was killed by a signal (exit " + std::to_string(*status) + ")";
+  else if (!captured)
+    why = "stdout or stderr was not captured whole (over " +
+          cache::format_size(cache::kMaxStreamBytes) + "?)";
+  else if (!out_dir.empty() && !plain_tree(out_dir))
+    why = "/workdir/out holds something other than files and directories";
+  if (why.empty() && !out_dir.empty()) {
+    Status c = collect_output(out_dir, join_path(pending.temp, "out"));
+    if (!c.ok()) why = c.error().what();
+  }
+  if (!why.empty()) {
+    say("cache not stored " + pending.key + ": " + why);
+    return *status;
+  }
+  cache::Entry e;
+  e.key = pending.key;
+  e.pack = l.man.name + "@" + l.man.version;
+  e.created = rfc3339_now();
+  e.exit_status = *status;
+  e.allow_upstream = o.allow_upstream;
+  auto committed = store.commit(pending.temp, e);
+  pending.temp.clear();  // committed, or removed by commit()
+  if (!committed.ok())
+    say("cache not stored " + pending.key + ": " + committed.error().what());
+  else if (*committed)
+    say("cache stored " + pending.key);
+  else
+    say("cache stored " + pending.key + " (by a concurrent run first)");
   return *status;
 }
 

@@ -30,6 +30,7 @@ void Sha256::update(const void* data, std::size_t len) {
 std::array<std::uint8_t, 32> Sha256::digest() {
   std::array<std::uint8_t, 32> md{};
   SHA256_Final(md.data(), &st_->ctx);
+  SHA256_Init(&st_->ctx);
   return md;
 }
 
@@ -43,6 +44,11 @@ std::string Sha256::hex() {
     out += digits[b & 15];
   }
   return out;
+}
+
+void Sha256::field(std::string_view s) {
+  update(std::to_string(s.size()) + ":");
+  update(s);
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -25,5 +25,10 @@ inline void warn(const std::string& m) {
 // file (runc does the same, and people read stderr).
 void error(const std::string& m);
 bool debug_enabled();
+// Sends the log lines to FD from now on (the caller keeps it open;
+// STDERR_FILENO puts them back). IS_STDERR: FD is this process's original
+// stderr under another number (pack run's output capture), so error() adds
+// no plain copy.
+void set_fd(int fd, bool is_stderr);
 
 }  // namespace comet::runtime::log

@@ -28,11 +28,21 @@ struct PackRunOptions {
   std::string output;  // host dir that receives /workdir/out after the run
   std::string id;      // container id; empty: pack-<random>
   std::optional<std::vector<std::string>> args;  // replaces runtime.args
+  // The deterministic-tier cache (pack_cache.hpp, docs/cache.md).
+  bool no_cache = false;        // --no-cache: neither look up nor record
+  bool allow_upstream = false;  // --cache=allow-upstream: also read-only packs with egress
+  std::string cache_dir;        // --cache-dir DIR ("" = $COMET_CACHE_DIR or the default)
 };
 
 // Bundles into <root>/packs/<id>/ (0700), runs the agent with stdio
 // inherited, collects /workdir/out into --output, removes the run directory
-// and the container on every path out.
+// and the container on every path out. A cacheable pack (read-only, no
+// egress) is first looked up by its key: a hit replays the recorded
+// outputs and exit status without starting a container; a miss runs with
+// stdout and stderr teed into a new entry (stdin is /dev/null) and records
+// it when the run had no violation. Usage errors exit 2: --input/--output
+// the pack does not declare, the cache asked for on a side-effect or
+// unrestricted pack.
 int pack_run(const Globals& g, const PackRunOptions& o);
 
 }  // namespace comet::runtime

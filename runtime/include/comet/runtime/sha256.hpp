@@ -10,17 +10,23 @@
 
 namespace comet::runtime {
 
+// Streaming; move-only.
 class Sha256 {
  public:
   Sha256();
   ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
   Sha256(const Sha256&) = delete;
   Sha256& operator=(const Sha256&) = delete;
 
   void update(const void* data, std::size_t len);
   void update(std::string_view s) { update(s.data(), s.size()); }
-  std::array<std::uint8_t, 32> digest();  // ends the hash
-  std::string hex();                      // digest() as 64 lowercase hex digits
+  // A length-prefixed field: ("ab","c") and ("a","bc") never collide.
+  void field(std::string_view s);
+  // Both end the hash and start a new one (the object can be reused).
+  std::array<std::uint8_t, 32> digest();
+  std::string hex();  // digest() as 64 lowercase hex digits
 
  private:
   struct State;
