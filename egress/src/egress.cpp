@@ -108,9 +108,8 @@ ReadyReport read_ready(int fd, int timeout_ms) {
 
 // The resolver runs in a process of its own, detached (double fork, new
 // session) so that it outlives `create`, holding only the fds it needs.
-//
-// TODO(cli): exec "comet-runtime __dns-resolver" instead of running in the
-// forked copy, once the CLI dispatches that hidden subcommand.
+// A forked copy, not an exec (as the violation reporter): no second start
+// of the binary on the container's path.
 Result<Helper> start_resolver(const SetupRequest& req, const std::string& table, int netns_fd,
                               const Helper& companion) {
   ResolverConfig cfg;

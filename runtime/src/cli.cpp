@@ -109,8 +109,6 @@ int write_spec(const std::string& bundle, bool rootless) {
 }  // namespace
 
 int cli_main(int argc, char** argv) {
-  // Hidden: the per-container violation reporter (reporter.hpp).
-  if (argc > 1 && std::string_view(argv[1]) == "__reporter") return reporter_main(argc, argv);
   Globals g;
   CLI::App app{
       "comet-runtime: a runc-compatible OCI runtime that turns declared capabilities "

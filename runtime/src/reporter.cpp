@@ -1,5 +1,5 @@
 // The violation reporter (reporter.hpp): parent-side start, and the
-// `__reporter` process itself.
+// reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
 #include "comet/runtime/confine.hpp"
 

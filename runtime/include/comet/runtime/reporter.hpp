@@ -1,6 +1,7 @@
 // The violation reporter: one process per confined container (and per
-// exec'd process), `comet-runtime __reporter`, forked and exec'd by create
-// before clone. It is an OBSERVER of the lock-down filter's notifications:
+// exec'd process), a forked copy of create (no exec: a fresh exec cost
+// ~5 ms on the agent's path), made before clone. It is an OBSERVER of the lock-down filter's
+// notifications:
 //
 //   create   socketpair; one end (high-numbered) -> ctx.lockdown_listener_sock,
 //            the other -> the reporter's fd 3; pid + start time -> state.json
@@ -49,7 +50,8 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
 // min_fd: the child's end is placed at or above it (create's preserved fds).
 Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd);
 
-// `comet-runtime __reporter ...` (cli.cpp dispatches before parsing).
+// The reporter's body, run in the forked copy; argv is the key=value list
+// start_reporter() builds (argv[0], argv[1] are names only).
 int reporter_main(int argc, char** argv);
 
 }  // namespace comet::runtime
