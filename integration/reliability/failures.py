@@ -208,6 +208,14 @@ KINDS: list[Kind] = [
     Kind("personality-bad-domain", "plan",
          lambda b, w, v: b.linux.__setitem__("personality", {"domain": f"LINUX_BOGUS{v}"}),
          lambda v: ("personality", f"linux_bogus{v}")),
+    # A confined config (the policy annotation an engine passes) whose
+    # interpreter is not in the rootfs: refused before clone (exec lock).
+    Kind("exec-lock-interpreter-missing", "confine",
+         _mut(lambda c, v: (c.setdefault("annotations", {}).__setitem__(
+             "org.soyaos.comet.policy",
+             '{"lockdown": true, "exec": ["/usr/bin/nope-%d"]}' % v),
+             c["process"].__setitem__("args", [f"/usr/bin/nope-{v}"]))),
+         lambda v: (f"/usr/bin/nope-{v}", "in the rootfs", "ENOENT")),
     Kind("cgroups-path-escapes", "cgroups", lambda b, w, v: b.cgroups_path("/" + "../" * (v + 1) + "evil"),
          lambda v: ("cgroupspath",)),
 ]
