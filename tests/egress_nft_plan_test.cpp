@@ -102,6 +102,20 @@ TEST(EgressNftPlan, OpenAndNone) {
   EXPECT_EQ(n.find("@allow4"), std::string::npos);
 }
 
+// In a namespace of its own the table cannot exist yet: no replace prefix,
+// and otherwise the same script.
+TEST(EgressNftPlan, FreshNamespaceHasNoReplacePrefix) {
+  capability::Egress any;
+  any.any = true;
+  Allowlist open(any);
+  std::string replace = ruleset_text(open, "comet");
+  std::string fresh = ruleset_text(open, "comet", /*replace=*/false);
+  const std::string prefix = "add table inet comet\ndelete table inet comet\n";
+  ASSERT_EQ(replace.rfind(prefix, 0), 0u);
+  EXPECT_EQ(fresh, replace.substr(prefix.size()));
+  EXPECT_EQ(fresh.rfind("table inet comet {\n", 0), 0u);
+}
+
 TEST(EgressNftPlan, ElementCommands) {
   std::vector<Pin> pins = {{"10.77.0.10", false, {kTcp, 443}, 65},
                            {"fd77::10", true, {kTcp, 443}, 65},

@@ -241,7 +241,7 @@ Status setup(const SetupRequest& req, Handles& h,
   h.table = table_name(req.id, shared);
   h.netns_path = shared ? req.engine_netns : "";
   TRYV(record(h));
-  std::string script = ruleset_text(allow, h.table);
+  std::string script = ruleset_text(allow, h.table, /*replace=*/shared);
   t0 = std::chrono::steady_clock::now();
   TRYC(run_in_netns(netns.get(), script), "egress: load the ruleset");
   step("ruleset");

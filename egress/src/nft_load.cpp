@@ -6,8 +6,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <fcntl.h>
 #include <cstring>
-#include <thread>
 
 #include "comet/egress/proc.hpp"
 
@@ -63,27 +63,20 @@ Status loopback_up() {
 }
 
 Status run_in_netns(int netns_fd, const std::string& script, bool lo_up) {
-  Status result = Error::msg("nft loader thread did not run");
-  std::thread t([&]() {
-    if (::setns(netns_fd, CLONE_NEWNET) < 0) {
-      result = Error::sys(errno, "setns into the container's network namespace");
-      return;
-    }
-    if (lo_up) {
-      Status st = loopback_up();
-      if (!st.ok()) {
-        result = std::move(st);
-        return;
-      }
-    }
-    auto n = Nft::open();  // after setns: its socket is in the container's netns
-    if (!n.ok()) {
-      result = std::move(n).error();
-      return;
-    }
-    result = n->run(script);
-  });
-  t.join();
+  Fd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!self.valid()) return Error::sys(errno, "open this thread's network namespace");
+  if (::setns(netns_fd, CLONE_NEWNET) < 0)
+    return Error::sys(errno, "setns into the container's network namespace");
+  Status result = [&]() -> Status {
+    if (lo_up) TRYV(loopback_up());
+    TRY(Nft n, Nft::open());  // after setns: its socket is in the container's netns
+    return n.run(script);
+  }();
+  if (::setns(self.get(), CLONE_NEWNET) < 0) {
+    int e = errno;
+    return Error::sys(e, "setns back into the runtime's own network namespace after the nft load" +
+                             (result.ok() ? std::string() : " (" + result.error().what() + ")"));
+  }
   return result;
 }
 

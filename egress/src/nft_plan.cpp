@@ -50,10 +50,11 @@ const std::string kNoOtherDns =
 
 }  // namespace
 
-std::string ruleset_text(const Allowlist& a, std::string_view table) {
+std::string ruleset_text(const Allowlist& a, std::string_view table, bool replace) {
   Mode m = mode_of(a);
   const std::string t(table);
-  std::string s = "add table inet " + t + "\ndelete table inet " + t + "\n";
+  std::string s;
+  if (replace) s = "add table inet " + t + "\ndelete table inet " + t + "\n";
   s += "table inet " + t + " {\n";
   if (m == Mode::none) {
     s += "\tchain output {\n";

@@ -15,7 +15,12 @@ readable in a failure message):
   procs     "PID COMM CMDLINE root=ROOT cgroup=CGROUP" of every process that
             is not a kernel thread, not this test process or its children,
             keyed by (pid, starttime) so pid reuse is a new process; the ones
-            in `before` are, by construction, the ones that existed before
+            in `before` are, by construction, the ones that existed before.
+            A new process that descends from a process other than PID 1 that
+            was already running at `before` (a developer's shell, the CI
+            agent) is not the runtime's: anything the runtime leaks outlives
+            its parent and is reparented to PID 1 (there is no subreaper on
+            these machines), so it is still seen
   state     entries of each runtime --root given to take()
   tmp       /run/comet-runtime*, /tmp/comet-* (and one level below them)
 
@@ -126,7 +131,9 @@ def _own_pids() -> set[int]:
     return own
 
 
-def processes() -> dict[tuple[int, int], str]:
+def processes(parents: dict[int, tuple[int, int]] | None = None) -> dict[tuple[int, int], str]:
+    """Every process but kernel threads and our own. If `parents` is given it
+    is filled with pid -> (ppid, starttime) of every process seen."""
     own = _own_pids()
     out: dict[tuple[int, int], str] = {}
     for pid in _pids():
@@ -141,6 +148,8 @@ def processes() -> dict[tuple[int, int], str]:
             continue
         if flags & PF_KTHREAD or pid == 2 or ppid == 2:
             continue
+        if parents is not None:
+            parents[pid] = (ppid, start)
         cmd = (_read(f"/proc/{pid}/cmdline", binary=True) or b"").replace(b"\0", b" ")
         cmd = cmd.decode(errors="replace").strip()[:200]
         try:
@@ -232,6 +241,7 @@ class Snapshot:
     links: Counter = field(default_factory=Counter)
     nft: Counter = field(default_factory=Counter)
     procs: dict = field(default_factory=dict)
+    parents: dict = field(default_factory=dict)  # pid -> (ppid, starttime)
     state: Counter = field(default_factory=Counter)
     tmp: Counter = field(default_factory=Counter)
     roots: tuple = ()
@@ -239,9 +249,27 @@ class Snapshot:
     @classmethod
     def take(cls, roots=()) -> "Snapshot":
         roots = tuple(str(r) for r in roots)
+        parents: dict = {}
+        procs = processes(parents)
         return cls(mounts=mounts(), cgroups=cgroups(), netns=netns(), links=links(),
-                   nft=nft_tables(), procs=processes(), state=state_dirs(roots),
+                   nft=nft_tables(), procs=procs, parents=parents, state=state_dirs(roots),
                    tmp=temp_dirs(), roots=roots)
+
+
+def _foreign_session(before: Snapshot, after: Snapshot, key: tuple[int, int]) -> bool:
+    """True if the new process `key` descends from a process other than PID 1
+    that was already running when `before` was taken."""
+    pid, seen = key[0], set()
+    while pid not in seen:
+        seen.add(pid)
+        ppid, _ = after.parents.get(pid, (0, 0))
+        if ppid <= 1:
+            return False
+        pstart = after.parents.get(ppid, (0, None))[1]
+        if pstart is not None and (ppid, pstart) in before.procs:
+            return True
+        pid = ppid
+    return False
 
 
 class Diff(dict):
@@ -277,7 +305,8 @@ def diff(before: Snapshot, after: Snapshot) -> Diff:
     d = Diff()
     for k in CATEGORIES:
         if k == "procs":
-            new = [after.procs[key] for key in sorted(after.procs) if key not in before.procs]
+            new = [after.procs[key] for key in sorted(after.procs)
+                   if key not in before.procs and not _foreign_session(before, after, key)]
         else:
             new = sorted((getattr(after, k) - getattr(before, k)).elements())
         if new:
