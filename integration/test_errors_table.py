@@ -106,6 +106,36 @@ def _del(path):
     return mutate
 
 
+def r_egress_resolver_taken(x):
+    """An engine's namespace where something already serves 127.0.0.1:53
+    (another pack's resolver, in a pod)."""
+    ns = f"cmt-err-{os.getpid()}-{x.rt.new_id('n')[-6:]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=10)
+    holder = None
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True, timeout=10)
+        holder = subprocess.Popen(
+            ["ip", "netns", "exec", ns, "python3", "-c",
+             "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+             "s.bind(('127.0.0.1',53))\nprint('bound',flush=True)\ntime.sleep(60)"],
+            stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "bound"
+        caps = json.dumps({"egress": [{"host": "api.test", "port": 443, "protocol": "https"}],
+                           "fs": {"read": ["/bin"], "write": []}, "determinism_tier": "read-only"})
+
+        def mutate(b):
+            b.config.setdefault("annotations", {})["org.soyaos.comet.capabilities"] = caps
+            for n in b.config["linux"]["namespaces"]:
+                if n["type"] == "network":
+                    n["path"] = f"/run/netns/{ns}"
+        return x.cfg(mutate, env=dict(os.environ, COMET_DNS_UPSTREAM="127.0.0.9"))
+    finally:
+        if holder:
+            holder.kill()
+            holder.wait(timeout=10)
+        subprocess.run(["ip", "netns", "del", ns], timeout=10)
+
+
 def r_spec_exists(x):
     d = x.w / "specdir"
     d.mkdir()
@@ -477,6 +507,8 @@ RECIPES = {
     "cache-tier": r_cache_tier,
     "cache-show-missing": lambda x: x.cli("cache", "show", "0123abcd", "--cache-dir", str(x.w / "store"),
                                           root=False),
+    "egress-resolver-taken": r_egress_resolver_taken,
+    "egress-dns-upstream": lambda x: x.cli("run", "--dns-upstream", "10.0.0.1:dns", "-b", ".", "c1"),
     "cache-show-ambiguous": r_cache_show_ambiguous,
     "cache-show-corrupt": r_cache_show_corrupt,
     "cache-prune-failed": r_cache_prune_failed,

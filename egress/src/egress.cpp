@@ -196,13 +196,34 @@ Status write_resolv_conf(const capability::Capabilities& caps, const std::string
   return write_text(state_dir + "/resolv.conf", container_resolv_conf(), 0644);
 }
 
+namespace {
+std::string& upstream_override() {
+  static std::string list;
+  return list;
+}
+}  // namespace
+
+Status set_dns_upstream(const std::string& list) {
+  if (!list.empty()) {
+    auto ups = parse_upstreams(list);
+    if (!ups.ok()) return std::move(ups).error().wrap("--dns-upstream");
+    if (ups->empty()) return Error::msg("--dns-upstream: no address in \"" + list + "\"");
+  }
+  upstream_override() = list;
+  return ok();
+}
+
 Result<std::vector<std::string>> dns_upstreams() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("COMET_DNS_UPSTREAM"); env && *env) {
-    TRY(auto ups, parse_upstreams(env));
-    for (auto& u : ups) out.push_back(u.text);
+  auto from = [&](const std::string& list, const char* what) -> Result<std::vector<std::string>> {
+    auto ups = parse_upstreams(list);
+    if (!ups.ok()) return std::move(ups).error().wrap(what);
+    for (auto& u : *ups) out.push_back(u.text);
     return out;
-  }
+  };
+  if (!upstream_override().empty()) return from(upstream_override(), "--dns-upstream");
+  if (const char* env = std::getenv("COMET_DNS_UPSTREAM"); env && *env)
+    return from(env, "COMET_DNS_UPSTREAM");
   for (auto& s : resolv_conf_nameservers(read_text("/etc/resolv.conf"))) out.push_back(s);
   return out;
 }

@@ -252,8 +252,18 @@ class Resolver {
     if (!udp_.valid() || !tcp_.valid()) return Error::sys(errno, "socket");
     int one = 1;
     ::setsockopt(tcp_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(udp_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
-      return Error::sys(errno, "bind 127.0.0.1:53/udp in the container");
+    if (::bind(udp_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+      int e = errno;
+      // Only in an engine's namespace that another container (or a DNS
+      // server of the pod) already uses: one egress policy per namespace.
+      if (e == EADDRINUSE)
+        return Error::sys(e,
+                          "bind 127.0.0.1:53/udp in the container's network namespace: it is "
+                          "taken, by another container's resolver or a DNS server sharing the "
+                          "namespace; egress capabilities are one pack per network namespace "
+                          "(docs/egress.md, \"shared engine namespaces\")");
+      return Error::sys(e, "bind 127.0.0.1:53/udp in the container");
+    }
     if (::bind(tcp_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
         ::listen(tcp_.get(), 64) < 0)
       return Error::sys(errno, "listen 127.0.0.1:53/tcp in the container");

@@ -299,3 +299,25 @@ def test_open_egress(internet, make_pack):
     assert r[0]["result"] == "ok", r[0]
     assert r[1]["result"] == "ok", r[1]
     assert r[2]["result"] in ("EPERM", "ETIMEDOUT"), r[2]  # DNS still only via the resolver
+
+
+# -- upstreams -------------------------------------------------------------------------------------
+
+
+def test_dns_upstream_flag_overrides_env(internet, make_pack, harness):
+    """--dns-upstream picks the resolver's upstreams; it wins over
+    COMET_DNS_UPSTREAM, which wins over /etc/resolv.conf (docs/egress.md)."""
+    pack = make_pack()
+    pack.set_commands(["resolve", "api.test"])
+    dead = f"{ADDR['dns']}:5399"  # nothing listens there: no answer
+    env = dict(os.environ, COMET_DNS_UPSTREAM=dead)
+    # control: with only the env's dead upstream, the allowed name does not resolve
+    res = harness.rt("run", "--bundle", str(pack.bundle), harness.rt.new_id("up"), env=env,
+                     timeout=30)
+    line = json.loads(next(l for l in res.out.splitlines() if l.startswith("{")))
+    assert line["result"] not in ("NOERROR", "ok"), line
+    res = harness.rt("run", "--dns-upstream", ADDR["dns"], "--bundle", str(pack.bundle),
+                     harness.rt.new_id("up"), env=env, timeout=30)
+    assert res.rc == 0, res
+    line = json.loads(next(l for l in res.out.splitlines() if l.startswith("{")))
+    assert line["result"] == "NOERROR" and line["addrs"] == [ADDR["api.test"]], line

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "comet/egress/egress.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cache_cli.hpp"
 #include "comet/runtime/container.hpp"
@@ -127,6 +128,7 @@ int cli_main(int argc, char** argv) {
 
   CreateOptions co;
   std::string events_target;
+  std::string dns_upstream;  // egress.hpp: the packs' resolver's upstreams
   auto add_create_opts = [&](CLI::App* c) {
     c->add_option("container-id", co.id, "container id")->required();
     c->add_option("--bundle,-b", co.bundle, "path to the bundle directory")->capture_default_str();
@@ -139,6 +141,10 @@ int cli_main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     // violations.hpp: a copy of every capability_violation event.
     c->add_option("--events", events_target, "deliver violation events to FILE or unix:PATH");
+    c->add_option("--dns-upstream", dns_upstream,
+                  "DNS servers the egress resolver forwards allowed names to (IP, IP:PORT, "
+                  "[IPv6]:PORT, comma-separated; default $COMET_DNS_UPSTREAM, else the host's "
+                  "/etc/resolv.conf)");
   };
   auto* create =
       app.add_subcommand("create", "create a container (stopped before the user process)");
@@ -249,6 +255,10 @@ int cli_main(int argc, char** argv) {
   prun->add_option("--output", pro.output, "host dir that receives /workdir/out after the run");
   prun->add_option("--id", pro.id, "container id (default: pack-<random>)");
   prun->add_option("--events", events_target, "deliver violation events to FILE or unix:PATH");
+  prun->add_option("--dns-upstream", dns_upstream,
+                   "DNS servers the egress resolver forwards allowed names to (IP, IP:PORT, "
+                   "[IPv6]:PORT, comma-separated; default $COMET_DNS_UPSTREAM, else the host's "
+                   "/etc/resolv.conf)");
   // The deterministic-tier cache (docs/cache.md).
   std::string prun_cache = "auto";
   prun->add_flag("--no-cache", pro.no_cache,
@@ -414,6 +424,13 @@ int cli_main(int argc, char** argv) {
       if (::getcwd(cwd, sizeof cwd)) events_target = join_path(cwd, events_target);
     }
     violations::set_delivery(events_target);
+  }
+  if (!dns_upstream.empty()) {
+    Status st = egress::set_dns_upstream(dns_upstream);
+    if (!st.ok()) {
+      fail(st.error());
+      return *prun ? 2 : 1;  // pack verbs: 2 for a usage error
+    }
   }
 
   if (*create) {

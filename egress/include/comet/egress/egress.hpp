@@ -69,9 +69,13 @@ struct SetupRequest {
   std::function<void()> on_resolver_exit;
 };
 
-// The DNS upstreams: COMET_DNS_UPSTREAM when set (an error when it does not
-// parse), else the host's /etc/resolv.conf nameservers.
+// The DNS upstreams, first of: the CLI's --dns-upstream (set_dns_upstream),
+// COMET_DNS_UPSTREAM, the host's /etc/resolv.conf nameservers. A list that
+// does not parse is an error that names where it came from.
 Result<std::vector<std::string>> dns_upstreams();
+// For --dns-upstream: checked here, so a bad value fails before anything is
+// made. An empty list clears the override.
+Status set_dns_upstream(const std::string& list);
 
 Status setup(const SetupRequest& req, Handles& h,
              const std::function<Status(const Handles&)>& record);
