@@ -121,6 +121,7 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
   cfg.on_refused = req.on_dns_refused;
   cfg.on_blocked = req.on_egress_blocked;
   cfg.on_exit = req.on_resolver_exit;
+  cfg.confine = req.confine_resolver;
   Fd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!host_ns.valid()) return Error::sys(errno, "open /proc/self/ns/net");
   Fd init(pidfd_open(req.init_pid));

@@ -443,13 +443,14 @@ bool Resolver::pin(const std::vector<Pin>& pins) {
   if (add.empty()) return true;
   std::string script =
       delete_elements_text(cfg_.table, refresh) + add_elements_text(cfg_.table, add);
-  // The nft socket belongs to the container's namespace, but libnftables
-  // may re-open it (ENOBUFS): be in that namespace while it runs.
-  if (::setns(fds_.netns, CLONE_NEWNET) < 0) return false;
+  // The nft socket was opened in the container's namespace (setup()), so
+  // that is where this goes; the confined resolver can no longer setns().
+  // Should libnftables re-open its socket (it does on some errors), the new
+  // one is refused by the resolver's seccomp filter, or would be in the
+  // host's namespace, which has no such table: the pin fails and the answer
+  // is SERVFAIL. Fail closed either way.
   Status st = nft_->run(script);
   if (!st.ok() && !refresh.empty()) st = nft_->run(add_elements_text(cfg_.table, add));
-  bool back = ::setns(fds_.host_netns, CLONE_NEWNET) == 0;
-  if (!back) ::_exit(3);  // never go on with upstream sockets in the container
   if (!st.ok()) return false;
   for (const Pin& p : add)
     pinned_[std::make_tuple(p.address, p.service.l4, p.service.port)] =
@@ -618,6 +619,10 @@ int resolver_main(const ResolverConfig& cfg, const ResolverFds& fds) noexcept {
   try {
     Resolver r(cfg, fds);
     Status st = r.setup();
+    if (st.ok() && cfg.confine) {
+      st = cfg.confine(cfg.companion_pid);
+      if (!st.ok()) st = std::move(st).error().wrap("confine the resolver");
+    }
     if (!st.ok()) {
       say(fds.ready, "E " + st.error().what() + "\n");
       return 1;

@@ -1,6 +1,7 @@
 // `create` and `run`: the parent side of the sync protocol in sync.hpp.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -31,6 +32,7 @@
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/fault.hpp"
+#include "comet/runtime/helper_confine.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
@@ -451,6 +453,25 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
         out->report(e);
       };
       er.on_resolver_exit = [out] { out->flush(); };
+    }
+    // The resolver parses the agent's queries: once set up it keeps only
+    // CAP_NET_ADMIN, a read-only tree but its state dir, and a seccomp deny
+    // list (helper_confine.hpp; docs/egress.md).
+    {
+      std::string state_dir = dir.path();
+      std::string deliver = violations::delivery();
+      if (auto a = spec.annotations.find(violations::kEventsAnnotation);
+          deliver.empty() && a != spec.annotations.end())
+        deliver = a->second;
+      er.confine_resolver = [state_dir, deliver](int companion) -> Status {
+        TRYV(violations::pin_delivery_target(deliver));
+        HelperConfinement hc;
+        hc.writable = {state_dir};
+        hc.keep_caps = 1ULL << CAP_NET_ADMIN;
+        hc.signal_pid = companion;
+        hc.allow_unix = deliver.rfind("unix:", 0) == 0;
+        return confine_helper(hc);
+      };
     }
     auto record = [&](const egress::Handles& h) {
       rec.egress_resolver_pid = h.resolver_pid;

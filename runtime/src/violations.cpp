@@ -33,6 +33,8 @@ namespace comet::runtime::violations {
 namespace {
 
 std::string g_delivery;
+std::string g_pinned_target;  // pin_delivery_target()
+int g_pinned_fd = -1;
 
 std::string random_id() {
   unsigned char b[16];
@@ -197,8 +199,22 @@ void deliver_line(const std::string& target, const std::string& line) {
     write_all(fd.get(), line + "\n");
     return;
   }
+  if (g_pinned_fd >= 0 && target == g_pinned_target) {
+    write_all(g_pinned_fd, line + "\n");
+    return;
+  }
   UniqueFd fd(::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
   if (fd) write_all(fd.get(), line + "\n");
+}
+
+Status pin_delivery_target(const std::string& target) {
+  if (target.empty() || target.rfind("unix:", 0) == 0) return {};
+  int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::sys(errno, "open the events target " + target);
+  if (g_pinned_fd >= 0) ::close(g_pinned_fd);
+  g_pinned_fd = fd;
+  g_pinned_target = target;
+  return {};
 }
 
 Status append_event(const std::string& state_dir, const Event& e) {

@@ -67,6 +67,7 @@ struct SetupRequest {
   std::function<void(const DnsRefusal&)> on_dns_refused;
   std::function<void(const Blocked&)> on_egress_blocked;
   std::function<void()> on_resolver_exit;
+  std::function<Status(int companion_pid)> confine_resolver;  // ResolverConfig::confine
 };
 
 // The DNS upstreams, first of: the CLI's --dns-upstream (set_dns_upstream),

@@ -73,6 +73,10 @@ struct ResolverConfig {
   // the NFLOG group, nflog.hpp); set: the resolver binds the group.
   std::function<void(const Blocked&)> on_blocked;
   std::function<void()> on_exit;
+  // Called in the resolver once its listeners, NFLOG socket and nft context
+  // exist, before it reports ready, with companion_pid: gives up what it no
+  // longer needs (runtime/helper_confine.hpp). An error fails the start.
+  std::function<Status(int companion_pid)> confine;
 };
 
 // The fds the resolver runs with (all owned by it).

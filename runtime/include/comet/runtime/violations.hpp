@@ -93,6 +93,11 @@ int socket_owner(int netns_pid, const struct sockaddr_storage& addr, bool tcp);
 // One line to a delivery target (a file appended to, or unix:PATH, one
 // connection per line, 200 ms send timeout); errors are dropped.
 void deliver_line(const std::string& target, const std::string& line);
+// Opens a file delivery target now (O_APPEND, created 0600) and keeps the
+// fd, so that deliver_line() still reaches it from a process whose tree is
+// read-only (the confined resolver, helper_confine.hpp). unix: targets and
+// "" are left alone.
+Status pin_delivery_target(const std::string& target);
 
 // Where --events asked the events to go ("" = nowhere); set by the CLI for
 // run/create/pack run, read by create (the annotation is the fallback).
