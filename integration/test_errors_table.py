@@ -136,6 +136,14 @@ def r_egress_resolver_taken(x):
         subprocess.run(["ip", "netns", "del", ns], timeout=10)
 
 
+def r_egress_ruleset(x):
+    caps = json.dumps({"egress": [{"host": "h.test", "port": 80, "protocol": "tcp"}],
+                       "fs": {"read": ["/bin"], "write": []}, "determinism_tier": "read-only"})
+    return x.cfg(lambda b: b.config.setdefault("annotations", {}).__setitem__(
+        "org.soyaos.comet.capabilities", caps),
+        env=dict(os.environ, COMET_FAULT="egress-bad-ruleset", COMET_DNS_UPSTREAM="127.0.0.9"))
+
+
 def r_spec_exists(x):
     d = x.w / "specdir"
     d.mkdir()
@@ -508,6 +516,7 @@ RECIPES = {
     "cache-show-missing": lambda x: x.cli("cache", "show", "0123abcd", "--cache-dir", str(x.w / "store"),
                                           root=False),
     "egress-resolver-taken": r_egress_resolver_taken,
+    "egress-ruleset": r_egress_ruleset,
     "egress-dns-upstream": lambda x: x.cli("run", "--dns-upstream", "10.0.0.1:dns", "-b", ".", "c1"),
     "cache-show-ambiguous": r_cache_show_ambiguous,
     "cache-show-corrupt": r_cache_show_corrupt,

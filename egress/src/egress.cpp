@@ -264,6 +264,10 @@ Status setup(const SetupRequest& req, Handles& h,
   h.netns_path = shared ? req.engine_netns : "";
   TRYV(record(h));
   std::string script = ruleset_text(allow, h.table, /*replace=*/shared);
+  // Test-only (runtime/fault.hpp): a ruleset the kernel's parser refuses,
+  // for the reliability suite's failed creates.
+  if (const char* f = std::getenv("COMET_FAULT"); f && std::strcmp(f, "egress-bad-ruleset") == 0)
+    script += "add rule inet " + h.table + " output comet-fault-bogus-statement\n";
   t0 = std::chrono::steady_clock::now();
   TRYC(run_in_netns(netns.get(), script), "egress: load the ruleset");
   step("ruleset");

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <cstring>
+#include <vector>
 
 #include "comet/egress/proc.hpp"
 
@@ -30,9 +31,22 @@ Status Nft::run(const std::string& script) {
   int e = errno;
   errno = saved;
   if (r != 0) {
-    std::string msg = nft_ctx_get_error_buffer(ctx_);
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    if (msg.empty()) msg = "(no message)";
+    // libnftables' message is several lines (the error, the input line, a
+    // caret line); errors here are one line: the first, and the input.
+    std::string text = nft_ctx_get_error_buffer(ctx_);
+    std::vector<std::string> lines;
+    for (std::size_t pos = 0; pos < text.size();) {
+      std::size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      std::string l = text.substr(pos, end - pos);
+      while (!l.empty() && (l.back() == ' ' || l.back() == '\t' || l.back() == '\r')) l.pop_back();
+      std::size_t first = l.find_first_not_of(" \t");
+      if (first != std::string::npos) lines.push_back(l.substr(first));
+      pos = end + 1;
+    }
+    std::string msg = lines.empty() ? "(no message)" : lines[0];
+    if (lines.size() > 1 && lines[1].find_first_not_of("^~ ") != std::string::npos)
+      msg += " (at \"" + lines[1] + "\")";
     return Error::sys(e, "nft: " + msg);
   }
   return ok();

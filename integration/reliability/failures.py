@@ -216,9 +216,24 @@ KINDS: list[Kind] = [
              '{"lockdown": true, "exec": ["/usr/bin/nope-%d"]}' % v),
              c["process"].__setitem__("args", [f"/usr/bin/nope-{v}"]))),
          lambda v: (f"/usr/bin/nope-{v}", "in the rootfs", "ENOENT")),
+    # An egress allowlist whose nft ruleset the kernel refuses (the
+    # egress-bad-ruleset fault, EXTRA_ENV): the init, its netns and the
+    # state must all go.
+    Kind("egress-ruleset-refused", "nft",
+         _mut(lambda c, v: c.setdefault("annotations", {}).__setitem__(
+             "org.soyaos.comet.capabilities",
+             '{"egress": [{"host": "h%d.test", "port": %d, "protocol": "tcp"}], '
+             '"fs": {"read": ["/bin"], "write": []}, "determinism_tier": "read-only"}'
+             % (v, 8000 + v))),
+         lambda v: ("egress: load the ruleset", "nft:")),
     Kind("cgroups-path-escapes", "cgroups", lambda b, w, v: b.cgroups_path("/" + "../" * (v + 1) + "evil"),
          lambda v: ("cgroupspath",)),
 ]
+
+#: extra environment for kinds that need it: name -> dict
+EXTRA_ENV = {
+    "egress-ruleset-refused": {"COMET_FAULT": "egress-bad-ruleset", "COMET_DNS_UPSTREAM": "127.0.0.9"},
+}
 
 #: extra CLI args for kinds that need them: name -> fn(workdir, v) -> list
 EXTRA_ARGS = {

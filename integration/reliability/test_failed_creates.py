@@ -1,17 +1,18 @@
 """100 creates that each fail at a different step (failures.KINDS: parse,
 validate, plan, cgroups, namespaces, user namespace, mounts, seccomp,
-hooks, the child's last checks), cycling the kinds and varying the bad
+hooks, the child's last checks, the egress ruleset), cycling the kinds and varying the bad
 value. Each must exit 1 with one line that names the problem; afterwards
 nothing is left: the id does not exist, `list` is empty, and the machine
 snapshot is unchanged."""
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
 from common import figure, list_ids, marks
-from failures import EXTRA_ARGS, KINDS
+from failures import EXTRA_ARGS, EXTRA_ENV, KINDS
 from lib.asserts import assert_one_line_error
 from snapshot import Snapshot, assert_clean
 
@@ -35,7 +36,8 @@ def test_hundred_failed_creates_leave_nothing(rt, harness, bundle):
         kind.make(b, harness.workdir, v)
         cid = rt.new_id("fail")
         extra = EXTRA_ARGS.get(kind.name, lambda w, v: [])(harness.workdir, v)
-        res = rt.create(cid, b, *extra)
+        env = dict(os.environ, **EXTRA_ENV[kind.name]) if kind.name in EXTRA_ENV else None
+        res = rt.create(cid, b, *extra, env=env)
         assert res.rc == 1, f"{kind.name}[{v}]: {res!r}"
         msg = assert_one_line_error(res, *kind.needles(v), any_of=kind.any_of)
         st = rt.state_raw(cid)

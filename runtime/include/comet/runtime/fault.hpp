@@ -7,6 +7,9 @@
 //   create-after-mounts   the init has made its mounts (hooks not run)
 //   create-before-ready   the init is ready, the final record not written
 //   start-waiting-fifo    `start` opened the exec fifo, before reading it
+// and one that is not a kill:
+//   egress-bad-ruleset    the egress ruleset gets a line nft refuses, so the
+//                         load fails (egress/src/egress.cpp)
 // Unset (the normal case) costs one getenv per point.
 #pragma once
 
