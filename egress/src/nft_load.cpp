@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 
 #include <fcntl.h>
+
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -76,15 +78,20 @@ Status loopback_up() {
   return ok();
 }
 
-Status run_in_netns(int netns_fd, const std::string& script, bool lo_up) {
+Status run_in_netns(int netns_fd, const std::string& script, bool lo_up, double* nft_ms) {
   Fd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!self.valid()) return Error::sys(errno, "open this thread's network namespace");
   if (::setns(netns_fd, CLONE_NEWNET) < 0)
     return Error::sys(errno, "setns into the container's network namespace");
   Status result = [&]() -> Status {
     if (lo_up) TRYV(loopback_up());
+    auto t0 = std::chrono::steady_clock::now();
     TRY(Nft n, Nft::open());  // after setns: its socket is in the container's netns
-    return n.run(script);
+    Status st = n.run(script);
+    if (nft_ms)
+      *nft_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return st;
   }();
   if (::setns(self.get(), CLONE_NEWNET) < 0) {
     int e = errno;

@@ -39,7 +39,10 @@ class Nft {
 // `script` (skipped when empty), free the context, and setns() back. If the
 // way back fails the error says so: the caller must not go on (create fails
 // and cleans up, which does not depend on the thread's namespace).
-Status run_in_netns(int netns_fd, const std::string& script, bool loopback_up = true);
+// `nft_ms`, when given, receives the time of the nft part alone (context
+// and commands; bench/egress.py's "ruleset load").
+Status run_in_netns(int netns_fd, const std::string& script, bool loopback_up = true,
+                    double* nft_ms = nullptr);
 
 // Brings "lo" up in the calling thread's netns.
 Status loopback_up();
