@@ -14,11 +14,17 @@ and measures, inside the container:
              the same name N times (pinned once), and N distinct names
              (each answer adds a set element first)
 Ruleset load time: the "ruleset_ms" the runtime records in
-<state dir>/egress.json (libnftables in the container's netns, thread
-included) for a 50-entry manifest, N creates. The upstream's own answer time
-(dnsmasq queried from the host) is printed beside the resolver's.
+<state dir>/egress.json (libnftables' context and commands in the
+container's netns) for a 50-entry manifest, N creates. The upstream's own
+answer time (dnsmasq queried from the host) is printed beside the resolver's.
 
-Usage: bench/egress.sh [--rounds R] [--n N] [--mib M]   (as root)"""
+Bulk through pasta swings by several times between runs on a small VM, so
+the filter's own cost on a bulk flow is also measured without pasta: the
+container's ruleset (dumped from a created container) loaded into a client
+namespace of the bench's own, joined to a server namespace by a veth pair,
+against the same pair without it, interleaved (4 x M MiB per upload).
+
+Usage: bench/egress.sh [--rounds R] [--n N] [--mib M] [--loads L]   (as root)"""
 from __future__ import annotations
 
 import argparse
@@ -140,6 +146,89 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+SINK = """
+import socket, struct
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5001)); s.listen(4); print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    n = struct.unpack("!Q", c.recv(8, socket.MSG_WAITALL))[0]
+    buf = bytearray(1 << 20); got = 0
+    while got < n:
+        k = c.recv_into(buf)
+        if not k: break
+        got += k
+    c.sendall(b"ok"); c.close()
+"""
+
+UPLOAD = """
+import socket, struct, sys, time
+n = int(sys.argv[2]) << 20; chunk = b"x" * (1 << 20)
+t0 = time.perf_counter()
+c = socket.create_connection((sys.argv[1], 5001))
+c.sendall(struct.pack("!Q", n))
+for _ in range(n >> 20): c.sendall(chunk)
+assert c.recv(2) == b"ok"
+print((n >> 20) / (time.perf_counter() - t0))
+"""
+
+
+def filter_bulk(ruleset: str, mib: int, rounds: int) -> tuple[list[float], list[float]]:
+    """The filter alone on a bulk flow, without pasta: two namespaces of our
+    own joined by a veth pair; the client namespace holds the container's
+    ruleset (with the server's address in its set) or nothing, alternately.
+    Returns (filtered, unfiltered) MiB/s per round."""
+    tag = f"{os.getpid() % 100000}"
+    cli, srv = f"cmt-bfc-{tag}", f"cmt-bfs-{tag}"
+    made, sink = [], None
+    try:
+        for ns in (cli, srv):
+            sh("ip", "netns", "add", ns)
+            made.append(ns)
+        sh("ip", "link", "add", f"cbf{tag}c", "netns", cli, "type", "veth", "peer", "name",
+           f"cbf{tag}s", "netns", srv)
+        for ns, dev, addr in ((cli, f"cbf{tag}c", "10.218.0.1"), (srv, f"cbf{tag}s", "10.218.0.2")):
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+        sink = subprocess.Popen(["ip", "netns", "exec", srv, sys.executable, "-c", SINK],
+                                stdout=subprocess.PIPE, text=True)
+        assert sink.stdout.readline().strip() == "ready"
+        out = {True: [], False: []}
+        for r in range(rounds):
+            for filtered in ((True, False) if r % 2 == 0 else (False, True)):
+                if filtered:
+                    sh("ip", "netns", "exec", cli, "nft", "-f", "-", input=ruleset)
+                    sh("ip", "netns", "exec", cli, "nft", "add element inet comet allow4 "
+                       "{ 10.218.0.2 . tcp . 5001 }")
+                v = float(sh("ip", "netns", "exec", cli, sys.executable, "-c", UPLOAD,
+                             "10.218.0.2", str(mib)).stdout)
+                out[filtered].append(v)
+                if filtered:
+                    sh("ip", "netns", "exec", cli, "nft", "delete", "table", "inet", "comet")
+        return out[True], out[False]
+    finally:
+        if sink:
+            sink.kill()
+            sink.wait(timeout=10)
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+def container_ruleset(root: Path, bundle: Path, cid: str) -> str:
+    """The ruleset as the runtime loaded it, from a created (never started)
+    container: its sets are still empty."""
+    subprocess.run([str(COMET), "--root", str(root), "create", "--bundle", str(bundle), cid],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=True, env=env(), timeout=30)
+    try:
+        st = json.loads(sh(COMET, "--root", root, "state", cid).stdout)
+        return sh("nsenter", f"--net=/proc/{st['pid']}/ns/net", "nft", "list", "ruleset").stdout
+    finally:
+        subprocess.run([str(COMET), "--root", str(root), "delete", "--force", cid],
+                       capture_output=True, timeout=30)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
@@ -173,10 +262,16 @@ def main():
                           ["bulk", api, "5001", str(a.mib)], ["dnsbench", "api.test", str(a.n)],
                           ["dnsbench", "x%d.cdn.test", str(a.n)]])
         res = {False: [], True: []}  # unfilter -> rounds
+        bulk_failed = {False: 0, True: 0}
         for r in range(a.rounds):
             for unfilter in ((False, True) if r % 2 == 0 else (True, False)):
                 lines = run_container(root, bundle, f"bench-eg-{r}-{int(unfilter)}", work, unfilter)
-                assert len(lines) == 5 and all(l["result"] in ("ok", "NOERROR") for l in lines), lines
+                # pasta's bulk path stalls now and then (docs/egress.md): that
+                # round's bulk figure is dropped and counted, the rest kept
+                assert len(lines) == 5 and all(l["result"] in ("ok", "NOERROR")
+                                               for i, l in enumerate(lines) if i != 2), lines
+                if lines[2]["result"] != "ok":
+                    bulk_failed[unfilter] += 1
                 res[unfilter].append(lines)
         fifty = ([f"{{host: s{i}.test, port: 443, protocol: https}}" for i in range(25)] +
                  [f"{{host: 10.214.0.{i + 1}, port: 8443, protocol: tcp}}" for i in range(25)])
@@ -186,6 +281,9 @@ def main():
         b4 = bundle
         loads4 = [ruleset_ms(root, b4, f"bench-eg-load4-{i}") for i in range(a.loads)]
         upstream = [host_dns_us(ADDR["dns"], "api.test", a.n) for _ in range(a.rounds)]
+        ruleset = container_ruleset(root, bundle, "bench-eg-ruleset")
+        assert "table inet comet" in ruleset, ruleset
+        veth_f, veth_n = filter_bulk(ruleset, a.mib * 4, a.rounds)
     finally:
         if net:
             net.close()
@@ -197,7 +295,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
     def col(unf, idx, key):
-        return med([rnd[idx][key] for rnd in res[unf]])
+        return med([rnd[idx][key] for rnd in res[unf] if rnd[idx]["result"] in ("ok", "NOERROR")])
 
     c_f, c_n = col(False, 1, "median_us"), col(True, 1, "median_us")
     b_f, b_n = col(False, 2, "mib_s"), col(True, 2, "mib_s")
@@ -210,14 +308,18 @@ def main():
     print("|---|---|---|---|---|")
     print(f"| TCP connect to an allowed host, excluding DNS | {c_f:.0f} us | {c_n:.0f} us | "
           f"{c_f - c_n:+.0f} us | at most +1000 us |")
-    print(f"| bulk TCP upload ({a.mib} MiB) | {b_f:.0f} MiB/s | {b_n:.0f} MiB/s | "
-          f"{(b_f / b_n - 1) * 100:+.1f}% | at most -5% |")
+    print(f"| bulk TCP upload ({a.mib} MiB) through pasta | {b_f:.0f} MiB/s | {b_n:.0f} MiB/s | "
+          f"{(b_f / b_n - 1) * 100:+.1f}% (stalled uploads dropped: {bulk_failed[False]} / "
+          f"{bulk_failed[True]}) | at most -5% |")
     print(f"| resolver answer, allowed name, warm upstream (pinned) | {d_f:.0f} us | {d_n:.0f} us | "
           f"upstream alone {med(upstream):.0f} us | under 1000 us |")
     print(f"| resolver answer, a new name each time (adds a pin) | {x_f:.0f} us | {x_n:.0f} us | | "
           "under 1000 us |")
     print(f"| ruleset load, 50-entry manifest | {med(loads):.2f} ms | | (4 entries: "
           f"{med(loads4):.2f} ms) | under 5 ms |")
+    print(f"| bulk TCP upload ({a.mib * 4} MiB), the filter alone: veth, no pasta | "
+          f"{med(veth_f):.0f} MiB/s | {med(veth_n):.0f} MiB/s | {(med(veth_f) / med(veth_n) - 1) * 100:+.1f}% "
+          f"| at most -5% |")
     q = statistics.quantiles(loads, n=4) if len(loads) >= 4 else [float("nan")] * 3
     print(f"\nruleset load, 50 entries, N={len(loads)}: min {min(loads):.2f}, quartiles "
           f"{q[0]:.2f} / {q[1]:.2f} / {q[2]:.2f}, max {max(loads):.2f} ms (libnftables context "

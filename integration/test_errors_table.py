@@ -144,6 +144,25 @@ def r_egress_ruleset(x):
         env=dict(os.environ, COMET_FAULT="egress-bad-ruleset", COMET_DNS_UPSTREAM="127.0.0.9"))
 
 
+def r_sc_too_big(x):
+    # distinct 64-bit values (both halves differ) cannot be merged: 2+ instructions each
+    rules = [{"names": ["getpid"], "action": "SCMP_ACT_ERRNO",
+              "args": [{"index": 0, "value": (i << 32) | i, "op": "SCMP_CMP_EQ"}]} for i in range(3000)]
+    return x.seccomp({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": rules})
+
+
+def r_state_lock(x):
+    cid = x.rt.new_id()
+    x.rt.create(cid, x.bundle().probe("sleep", "60")).expect_ok()
+    lock = x.rt.root / cid / "lock"
+    lock.unlink()
+    os.symlink("lock", lock)  # a loop: open() gets ELOOP
+    try:
+        return x.cli("state", cid)
+    finally:
+        lock.unlink()
+
+
 def r_spec_exists(x):
     d = x.w / "specdir"
     d.mkdir()
@@ -516,6 +535,8 @@ RECIPES = {
     "cache-show-missing": lambda x: x.cli("cache", "show", "0123abcd", "--cache-dir", str(x.w / "store"),
                                           root=False),
     "egress-resolver-taken": r_egress_resolver_taken,
+    "sc-too-big": r_sc_too_big,
+    "state-lock": r_state_lock,
     "egress-ruleset": r_egress_ruleset,
     "egress-dns-upstream": lambda x: x.cli("run", "--dns-upstream", "10.0.0.1:dns", "-b", ".", "c1"),
     "cache-show-ambiguous": r_cache_show_ambiguous,
