@@ -200,13 +200,19 @@ TEST(Trampoline, ProcExeIsTheTargetOnceRunning) {
     if (seen != want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(seen, want);
-  // argv[0] is the caller's, not the trampoline's marker or path.
-  std::string cmdline;
-  int c = ::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(c, 0);
+  // argv[0] is the caller's, not the trampoline's marker or path. The exe
+  // link changes before the new image's argv is in place (the kernel sets
+  // it early in execve), so an empty cmdline right after is the same exec
+  // still finishing: read again (it was seen under ASan).
   char buf[256];
-  ssize_t n = ::read(c, buf, sizeof buf);
-  ::close(c);
+  ssize_t n = 0;
+  for (int i = 0; i < 500 && n <= 0; i++) {
+    int c = ::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(c, 0);
+    n = ::read(c, buf, sizeof buf);
+    ::close(c);
+    if (n <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_GT(n, 0);
   EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), std::string("sleep\0"
                                                                   "30\0",
