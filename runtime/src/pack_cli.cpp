@@ -302,25 +302,7 @@ namespace {
 // A plain line on this process's stderr, outside the log's framing: the
 // `cache hit|miss|stored <key>` lines a user (and a test) reads.
 void say(const std::string& line) {
-  std::string l = line + "\n";
-  size_t off = 0;
-  while (off < l.size()) {
-    ssize_t n = ::write(STDERR_FILENO, l.data() + off, l.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
-bool write_all(int fd, const char* p, size_t n) noexcept {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
+  (void)write_fully(STDERR_FILENO, line + "\n");
 }
 
 // The tee: one child forked before run_container (the runtime process
@@ -337,9 +319,10 @@ struct TeeStream {
 };
 
 void tee_pass(TeeStream& s, const char* buf, size_t n) noexcept {
-  if (s.orig_ok) s.orig_ok = write_all(s.orig, buf, n);  // a closed reader: keep recording
+  if (s.orig_ok)
+    s.orig_ok = write_fully(s.orig, std::string_view(buf, n));  // a closed reader: keep recording
   if (!s.cap_ok) return;
-  if (s.n + n > cache::kMaxStreamBytes || !write_all(s.cap, buf, n)) {
+  if (s.n + n > cache::kMaxStreamBytes || !write_fully(s.cap, std::string_view(buf, n))) {
     s.cap_ok = false;
     return;
   }
@@ -549,7 +532,7 @@ int replay(const cache::Store& store, const cache::Entry& e, const PackRunOption
       log::error("pack run: read the cached " + std::string(name) + ": " + text.error().what());
       return 1;
     }
-    if (!write_all(fd, text->data(), text->size())) break;
+    if (!write_fully(fd, *text)) break;
   }
   store.touch(e.key);
   return e.exit_status;

@@ -36,14 +36,22 @@ Result<std::string> read_file(const std::string& path) {
   return read_file_at(AT_FDCWD, path);
 }
 
-static Status write_all(int fd, std::string_view data, const std::string& what) {
+bool write_fully(int fd, std::string_view data) noexcept {
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::sys(errno, "write " + what);
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
     off += static_cast<size_t>(n);
   }
+  return true;
+}
+
+static Status write_all(int fd, std::string_view data, const std::string& what) {
+  if (!write_fully(fd, data)) return Error::sys(errno, "write " + what);
   return ok();
 }
 

@@ -100,13 +100,7 @@ std::string errno_name(int e) {
 }
 
 void write_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
+  (void)write_fully(fd, s);  // events are best effort: errors are dropped
 }
 
 }  // namespace

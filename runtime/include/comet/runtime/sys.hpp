@@ -15,6 +15,9 @@
 namespace comet::runtime {
 
 Result<std::string> read_file(const std::string& path);
+// write(2) until all of `data` is out, retrying EINTR. False on an error
+// (errno set; EIO for a write that returned 0). Safe after fork.
+bool write_fully(int fd, std::string_view data) noexcept;
 Result<std::string> read_file_at(int dirfd, const std::string& name);
 // write then rename: readers see the old or the new content, never a part.
 Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode = 0600);
