@@ -163,6 +163,48 @@ def r_state_lock(x):
         lock.unlink()
 
 
+def r_start_init_exited(x):
+    cid = x.rt.new_id()
+    x.rt.create(cid, x.bundle().probe("sleep", "60"),
+                env=dict(os.environ, COMET_FAULT="init-exit-at-start")).expect_ok()
+    return x.cli("start", cid)
+
+
+def r_exec_notify(x):
+    """exec into a container whose seccomp has a NOTIFY rule (its listener
+    went to listenerPath at create)."""
+    import socket
+    import threading
+    path = x.w / "notify.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+    srv.settimeout(10)
+    held = []
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            _msg, fds, _f, _a = socket.recv_fds(conn, 65536, 4)
+            held.extend(fds)  # kept open: the container's notified call waits, never runs
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        b = x.bundle().probe("sleep", "60").seccomp(
+            {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": str(path),
+             "syscalls": [{"names": ["getpriority"], "action": "SCMP_ACT_NOTIFY"}]})
+        cid = x.rt.new_id()
+        x.rt.create(cid, b).expect_ok()
+        t.join(10)
+        x.rt.start(cid).expect_ok()
+        return x.cli("exec", cid, "/probe", "exit", "0")
+    finally:
+        for fd in held:
+            os.close(fd)
+        srv.close()
+
+
 def r_spec_exists(x):
     d = x.w / "specdir"
     d.mkdir()
@@ -536,6 +578,8 @@ RECIPES = {
                                           root=False),
     "egress-resolver-taken": r_egress_resolver_taken,
     "sc-too-big": r_sc_too_big,
+    "start-init-exited": r_start_init_exited,
+    "exec-notify": r_exec_notify,
     "state-lock": r_state_lock,
     "egress-ruleset": r_egress_ruleset,
     "egress-dns-upstream": lambda x: x.cli("run", "--dns-upstream", "10.0.0.1:dns", "-b", ".", "c1"),

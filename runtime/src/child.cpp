@@ -31,6 +31,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "comet/runtime/hooks.hpp"
@@ -1008,6 +1009,9 @@ void write_time_offsets() {
   ::close(ctx.sync_fd);
   int fifo = ::openat(ctx.state_dir_fd, "exec.fifo", O_WRONLY | O_CLOEXEC);
   if (fifo < 0) die(errno, "open exec fifo");
+  // Test-only (fault.hpp): the init dies as `start` opens the fifo.
+  if (const char* f = std::getenv("COMET_FAULT"); f && std::strcmp(f, "init-exit-at-start") == 0)
+    ::_exit(1);
   ::close(ctx.state_dir_fd);
   // `start` reads the fifo to EOF: "0" is success, anything else the error.
   if (!ctx.start_container_hooks.empty()) {

@@ -125,7 +125,17 @@ Status start_container(const Globals& g, const std::string& id) {
     if (r == 0) return Error::msg("timed out waiting for the container init to start");
     if (pfds[0].revents & POLLIN) break;
     if (pfds[1].revents) return Error::msg("container init exited before start");
-    if (pfds[0].revents & POLLHUP) return Error::msg("container init closed the exec fifo");
+    if (pfds[0].revents & POLLHUP) {
+      // Hung up with nothing written: the init is gone, or going (its files
+      // close before its pidfd becomes readable).
+      struct pollfd pp = {p.fd(), POLLIN, 0};
+      int w;
+      do {
+        w = ::poll(&pp, 1, 1000);
+      } while (w < 0 && errno == EINTR);
+      if (w > 0) return Error::msg("container init exited before start");
+      return Error::msg("container init closed the exec fifo");
+    }
   }
   // Everything the init writes until it closes: "0", or why it failed.
   ::fcntl(fd, F_SETFL, 0);

@@ -7,9 +7,12 @@
 //   create-after-mounts   the init has made its mounts (hooks not run)
 //   create-before-ready   the init is ready, the final record not written
 //   start-waiting-fifo    `start` opened the exec fifo, before reading it
-// and one that is not a kill:
+// and two that are not a kill of the runtime:
 //   egress-bad-ruleset    the egress ruleset gets a line nft refuses, so the
 //                         load fails (egress/src/egress.cpp)
+//   init-exit-at-start    the container's init exits as `start` opens the
+//                         exec fifo (child.cpp): start's "container init
+//                         exited before start"
 // Unset (the normal case) costs one getenv per point.
 #pragma once
 
