@@ -90,48 +90,14 @@ oci::SeccompSyscall deny_if(std::string name, uint32_t index, std::string op, ui
 oci::Seccomp helper_profile(const HelperConfinement& c, int self) {
   oci::Seccomp p;
   p.default_action = "SCMP_ACT_ALLOW";
-  p.syscalls.push_back(deny({"execve",
-                             "execveat",
-                             "ptrace",
-                             "process_vm_readv",
-                             "process_vm_writev",
-                             "pidfd_getfd",
-                             "pidfd_send_signal",
-                             "tkill",
-                             "io_uring_setup",
-                             "io_uring_enter",
-                             "io_uring_register",
-                             "mount",
-                             "umount2",
-                             "mount_setattr",
-                             "move_mount",
-                             "open_tree",
-                             "fsopen",
-                             "fsmount",
-                             "fsconfig",
-                             "fspick",
-                             "pivot_root",
-                             "chroot",
-                             "unshare",
-                             "setns",
-                             "bpf",
-                             "perf_event_open",
-                             "userfaultfd",
-                             "keyctl",
-                             "add_key",
-                             "request_key",
-                             "init_module",
-                             "finit_module",
-                             "delete_module",
-                             "kexec_load",
-                             "kexec_file_load",
-                             "reboot",
-                             "swapon",
-                             "swapoff",
-                             "open_by_handle_at",
-                             "name_to_handle_at",
-                             "process_madvise",
-                             "kcmp"}));
+  // The lock-down's floor (mounts, namespaces, ptrace, bpf, keys, modules,
+  // io_uring, ...), and what a helper never needs on top: exec, signals by
+  // pidfd or to a thread, and the remaining ways into other processes.
+  std::vector<std::string> names = seccomp::lockdown_denied_syscalls();
+  for (const char* n : {"execve", "execveat", "pidfd_send_signal", "tkill", "name_to_handle_at",
+                        "process_madvise", "kcmp"})
+    names.emplace_back(n);
+  p.syscalls.push_back(deny(std::move(names)));
   // Signals: only its companion, and itself (abort()).
   if (c.signal_pid > 0) {
     p.syscalls.push_back(deny_if("kill", 0, "SCMP_CMP_NE", static_cast<uint64_t>(c.signal_pid)));

@@ -201,6 +201,10 @@ constexpr uint64_t kSockRaw = 3;
 
 }  // namespace
 
+std::vector<std::string> lockdown_denied_syscalls() {
+  return split(kLockdownDenied);
+}
+
 oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
   try {
     oci::Seccomp p;
@@ -216,7 +220,7 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
     // Native architecture only: any other ABI (int 0x80, x32) is killed, so
     // no rule can be stepped around through a second syscall table.
     if (o.namespaces) {
-      p.syscalls.push_back(deny(split(kLockdownDenied), EPERM));
+      p.syscalls.push_back(deny(lockdown_denied_syscalls(), EPERM));
       for (uint64_t f : kCloneNamespaceFlags)
         p.syscalls.push_back(deny({"clone"}, EPERM, {masked(kCloneFlagsArg, f, f)}));
       p.syscalls.push_back(deny({"socket"}, EPERM, {masked(0, kLow32, kAfPacket)}));

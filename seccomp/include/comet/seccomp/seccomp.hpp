@@ -104,6 +104,10 @@ struct LockdownOptions {
 };
 inline constexpr const char* kReporterListener = "comet-runtime:reporter";
 oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept;
+// The namespace lock-down's EPERM list (mounts, namespaces, ptrace and
+// process_vm_*, bpf, perf, keys, kexec, modules, clock setting, io_uring),
+// for other filters that want the same floor (runtime/helper_confine.hpp).
+std::vector<std::string> lockdown_denied_syscalls();
 
 // The syscalls lockdown_profile(o) may refuse (clone3 excepted): what a base
 // filter of the runtime's own must allow so that the lock-down's notify
