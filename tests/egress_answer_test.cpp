@@ -105,6 +105,23 @@ TEST(EgressAnswer, AllowedAnswerIsPinnedForItsServices) {
   EXPECT_GE(d3.pins[0].timeout_s, d3.reply.answers[0].ttl);
 }
 
+// Found by the dns_message fuzzer: an address listed twice with two TTLs
+// gave two pins for one set element (105 s and 3005 s), so the set could
+// keep the shorter while the client caches the longer.
+TEST(EgressAnswer, AnAddressListedTwicePinsOnceForTheLongerTtl) {
+  Message q = query("api.test");
+  for (bool longer_first : {false, true}) {
+    std::vector<Record> recs = {a("api.test", {10, 77, 0, 10}, 100),
+                                a("api.test", {10, 77, 0, 10}, 3000)};
+    if (longer_first) std::swap(recs[0], recs[1]);
+    auto d = answer(pack(), q, upstream_for(q, recs));
+    ASSERT_EQ(d.pins.size(), 1u) << longer_first;
+    EXPECT_EQ(d.pins[0].timeout_s, 3005u) << longer_first;
+    ASSERT_EQ(d.reply.answers.size(), 2u);
+    for (const Record& r : d.reply.answers) EXPECT_GE(d.pins[0].timeout_s, r.ttl);
+  }
+}
+
 TEST(EgressAnswer, CnameChainOnlyWhenEveryNameIsAllowed) {
   Message q = query("api.test");
   auto ok = answer(

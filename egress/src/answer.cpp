@@ -117,9 +117,16 @@ AnswerDecision answer(const Allowlist& a, const Message& query, const Message& u
       uint32_t timeout =
           std::min(std::max(k.ttl, ttl.min_pin_s) + ttl.slack_s, ttl.max_ttl_s + ttl.slack_s);
       std::string text = address_text(rr.rdata);
+      // One pin per (address, service): an address listed twice with two
+      // TTLs pins for the longer, so no record outlives its pin (two pins
+      // for one element would leave the set with whichever nft kept).
       for (const Service& s : services) {
-        Pin p{text, rr.rdata.size() == 16, s, timeout};
-        if (std::find(d.pins.begin(), d.pins.end(), p) == d.pins.end()) d.pins.push_back(p);
+        auto same = std::find_if(d.pins.begin(), d.pins.end(),
+                                 [&](const Pin& p) { return p.address == text && p.service == s; });
+        if (same == d.pins.end())
+          d.pins.push_back(Pin{text, rr.rdata.size() == 16, s, timeout});
+        else
+          same->timeout_s = std::max(same->timeout_s, timeout);
       }
       r.answers.push_back(std::move(k));
     }
