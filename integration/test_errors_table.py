@@ -205,6 +205,12 @@ def r_exec_notify(x):
         srv.close()
 
 
+def r_child_pivot(x):
+    # an initramfs root cannot be made here: the fault makes pivot_root fail
+    # with the EINVAL such a root gets (docs/reliability.md)
+    return x.cfg(lambda b: None, env=dict(os.environ, COMET_FAULT="pivot-root-einval"))
+
+
 def r_spec_exists(x):
     d = x.w / "specdir"
     d.mkdir()
@@ -535,6 +541,7 @@ RECIPES = {
     "child-exec-dir": lambda x: x.cfg(lambda b: b.args("/etc")),
     "child-exec-perm": r_exec_perm,
     "child-cwd": lambda x: x.cfg(lambda b: b.cwd("/etc/passwd")),
+    "child-pivot": r_child_pivot,
     "child-bind-source": lambda x: x.cfg(lambda b: b.bind(x.w / "no-src", "/mnt/x")),
     "child-mount": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", "nosuchfs", "none", [])),
     "child-mount-target": lambda x: x.cfg(lambda b: b.add_mount("/etc/passwd/x", "tmpfs", "tmpfs", [])),

@@ -554,6 +554,11 @@ void enter_root(int rootfd) {
   } else {
     int oldroot = ::open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
     if (oldroot < 0) die(errno, "open the old root");
+    // Test-only (docs/reliability.md): pivot_root fails as it does on a
+    // ramfs root (EINVAL), which cannot be set up on a test machine.
+    const char* f = std::getenv("COMET_FAULT");
+    if (f && std::strcmp(f, "pivot-root-einval") == 0)
+      die(EINVAL, "pivot_root %s", c.rootfs.c_str());
     if (::syscall(SYS_pivot_root, ".", ".") < 0) die(errno, "pivot_root %s", c.rootfs.c_str());
     // The old root is now stacked on top of the new one. Step onto it
     // explicitly (mount(2) on "." would otherwise hit the new root), make

@@ -135,7 +135,9 @@ int cli_main(int argc, char** argv) {
     c->add_option("--pid-file", co.pid_file, "write the container init's pid to this file");
     c->add_option("--console-socket", co.console_socket,
                   "unix socket that receives the pty master (process.terminal)");
-    c->add_flag("--no-pivot", co.no_pivot, "use MS_MOVE + chroot instead of pivot_root");
+    c->add_flag("--no-pivot", co.no_pivot,
+                "use MS_MOVE + chroot instead of pivot_root (for a host running from an initramfs, "
+                "where pivot_root fails)");
     c->add_flag("--no-new-keyring", co.no_new_keyring, "do not create a new session keyring");
     c->add_option("--preserve-fds", co.preserve_fds, "pass N fds after stdio to the container")
         ->check(CLI::NonNegativeNumber);

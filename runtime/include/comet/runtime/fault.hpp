@@ -7,12 +7,14 @@
 //   create-after-mounts   the init has made its mounts (hooks not run)
 //   create-before-ready   the init is ready, the final record not written
 //   start-waiting-fifo    `start` opened the exec fifo, before reading it
-// and two that are not a kill of the runtime:
+// and three that are not a kill of the runtime:
 //   egress-bad-ruleset    the egress ruleset gets a line nft refuses, so the
 //                         load fails (egress/src/egress.cpp)
 //   init-exit-at-start    the container's init exits as `start` opens the
 //                         exec fifo (child.cpp): start's "container init
 //                         exited before start"
+//   pivot-root-einval     the init's pivot_root fails with EINVAL, as on an
+//                         initramfs root (child.cpp; --no-pivot unaffected)
 // Unset (the normal case) costs one getenv per point.
 #pragma once
 
