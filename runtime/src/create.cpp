@@ -146,6 +146,15 @@ Result<std::string> resolve_dir(const std::string& p, const std::string& what) {
   return std::string(buf);
 }
 
+// Where the container's events go besides its state dir: the --events
+// target (violations::delivery()), else the events annotation; "" for none.
+std::string events_target(const std::map<std::string, std::string>& annotations) {
+  std::string t = violations::delivery();
+  if (auto a = annotations.find(violations::kEventsAnnotation); t.empty() && a != annotations.end())
+    t = a->second;
+  return t;
+}
+
 }  // namespace
 
 Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep_child) {
@@ -278,6 +287,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   ctx.seccomp_listener_sock = listener.get();
   // Violation reporter (reporter.hpp): started before clone; the child sends
   // it the notifying lock-down's listener fd over lockdown_listener_sock.
+  const std::string events_to = events_target(spec.annotations);
   ReporterHandle reporter;
   if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
     ReporterRequest rr;
@@ -285,10 +295,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     if (auto a = spec.annotations.find("org.soyaos.comet.pack"); a != spec.annotations.end())
       rr.pack = a->second;
     rr.state_dir = dir.path();
-    rr.deliver = violations::delivery();
-    if (auto a = spec.annotations.find(violations::kEventsAnnotation);
-        rr.deliver.empty() && a != spec.annotations.end())
-      rr.deliver = a->second;
+    rr.deliver = events_to;
     rr.lockdown = lockdown_options(*policy, false);
     rr.exec_allow = ctx.exec_allow;
     TRY(reporter, start_reporter(rr, min_fd));
@@ -459,11 +466,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     // list (helper_confine.hpp; docs/egress.md).
     {
       std::string state_dir = dir.path();
-      std::string deliver = violations::delivery();
-      if (auto a = spec.annotations.find(violations::kEventsAnnotation);
-          deliver.empty() && a != spec.annotations.end())
-        deliver = a->second;
-      er.confine_resolver = [state_dir, deliver](int companion) -> Status {
+      er.confine_resolver = [state_dir, deliver = events_to](int companion) -> Status {
         TRYV(violations::pin_delivery_target(deliver));
         HelperConfinement hc;
         hc.writable = {state_dir};
