@@ -482,6 +482,24 @@ std::string format_size(std::uint64_t b) {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Calls fn(rel, status, entry) for every entry under dir, symlinks not
+// followed, until fn returns false. Returns the walk's error, if any.
+template <class Fn>
+std::error_code walk_tree(const std::string& dir, Fn&& fn) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    auto st = it->symlink_status(ec);
+    if (ec) break;
+    if (!fn(it->path().lexically_relative(dir).string(), st, *it)) break;
+  }
+  return ec;
+}
+
+}  // namespace
+
 std::string Store::entry_dir(const std::string& key) const {
   return join_path(join_path(dir_, key.substr(0, 2)), key);
 }
@@ -498,22 +516,20 @@ std::string Store::verify(const std::string& entry_dir, const Entry& e) {
   for (const auto& f : e.files) want[f.path] = &f;
   std::set<std::string> want_dirs(e.dirs.begin(), e.dirs.end());
   std::set<std::string> seen;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(entry_dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::string rel = it->path().lexically_relative(entry_dir).string();
-    auto st = it->symlink_status(ec);
-    if (ec) break;
-    if (fs::is_directory(st)) {
-      if (!want_dirs.count(rel)) return "unexpected directory " + rel;
-      seen.insert(rel);
-      continue;
-    }
-    if (rel == "entry.json" && fs::is_regular_file(st)) continue;
-    if (!fs::is_regular_file(st) || !want.count(rel))
-      return "unexpected " + std::string(fs::is_regular_file(st) ? "file " : "entry ") + rel;
-    seen.insert(rel);
-  }
+  std::string bad;
+  std::error_code ec = walk_tree(
+      entry_dir, [&](const std::string& rel, fs::file_status st, const fs::directory_entry&) {
+        if (fs::is_directory(st)) {
+          if (!want_dirs.count(rel)) bad = "unexpected directory " + rel;
+        } else if (rel == "entry.json" && fs::is_regular_file(st)) {
+          return true;
+        } else if (!fs::is_regular_file(st) || !want.count(rel)) {
+          bad = "unexpected " + std::string(fs::is_regular_file(st) ? "file " : "entry ") + rel;
+        }
+        seen.insert(rel);
+        return bad.empty();
+      });
+  if (!bad.empty()) return bad;
   if (ec) return "cannot read the entry: " + ec.message();
   for (const auto& d : want_dirs)
     if (!seen.count(d)) return "missing directory " + d;
@@ -595,20 +611,22 @@ Result<bool> Store::commit(const std::string& temp, Entry e) const {
   e.files.clear();
   e.dirs.clear();
   std::vector<std::string> rels;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(temp, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::string rel = it->path().lexically_relative(temp).string();
-    auto st = it->symlink_status(ec);
-    if (ec) break;
-    if (fs::is_directory(st)) {
-      e.dirs.push_back(rel);
-    } else if (fs::is_regular_file(st)) {
-      rels.push_back(rel);
-    } else {
-      drop();
-      return Error::msg("cache: " + rel + " is not a regular file or directory");
-    }
+  std::string odd;
+  std::error_code ec =
+      walk_tree(temp, [&](const std::string& rel, fs::file_status st, const fs::directory_entry&) {
+        if (fs::is_directory(st)) {
+          e.dirs.push_back(rel);
+        } else if (fs::is_regular_file(st)) {
+          rels.push_back(rel);
+        } else {
+          odd = rel;
+          return false;
+        }
+        return true;
+      });
+  if (!odd.empty()) {
+    drop();
+    return Error::msg("cache: " + odd + " is not a regular file or directory");
   }
   if (ec) {
     drop();
@@ -655,17 +673,12 @@ namespace {
 
 std::uint64_t tree_size(const std::string& dir) {
   std::uint64_t total = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    auto st = it->symlink_status(ec);
-    if (ec) break;
-    if (fs::is_regular_file(st)) {
-      auto n = it->file_size(ec);
-      if (!ec) total += n;
-      ec.clear();
-    }
-  }
+  (void)walk_tree(dir, [&](const std::string&, fs::file_status st, const fs::directory_entry& d) {
+    std::error_code ec;
+    if (fs::is_regular_file(st))
+      if (auto n = d.file_size(ec); !ec) total += n;
+    return true;
+  });
   return total;
 }
 
