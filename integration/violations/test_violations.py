@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -143,7 +145,10 @@ def test_rate_limit_1000_forks(rt, pack, workdir, flags_dir):
     assert json.loads((flags_dir / f"{PACK}@{VERSION}.json").read_text())["count"] == 1000
 
 
-def test_killed_reporter_leaves_everything_denied(rt, pack, workdir, flags_dir):
+def test_killed_reporter_leaves_everything_denied(rt, pack, workdir, flags_dir, monkeypatch):
+    # A foreground pack run serves the reporter on a thread of its own;
+    # COMET_REPORTER=process gives it the process create makes, to kill alone.
+    monkeypatch.setenv("COMET_REPORTER", "process")
     cid = "pack-violations-kill"
     ev = workdir / "ev.jsonl"
     holder = {}
@@ -206,6 +211,67 @@ def test_killed_reporter_leaves_everything_denied(rt, pack, workdir, flags_dir):
     assert events_of(ev) == []
     assert res.rc == 3, res  # a reporter that did not finish counts as a violation
     assert "violation reporter did not finish" in res.err
+
+
+def test_killed_run_with_its_reporter_thread_leaves_everything_denied(rt, pack, workdir, flags_dir):
+    """The in-process reporter dies with `pack run`: SIGKILL it while the
+    agent waits, then let the agent try what the lock-down refuses."""
+    cid = "pack-violations-kill-run"
+    holder = {}
+
+    def go():
+        # the results go to a file: the killed run's output tee goes with it
+        holder["res"] = pack_run(rt, pack, "stdout=/workdir/out/results", "wait-file=/workdir/go",
+                                 "fork", "unshare-user", "clock_settime", "exec=/bin/busybox",
+                                 extra=("--id", cid))
+
+    t = threading.Thread(target=go)
+    t.start()
+    state = Path(rt.root) / cid / "state.json"
+    deadline = time.time() + 20
+    init = 0
+    run_pid = 0
+
+    def holds_listener(pid):
+        try:
+            return any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:seccomp notify"
+                       for fd in os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            return False
+
+    try:
+        while time.time() < deadline:
+            try:
+                st = json.loads(state.read_text())
+                init = st.get("pid", 0)
+                assert st.get("reporter_pid", 0) == 0, st  # no reporter process
+                run_pid = int(Path(f"/proc/{init}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                time.sleep(0.02)
+                continue
+            if run_pid and holds_listener(run_pid):
+                break
+            time.sleep(0.02)
+        assert run_pid and holds_listener(run_pid), (init, run_pid, holder)
+        assert Path(f"/proc/{run_pid}/comm").read_text().strip() == "comet-runtime"
+        os.kill(run_pid, signal.SIGKILL)
+        t.join(30)
+        assert holder["res"].rc == -signal.SIGKILL, holder["res"]
+        (Path(rt.root) / "packs" / cid / "workdir" / "go").write_text("")
+        while time.time() < deadline + 20 and Path(f"/proc/{init}").exists():
+            time.sleep(0.02)
+        assert not Path(f"/proc/{init}").exists(), "the agent did not finish"
+        out = Path(rt.root) / "packs" / cid / "w0" / "results"  # /workdir/out, the first fs.write
+        r = results(types.SimpleNamespace(out=out.read_text()))
+        assert one(r, "wait-file")["ok"] is True, r
+        # no listener: the kernel fails every notifying call with ENOSYS
+        for op in ("fork", "unshare-user", "clock_settime"):
+            assert one(r, op)["errno"] == "ENOSYS", (op, r)
+        assert [e["errno"] for e in r["exec"]] == ["ENOSYS"], r
+    finally:
+        t.join(30)
+        rt("delete", "--force", cid)
+        shutil.rmtree(Path(rt.root) / "packs" / cid, ignore_errors=True)
 
 
 def test_events_verb_and_unix_delivery(rt, pack, workdir, flags_dir):

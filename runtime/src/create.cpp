@@ -22,6 +22,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "comet/capability/compile.hpp"
@@ -287,6 +288,9 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   ctx.seccomp_listener_sock = listener.get();
   // Violation reporter (reporter.hpp): started before clone; the child sends
   // it the notifying lock-down's listener fd over lockdown_listener_sock.
+  // A foreground run serves it on a thread of its own (started below, once
+  // create has cloned everything); COMET_REPORTER=process keeps the process
+  // (the test that kills the reporter alone).
   const std::string events_to = events_target(spec.annotations);
   ReporterHandle reporter;
   if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
@@ -298,7 +302,9 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     rr.deliver = events_to;
     rr.lockdown = lockdown_options(*policy, false);
     rr.exec_allow = ctx.exec_allow;
-    TRY(reporter, start_reporter(rr, min_fd));
+    const char* mode = std::getenv("COMET_REPORTER");
+    bool in_process = keep_child && !(mode && std::strcmp(mode, "process") == 0);
+    TRY(reporter, start_reporter(rr, min_fd, in_process));
     ctx.lockdown_listener_sock = reporter.child_sock.get();
     if (!rr.deliver.empty()) {
       TRYV(write_file_atomic(dir.file("events.deliver"), rr.deliver));
@@ -508,11 +514,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     std::string pf = o.pid_file;
     TRYV(write_file_atomic(pf, std::to_string(init_pid), 0644));
   }
+  // Nothing more is cloned from here (reporter.hpp).
+  TRYV(start_reporter_thread(reporter));
   cleanup.armed = false;
-  if (!keep_child)
-    cleanup.stage1.release();
-  else
-    cleanup.stage1.release();
+  cleanup.stage1.release();
   return init_pid;
 }
 
@@ -680,6 +685,9 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
   bool is_pack = false;
   if (auto rec = ContainerDir(g.root, o.id).load(); rec.ok())
     is_pack = rec->annotations.count(std::string(capability::kAnnotationCapabilities)) > 0;
+  // A reporter thread ends once the last confined process is gone (its
+  // listener hangs up); give it the bounded time a process gets.
+  (void)wait_reporter_threads(3000);
   long violations_seen = violations::finish_run(g.root, o.id);
   (void)delete_container(g, o.id, true);
   if (violations_seen > 0 && is_pack) return violations::kViolationExit;

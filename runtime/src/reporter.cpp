@@ -18,10 +18,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "comet/runtime/sys.hpp"
@@ -39,13 +43,6 @@ Result<UniqueFd> dup_high(UniqueFd fd, int min_fd) {
   int n = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, min_fd);
   if (n < 0) return Error::sys(errno, "dup the reporter socket");
   return UniqueFd(n);
-}
-
-std::string arg_of(int argc, char** argv, const std::string& key) {
-  std::string k = key + "=";
-  for (int i = 2; i < argc; i++)
-    if (std::strncmp(argv[i], k.c_str(), k.size()) == 0) return argv[i] + k.size();
-  return "";
 }
 
 struct Pending {
@@ -79,14 +76,6 @@ class Writer {
   uint64_t bytes_ = 0;
   long dropped_ = 0;
 };
-
-std::vector<std::string> args_of(int argc, char** argv, const std::string& key) {
-  std::vector<std::string> out;
-  std::string k = key + "=";
-  for (int i = 2; i < argc; i++)
-    if (std::strncmp(argv[i], k.c_str(), k.size()) == 0) out.push_back(argv[i] + k.size());
-  return out;
-}
 
 // A NUL-terminated string of the stopped task (the execve path). Read
 // before the answer: after CONTINUE the memory is gone. Only ever used for
@@ -163,27 +152,21 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
   return lo;
 }
 
-Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd) {
+Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool in_process) {
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair for the violation reporter");
   UniqueFd mine(sp[0]), theirs(sp[1]);
+  if (in_process) {
+    ReporterHandle h;
+    TRY(h.child_sock, dup_high(std::move(mine), min_fd));
+    h.serve_sock = std::move(theirs);
+    h.request = r;
+    return h;
+  }
   int pp[2];
   if (::pipe2(pp, O_CLOEXEC) < 0) return Error::sys(errno, "pipe for the violation reporter");
   UniqueFd pr(pp[0]), pw(pp[1]);
-  std::vector<std::string> args = {"comet-runtime",
-                                   "__reporter",
-                                   "container=" + r.container,
-                                   "pack=" + r.pack,
-                                   "dir=" + r.state_dir,
-                                   "deliver=" + r.deliver,
-                                   std::string("ns=") + (r.lockdown.namespaces ? "1" : "0"),
-                                   std::string("exec=") + (r.lockdown.exec_lock ? "1" : "0"),
-                                   std::string("net=") + (r.lockdown.network_none ? "1" : "0")};
-  for (const std::string& a : r.exec_allow) args.push_back("allow=" + a);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   // Double fork: the reporter is nobody's child (no zombie under `run`),
   // in its own session (a ^C on the terminal is the container's, not its).
   pid_t mid = ::fork();
@@ -215,7 +198,13 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd) {
     for (int sig = 1; sig < NSIG; sig++)
       if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
     ::prctl(PR_SET_NAME, "comet-reporter", 0, 0, 0);
-    ::_exit(reporter_main(static_cast<int>(argv.size()) - 1, argv.data()));
+    sigset_t none;  // whatever mask create or exec had
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGHUP, SIG_IGN);
+    ::_exit(serve_reporter(r, kReporterSockFd));
   }
   pw.reset();
   theirs.reset();
@@ -232,26 +221,68 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd) {
   return h;
 }
 
-int reporter_main(int argc, char** argv) {
-  sigset_t none;  // whatever mask create or exec had
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGINT, SIG_IGN);
-  ::signal(SIGHUP, SIG_IGN);
-  seccomp::LockdownOptions lo;
-  lo.namespaces = arg_of(argc, argv, "ns") == "1";
-  lo.exec_lock = arg_of(argc, argv, "exec") == "1";
-  lo.network_none = arg_of(argc, argv, "net") == "1";
+namespace {
+struct ThreadState {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+};
+ThreadState& thread_state() {
+  static ThreadState* t = new ThreadState;  // never destroyed: a detached thread may outlive main
+  return *t;
+}
+}  // namespace
+
+Status start_reporter_thread(ReporterHandle& h) {
+  if (!h.serve_sock) return {};
+  // The thread takes no signal: run's signalfd forwarding stays on the
+  // main thread.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  ThreadState& ts = thread_state();
+  {
+    std::lock_guard<std::mutex> l(ts.mu);
+    ts.running++;
+  }
+  int sock = h.serve_sock.release();
+  try {
+    std::thread([req = h.request, sock] {
+      UniqueFd owned(sock);
+      (void)serve_reporter(req, owned.get());
+      ThreadState& t = thread_state();
+      std::lock_guard<std::mutex> l(t.mu);
+      t.running--;
+      t.cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    ::close(sock);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    std::lock_guard<std::mutex> l(ts.mu);
+    ts.running--;
+    return Error::sys(e.code().value(), "start the violation reporter thread");
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return {};
+}
+
+bool wait_reporter_threads(int ms) {
+  ThreadState& ts = thread_state();
+  std::unique_lock<std::mutex> l(ts.mu);
+  return ts.cv.wait_for(l, std::chrono::milliseconds(ms), [&] { return ts.running == 0; });
+}
+
+int serve_reporter(const ReporterRequest& r, int sock) {
+  seccomp::LockdownOptions lo = r.lockdown;
   lo.notify = false;  // the program whose answers we give
   seccomp::CompileOptions co;
   co.enosys_stub = false;
   auto prog = compile_cached(seccomp::lockdown_profile(lo), co);
   std::map<std::string, std::string> ann;
-  if (std::string p = arg_of(argc, argv, "pack"); !p.empty()) ann["org.soyaos.comet.pack"] = p;
+  if (!r.pack.empty()) ann["org.soyaos.comet.pack"] = r.pack;
   auto pack = violations::pack_of(ann);
-  std::string container = arg_of(argc, argv, "container");
-  std::vector<std::string> allow = args_of(argc, argv, "allow");
+  const std::string& container = r.container;
+  const std::vector<std::string>& allow = r.exec_allow;
   std::vector<std::pair<dev_t, ino_t>> allowed_ids;  // resolved at the first exec
 
   // The listener fd from the container's child (or nothing: it died first).
@@ -265,15 +296,15 @@ int reporter_main(int argc, char** argv) {
   mh.msg_controllen = sizeof cbuf;
   ssize_t got;
   do {
-    got = ::recvmsg(kReporterSockFd, &mh, MSG_CMSG_CLOEXEC);
+    got = ::recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
   } while (got < 0 && errno == EINTR);
   struct cmsghdr* cm = got >= 0 ? CMSG_FIRSTHDR(&mh) : nullptr;
   // A clean end (the listener hung up, or the child died before sending
   // it): finish_run() tells a reporter that was killed (whose events may be
   // missing) from one that drained.
   auto mark_done = [&] {
-    if (std::string d = arg_of(argc, argv, "dir"); !d.empty())
-      UniqueFd done(::open(join_path(d, "reporter.done").c_str(),
+    if (!r.state_dir.empty())
+      UniqueFd done(::open(join_path(r.state_dir, "reporter.done").c_str(),
                            O_WRONLY | O_CREAT | O_CLOEXEC | O_TRUNC, 0600));
   };
   if (!cm || cm->cmsg_type != SCM_RIGHTS) {
@@ -283,9 +314,7 @@ int reporter_main(int argc, char** argv) {
   int lfd;
   std::memcpy(&lfd, CMSG_DATA(cm), sizeof lfd);
   UniqueFd listener(lfd);
-  ::close(kReporterSockFd);
-
-  Writer out(arg_of(argc, argv, "dir"), arg_of(argc, argv, "deliver"));
+  Writer out(r.state_dir, r.deliver);
   std::map<std::string, Pending> seen;
   auto flush = [&] {
     for (auto& [k, p] : seen) {

@@ -1,20 +1,30 @@
-// The violation reporter: one process per confined container (and per
-// exec'd process), a forked copy of create (no exec: a fresh exec cost
-// ~5 ms on the agent's path), made before clone. It is an OBSERVER of the lock-down filter's
-// notifications:
+// The violation reporter: one per confined container (and per exec'd
+// process), made before clone. It is an OBSERVER of the lock-down filter's
+// notifications. Two forms, the same code (serve_reporter()):
+//   - a process: a forked copy of create (no exec: a fresh exec cost ~5 ms
+//     on the agent's path), for `create` and `run --detach`, whose caller
+//     exits before the container does;
+//   - a thread of the runtime (in_process), for a foreground `run` or
+//     `pack run`, which waits for the container anyway: no fork, so none of
+//     the copy-on-write faults a fork costs both processes (~10 ms on the
+//     agent's path, docs/events.md). It starts once create has made every
+//     process it makes (start_reporter_thread()), so no clone() copies a
+//     lock it holds.
 //
 //   create   socketpair; one end (high-numbered) -> ctx.lockdown_listener_sock,
-//            the other -> the reporter's fd 3; pid + start time -> state.json
+//            the other -> the reporter (fd 3 of the process, or the thread's);
+//            a process's pid + start time -> state.json
 //   child    loads the notifying lock-down, sends its listener fd (SCM_RIGHTS,
 //            the state JSON as payload) over lockdown_listener_sock
 //   reporter recv the fd; loop: NOTIF_RECV -> answer with the errno the
 //            ERRNO form of the same lock-down gives (bpf_eval) -> then write
 //            the event (rate-limited) -> exit when the listener hangs up
-//   delete   SIGKILL (guarded by the start time)
+//   delete   SIGKILL a process (guarded by the start time)
 //
 // Enforcement never depends on it: the answer is always an error (never
 // SECCOMP_USER_NOTIF_FLAG_CONTINUE for a denied call), and a dead reporter
-// makes the kernel fail every notifying call with ENOSYS.
+// (or a killed `run`, for the thread) makes the kernel fail every notifying
+// call with ENOSYS.
 #pragma once
 
 #include <string>
@@ -38,8 +48,10 @@ struct ReporterRequest {
 
 struct ReporterHandle {
   UniqueFd child_sock;  // for ctx.lockdown_listener_sock (close-on-exec)
-  int pid = 0;
+  int pid = 0;          // a process; 0 for a thread
   unsigned long long start_time = 0;
+  UniqueFd serve_sock;      // in_process: the thread's end, until it starts
+  ReporterRequest request;  // in_process: what the thread serves
 };
 
 // The lock-down a policy asks for. notify is set unless reporting is off
@@ -48,10 +60,21 @@ struct ReporterHandle {
 seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base_has_listener);
 
 // min_fd: the child's end is placed at or above it (create's preserved fds).
-Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd);
+// in_process: nothing is started yet; start_reporter_thread() starts it.
+Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd,
+                                      bool in_process = false);
 
-// The reporter's body, run in the forked copy; argv is the key=value list
-// start_reporter() builds (argv[0], argv[1] are names only).
-int reporter_main(int argc, char** argv);
+// Starts an in_process handle's reporter on a detached thread that blocks
+// every signal (a no-op for a process handle). Call it once nothing more is
+// cloned: glibc's fork() guards malloc against a thread, a raw clone3() does not.
+Status start_reporter_thread(ReporterHandle& h);
+
+// Waits up to ms for every reporter thread to finish (its listener hung up
+// and its summaries written); false when one is still serving.
+bool wait_reporter_threads(int ms);
+
+// The reporter's body: receives the listener over sock and serves it until
+// it hangs up; writes reporter.done in the state dir at a clean end.
+int serve_reporter(const ReporterRequest& r, int sock);
 
 }  // namespace comet::runtime
