@@ -152,7 +152,7 @@ Result<seccomp::Program> compile_cached(const oci::Seccomp& profile,
                       (prog.listener_path.empty() ? "-" : prog.listener_path) + "\n";
     out.append(reinterpret_cast<const char*>(prog.filter.data()),
                prog.filter.size() * sizeof(sock_filter));
-    (void)write_file_atomic(file, out, 0600);
+    (void)write_file_atomic(file, out, 0600, Sync::none);  // a /run cache, checked on read
   }
   return prog;
 }

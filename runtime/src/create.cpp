@@ -225,7 +225,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   CreateCleanup cleanup;
   cleanup.dir = &dir;
   TRY(UniqueFd lock, dir.lock());
-  TRYV(write_file_atomic(dir.file("config.json"), config_text));
+  TRYV(write_file_atomic(dir.file("config.json"), config_text, 0600, Sync::none));
   if (egress_caps) TRYV(egress::write_resolv_conf(*egress_caps, dir.path()));
   // The init opens the fifo after it dropped to the container's user (and
   // maybe into a user namespace): world-writable, owned by container root,
@@ -307,7 +307,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRY(reporter, start_reporter(rr, min_fd, in_process));
     ctx.lockdown_listener_sock = reporter.child_sock.get();
     if (!rr.deliver.empty()) {
-      TRYV(write_file_atomic(dir.file("events.deliver"), rr.deliver));
+      TRYV(write_file_atomic(dir.file("events.deliver"), rr.deliver, 0600, Sync::none));
     }
   }
 
@@ -496,7 +496,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   }
   std::string hs =
       hook_state(o.id, init_pid, bundle, spec.annotations, oci::ContainerStatus::kCreating);
-  TRYV(write_file_atomic(dir.file("hookstate.json"), hs));
+  TRYV(write_file_atomic(dir.file("hookstate.json"), hs, 0600, Sync::none));
   if (spec.hooks) {
     TRYV(run_hooks(spec.hooks->prestart, "prestart", hs));
     TRYV(run_hooks(spec.hooks->create_runtime, "createRuntime", hs));
@@ -512,7 +512,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(dir.save(rec));
   if (!o.pid_file.empty()) {
     std::string pf = o.pid_file;
-    TRYV(write_file_atomic(pf, std::to_string(init_pid), 0644));
+    TRYV(write_file_atomic(pf, std::to_string(init_pid), 0644, Sync::none));
   }
   // Nothing more is cloned from here (reporter.hpp).
   TRYV(start_reporter_thread(reporter));

@@ -244,7 +244,8 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     ::waitpid(pid, nullptr, __WALL);
     return Error(fail.err, fail.text);
   }
-  if (!o.pid_file.empty()) TRYV(write_file_atomic(o.pid_file, std::to_string(pid), 0644));
+  if (!o.pid_file.empty())
+    TRYV(write_file_atomic(o.pid_file, std::to_string(pid), 0644, Sync::none));
   lock.reset();
   if (o.detach) return 0;
 

@@ -174,7 +174,7 @@ Status update_container(const Globals& g, const std::string& id,
   if (to_apply.devices.empty()) to_apply.devices = merged.devices;
   TRYV(apply_resources(plan, to_apply));
   spec.linux_->resources = merged;
-  TRYV(write_file_atomic(c.dir.file("config.json"), oci::to_json(spec, 2)));
+  TRYV(write_file_atomic(c.dir.file("config.json"), oci::to_json(spec, 2), 0600, Sync::none));
   return c.dir.save(c.rec);
 }
 

@@ -680,7 +680,8 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
   Status st = mkdir_p(bundle, 0700);
   if (st.ok()) st = stage_workdir(l.dir, in.pack_dir, in.host_dirs);
   if (st.ok())
-    st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(*spec, 2) + "\n", 0600);
+    st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(*spec, 2) + "\n", 0600,
+                           Sync::none);
   if (!st.ok()) return fail(st.error());
 
   // A miss: stdout and stderr teed into the entry's temp dir.

@@ -328,8 +328,8 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     if (Status st = make_protected_dir(d, p.who, guard.created); !st.ok())
       return exit_for(st.error());
   }
-  if (Status st =
-          write_file_atomic(join_path(bundle, "config.json"), oci::to_json(plan->spec, 2), 0600);
+  if (Status st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(plan->spec, 2),
+                                    0600, Sync::none);
       !st.ok())
     return exit_for(st.error());
   log::debug("sandbox " + id + ": profile " + p.profile.name + ", workspace " + p.workspace +

@@ -100,7 +100,7 @@ Status ContainerDir::save(const ContainerRecord& r) const {
             {"egress_table", r.egress_table},
             {"reporter_pid", r.reporter_pid},
             {"reporter_start", r.reporter_start}};
-  return write_file_atomic(file("state.json"), j.dump());
+  return write_file_atomic(file("state.json"), j.dump(), 0600, Sync::none);
 }
 
 Result<ContainerRecord> ContainerDir::load() const {

@@ -62,13 +62,14 @@ Status write_file(const std::string& path, std::string_view data, int flags) {
   return write_all(fd, data, path);
 }
 
-Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode) {
+Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode, Sync sync) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Error::sys(errno, "open " + tmp);
   UniqueFd owner(fd);
   Status st = write_all(fd, data, tmp);
-  if (st.ok() && ::fsync(fd) < 0 && errno != EINVAL) st = Error::sys(errno, "fsync " + tmp);
+  if (st.ok() && sync == Sync::fsync && ::fsync(fd) < 0 && errno != EINVAL)
+    st = Error::sys(errno, "fsync " + tmp);
   owner.reset();
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) < 0) st = Error::sys(errno, "rename " + tmp);
   if (!st.ok()) ::unlink(tmp.c_str());
