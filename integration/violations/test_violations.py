@@ -231,6 +231,7 @@ def test_killed_run_with_its_reporter_thread_leaves_everything_denied(rt, pack, 
     deadline = time.time() + 20
     init = 0
     run_pid = 0
+    out = Path(rt.root) / "packs" / cid / "w0" / "results"  # /workdir/out, the first fs.write
 
     def holds_listener(pid):
         try:
@@ -249,10 +250,13 @@ def test_killed_run_with_its_reporter_thread_leaves_everything_denied(rt, pack, 
             except (OSError, ValueError, IndexError):
                 time.sleep(0.02)
                 continue
-            if run_pid and holds_listener(run_pid):
+            # kill only once the agent runs (it has opened its results file):
+            # a run killed between create and start takes its init with it
+            if run_pid and holds_listener(run_pid) and out.is_file() and out.stat().st_size:
                 break
             time.sleep(0.02)
         assert run_pid and holds_listener(run_pid), (init, run_pid, holder)
+        assert out.is_file() and out.stat().st_size, "the agent did not start"
         assert Path(f"/proc/{run_pid}/comm").read_text().strip() == "comet-runtime"
         os.kill(run_pid, signal.SIGKILL)
         t.join(30)
@@ -261,7 +265,6 @@ def test_killed_run_with_its_reporter_thread_leaves_everything_denied(rt, pack, 
         while time.time() < deadline + 20 and Path(f"/proc/{init}").exists():
             time.sleep(0.02)
         assert not Path(f"/proc/{init}").exists(), "the agent did not finish"
-        out = Path(rt.root) / "packs" / cid / "w0" / "results"  # /workdir/out, the first fs.write
         r = results(types.SimpleNamespace(out=out.read_text()))
         assert one(r, "wait-file")["ok"] is True, r
         # no listener: the kernel fails every notifying call with ENOSYS
