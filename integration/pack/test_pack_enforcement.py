@@ -72,6 +72,27 @@ def test_namespace_lockdown(rt, pack):
         assert one(r, name)["errno"] == "EPERM", (op, r.get(name))
 
 
+@pytest.mark.parametrize("op", ["int80-getpid", "int80-unshare-user", "x32-getpid", "x32-unshare-user"])
+def test_other_syscall_abis_are_killed(rt, pack, packprobe, op):
+    """Attack: step around the x86_64 rules through the i386 table (int 0x80)
+    or the x32 one (bit 30). Neither seccomp filter of a confined container
+    has any other ABI in it, so the first such syscall kills the agent with
+    SIGSYS, before the kernel runs it, even getpid."""
+    import platform
+    import subprocess
+    if platform.machine() != "x86_64":
+        pytest.skip("x86_64 only")
+    if op.startswith("int80"):
+        # The host runs it (IA32 emulation is on), so only the filter stops it.
+        host = subprocess.run([str(packprobe), "x", op], capture_output=True, text=True)
+        assert json.loads(host.stdout)["ok"] is True, host
+    res = pack_run(rt, pack, "socket-unix", op, "socket-unix")
+    assert res.rc == 128 + 31, res  # SIGSYS
+    r = results(res)
+    assert len(r["socket-unix"]) == 1, r  # it ran, then the agent died at op
+    assert op not in r, r
+
+
 def test_sockets_with_no_egress(rt, pack):
     r = results(pack_run(rt, pack, "socket-raw", "socket-packet", "socket-packet-hibits",
                          "socket-inet", "socket-unix"))
