@@ -4,6 +4,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <filesystem>
@@ -90,6 +91,12 @@ TEST(Violations, Classify) {
   EXPECT_EQ(c.requested, "socket(family 17, type 3)");
   EXPECT_EQ(classify(SYS_bpf).surface, "namespace");
   EXPECT_EQ(classify(SYS_memfd_create).surface, "process");
+  c = classify(SYS_mknodat, {0, 0, S_IFCHR | 0666, 0x103});
+  EXPECT_EQ(c.surface, "device");
+  EXPECT_EQ(c.requested, "char 1:3");
+  c = classify(SYS_mknod,
+               {0, S_IFBLK | 0600, (259u << 8) | (300u & 0xff) | ((300u & ~0xffu) << 12)});
+  EXPECT_EQ(c.requested, "block 259:300") << "new_encode_dev: the minor's high bits at 20+";
 }
 
 TEST(Violations, CountIncludesRepeatsAndSkipsGarbage) {

@@ -1,9 +1,11 @@
 // lockdown_profile(): the stacked filter of confined containers, checked by
 // evaluating the compiled BPF (bpf_eval) on crafted seccomp_data.
 #include <linux/audit.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
@@ -143,4 +145,26 @@ TEST(Lockdown, WithoutNamespacesOnlyClone3) {
   auto p = compile(o);
   EXPECT_EQ(run(p, "mount"), kAllow);
   EXPECT_EQ(run(p, "clone3"), kEnosys);
+}
+
+TEST(Lockdown, DeviceNodesAreRefusedFifosAndFilesAreNot) {
+  auto p = compile({});
+  // mknod(path, mode, dev) and mknodat(dirfd, path, mode, dev)
+  EXPECT_EQ(run(p, "mknod", {0, S_IFCHR | 0666, 0x103}), kEperm);
+  EXPECT_EQ(run(p, "mknod", {0, S_IFBLK | 0600, 0x700}), kEperm);
+  EXPECT_EQ(run(p, "mknodat", {0, 0, S_IFCHR | 0666, 0x103}), kEperm);
+  EXPECT_EQ(run(p, "mknodat", {0, 0, S_IFBLK | 0600, 0x700}), kEperm);
+  // The kernel reads the mode as 16 bits: higher bits do not hide the type.
+  EXPECT_EQ(run(p, "mknod", {0, 0xffff0000ULL | S_IFCHR, 0x103}), kEperm);
+  EXPECT_EQ(run(p, "mknodat", {0, 0, 0x7fff0000ULL | S_IFBLK, 0x700}), kEperm);
+  for (uint64_t mode :
+       {uint64_t{S_IFIFO | 0600}, uint64_t{S_IFREG | 0600}, uint64_t{S_IFSOCK}, uint64_t{0600}}) {
+    EXPECT_EQ(run(p, "mknod", {0, mode, 0}), kAllow) << mode;
+    EXPECT_EQ(run(p, "mknodat", {0, 0, mode, 0}), kAllow) << mode;
+  }
+  cs::LockdownOptions notify;
+  notify.notify = true;
+  auto q = compile(notify);
+  EXPECT_EQ(run(q, "mknodat", {0, 0, S_IFCHR | 0666, 0x103}), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(run(q, "mknodat", {0, 0, S_IFIFO | 0600, 0}), kAllow);
 }

@@ -295,6 +295,14 @@ int main(int argc, char **argv) {
             close(s);
         } else if (!strcmp(op, "mknod")) {
             RES(op, mknod(arg, S_IFCHR | 0666, makedev(1, 3)));
+        } else if (!strcmp(op, "mknod-block")) {
+            RES(op, mknod(arg, S_IFBLK | 0600, makedev(7, 0)));
+        } else if (!strcmp(op, "mknod-raw")) {
+            /* mknod(2) itself (glibc calls mknodat), a char device with
+             * bits above the 16 the kernel reads in the mode */
+            RES(op, syscall(SYS_mknod, arg, 0x10000L | S_IFCHR | 0666, makedev(1, 7)));
+        } else if (!strcmp(op, "mkfifo")) {
+            RES(op, mkfifo(arg, 0600));
         } else if (!strcmp(op, "exit")) {
             return atoi(arg);
         } else if (!strcmp(op, "sleep")) {  /* sleep=MS (violations suite) */

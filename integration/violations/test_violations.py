@@ -105,6 +105,10 @@ def check_flag_and_warning(rt, pack, flags_dir: Path, count: int):
     ("clock_settime", "EPERM", "clock", "clock_settime(clock 0)", "clock_settime"),
     # glibc's settimeofday() is clock_settime(CLOCK_REALTIME)
     ("settimeofday", "EPERM", "clock", "clock_settime(clock 0)", "clock_settime"),
+    ("mknod=/workdir/out/null", "EPERM", "device", "mknodat(/workdir/out/null, char 1:3)", "mknodat"),
+    ("mknod-block=/workdir/out/loop0", "EPERM", "device", "mknodat(/workdir/out/loop0, block 7:0)",
+     "mknodat"),
+    ("mknod-raw=/workdir/out/full", "EPERM", "device", "mknod(/workdir/out/full, char 1:7)", "mknod"),
 ])
 def test_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surface, requested,
                                    syscall):
@@ -119,10 +123,11 @@ def test_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surfac
 
 def test_allowed_actions_report_nothing(rt, pack, workdir, flags_dir):
     res, ev = run_with_events(rt, pack, workdir, "thread", "clock_gettime", "adjtimex-read",
-                              "socket-unix", "exec=/usr/bin/packprobe")
+                              "socket-unix", "mkfifo=/workdir/out/fifo", "exec=/usr/bin/packprobe")
     assert res.rc == 0, res
     r = results(res)
     assert one(r, "thread")["ok"] is True and "exec" not in r
+    assert one(r, "mkfifo")["ok"] is True, r  # a FIFO is not a device
     assert ev == []
     assert not flags_dir.exists() or not list(flags_dir.iterdir())
     assert WARN not in pack_run(rt, pack, "thread").err

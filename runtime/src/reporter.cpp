@@ -356,12 +356,12 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     bool is_exec =
         action == SECCOMP_RET_ALLOW && (req.data.nr == SYS_execve || req.data.nr == SYS_execveat);
     std::string exec_path;
-    // The path of a mount-family call, for `requested` (report only).
-    int path_arg =
-        req.data.nr == SYS_mount ? 1
-        : (req.data.nr == SYS_umount2 || req.data.nr == SYS_chroot || req.data.nr == SYS_pivot_root)
-            ? 0
-            : -1;
+    // The path of a mount-family or mknod call, for `requested` (report only).
+    int path_arg = req.data.nr == SYS_mount || req.data.nr == SYS_mknodat ? 1
+                   : (req.data.nr == SYS_umount2 || req.data.nr == SYS_chroot ||
+                      req.data.nr == SYS_pivot_root || req.data.nr == SYS_mknod)
+                       ? 0
+                       : -1;
     std::string call_path;
     if (path_arg >= 0 && !is_exec)
       call_path = read_remote_string(static_cast<int>(req.pid), req.data.args[path_arg]);
@@ -420,7 +420,8 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
     }
     if (path_arg >= 0 && !is_exec && !call_path.empty())
-      c.requested = c.syscall + "(" + call_path + ")";
+      c.requested = c.surface == "device" ? c.syscall + "(" + call_path + ", " + c.requested + ")"
+                                          : c.syscall + "(" + call_path + ")";
     violations::Event e;
     e.container = container;
     e.pack = pack;

@@ -168,6 +168,14 @@ Classified classify(int nr, const std::uint64_t a[6]) {
     c.surface = "egress";
     c.requested = s + "(family " + std::to_string(low32(a[0])) + ", type " +
                   std::to_string(low32(a[1]) & 0xf) + ")";
+  } else if (s == "mknod" || s == "mknodat") {
+    // The reporter puts the path in front: "mknodat(/dev/x, char 1:3)".
+    const std::uint64_t mode = a[s == "mknod" ? 1 : 2], dev = low32(a[s == "mknod" ? 2 : 3]);
+    const std::uint64_t major = (dev & 0xfff00) >> 8,
+                        minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+    c.surface = "device";
+    c.requested = std::string((mode & 0170000) == 0060000 ? "block " : "char ") +
+                  std::to_string(major) + ":" + std::to_string(minor);
   } else if (s == "unshare") {
     c.surface = "namespace";
     c.requested = "unshare(" + ns_flags(low32(a[0])) + ")";

@@ -198,6 +198,9 @@ constexpr uint64_t kAfUnix = 1;
 constexpr uint64_t kAfPacket = 17;
 constexpr uint64_t kSockTypeMask = 0xf;
 constexpr uint64_t kSockRaw = 3;
+constexpr uint64_t kModeFmt = 0170000;  // S_IFMT
+constexpr uint64_t kModeChr = 0020000;  // S_IFCHR
+constexpr uint64_t kModeBlk = 0060000;  // S_IFBLK
 
 }  // namespace
 
@@ -225,6 +228,13 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
         p.syscalls.push_back(deny({"clone"}, EPERM, {masked(kCloneFlagsArg, f, f)}));
       p.syscalls.push_back(deny({"socket"}, EPERM, {masked(0, kLow32, kAfPacket)}));
       p.syscalls.push_back(deny({"socket"}, EPERM, {masked(1, kSockTypeMask, kSockRaw)}));
+      // Device nodes: no capability allows them here (EPERM anyway); as a
+      // rule they are reported (surface "device"). The kernel reads the
+      // mode as 16 bits, and the file-type bits are inside those.
+      for (uint64_t type : {kModeChr, kModeBlk}) {
+        p.syscalls.push_back(deny({"mknod"}, EPERM, {masked(1, kModeFmt, type)}));
+        p.syscalls.push_back(deny({"mknodat"}, EPERM, {masked(2, kModeFmt, type)}));
+      }
     }
     // clone3 keeps its flags behind a pointer: ENOSYS, and libc falls back
     // to clone(2), whose flags the rules above and below can see. Not a
