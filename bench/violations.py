@@ -7,7 +7,8 @@ Runs a pack whose agent is integration/pack/packprobe.c, with reporting on
 times inside the agent (CLOCK_MONOTONIC around the loop):
   - 100k stat(2) and 100k open+close of an allowed file (fs surfaces are not
     notified: this is the cost of the bigger filter alone)
-  - 10k unix connect(2) to a missing path (the connect path; not notified)
+  - 10k unix connect(2) to a missing path (the connect path: each one a
+    notification answered CONTINUE, for the runtime-socket surface)
   - 1k denied forks (each one a notification round trip through the reporter)
 Prints one JSON object. Run as root:
   COMET_RUNTIME=build/runtime/comet-runtime /usr/bin/python3 bench/violations.py

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,20 @@ TEST(Violations, Classify) {
   c = classify(SYS_mknod,
                {0, S_IFBLK | 0600, (259u << 8) | (300u & 0xff) | ((300u & ~0xffu) << 12)});
   EXPECT_EQ(c.requested, "block 259:300") << "new_encode_dev: the minor's high bits at 20+";
+}
+
+TEST(Violations, RuntimeSockets) {
+  for (const char* p : {"/run/docker.sock", "/var/run/docker.sock", "docker.sock",
+                        "/run/containerd/containerd.sock", "/run/containerd/s/abc",
+                        "/var/run/containerd/containerd.sock.ttrpc", "/run/podman/podman.sock",
+                        "/run/user/1000/podman/podman.sock", "/var/run/crio/crio.sock",
+                        "/run/buildkit/buildkitd.sock", "/home/ada/.docker/run/docker.sock"})
+    EXPECT_TRUE(v::is_runtime_socket(p)) << p;
+  for (const char* p : {"", "/tmp/app.sock", "/run/dbus/system_bus_socket", "/run/docker.sockx",
+                        "/workdir/out/docker.sock.bak", "/run/dockerd", "/srv/containerd"})
+    EXPECT_FALSE(v::is_runtime_socket(p)) << p;
+  std::array<std::uint64_t, 6> a = {};
+  EXPECT_EQ(v::classify(SYS_connect, a.data()).surface, "runtime-socket");
 }
 
 TEST(Violations, CountIncludesRepeatsAndSkipsGarbage) {

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
@@ -167,4 +169,14 @@ TEST(Lockdown, DeviceNodesAreRefusedFifosAndFilesAreNot) {
   auto q = compile(notify);
   EXPECT_EQ(run(q, "mknodat", {0, 0, S_IFCHR | 0666, 0x103}), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(run(q, "mknodat", {0, 0, S_IFIFO | 0600, 0}), kAllow);
+}
+
+TEST(Lockdown, ConnectNotifiesOnlyWhenReporting) {
+  EXPECT_EQ(run(compile({}), "connect"), kAllow);  // the ERRNO program: no rule
+  cs::LockdownOptions notify;
+  notify.notify = true;
+  EXPECT_EQ(run(compile(notify), "connect"), SECCOMP_RET_USER_NOTIF);
+  // not in what a base filter must let through: the base allows it anyway
+  auto names = cs::lockdown_reportable(notify);
+  EXPECT_EQ(std::find(names.begin(), names.end(), "connect"), names.end());
 }

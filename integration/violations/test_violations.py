@@ -109,6 +109,11 @@ def check_flag_and_warning(rt, pack, flags_dir: Path, count: int):
     ("mknod-block=/workdir/out/loop0", "EPERM", "device", "mknodat(/workdir/out/loop0, block 7:0)",
      "mknodat"),
     ("mknod-raw=/workdir/out/full", "EPERM", "device", "mknod(/workdir/out/full, char 1:7)", "mknod"),
+    # not mounted in a pack: ENOENT
+    ("connect-unix=/var/run/docker.sock", "ENOENT", "runtime-socket", "/var/run/docker.sock",
+     "connect"),
+    ("connect-unix=/run/containerd/containerd.sock", "ENOENT", "runtime-socket",
+     "/run/containerd/containerd.sock", "connect"),
 ])
 def test_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surface, requested,
                                    syscall):
@@ -123,11 +128,13 @@ def test_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surfac
 
 def test_allowed_actions_report_nothing(rt, pack, workdir, flags_dir):
     res, ev = run_with_events(rt, pack, workdir, "thread", "clock_gettime", "adjtimex-read",
-                              "socket-unix", "mkfifo=/workdir/out/fifo", "exec=/usr/bin/packprobe")
+                              "socket-unix", "mkfifo=/workdir/out/fifo", "connect-unix=/workdir/out/nothing.sock",
+                              "exec=/usr/bin/packprobe")
     assert res.rc == 0, res
     r = results(res)
     assert one(r, "thread")["ok"] is True and "exec" not in r
     assert one(r, "mkfifo")["ok"] is True, r  # a FIFO is not a device
+    assert one(r, "connect-unix")["errno"] == "ENOENT", r  # not a runtime's socket: no event
     assert ev == []
     assert not flags_dir.exists() or not list(flags_dir.iterdir())
     assert WARN not in pack_run(rt, pack, "thread").err

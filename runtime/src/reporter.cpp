@@ -14,11 +14,14 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -36,6 +39,10 @@ namespace comet::runtime {
 namespace {
 
 constexpr int kReporterSockFd = 3;
+// <linux/seccomp.h> of Linux 6.6, not in Debian 12's headers.
+constexpr unsigned long kNotifSetFlags =
+    _IOW('!', 4, std::uint64_t);               // SECCOMP_IOCTL_NOTIF_SET_FLAGS
+constexpr unsigned long kNotifSyncWakeUp = 1;  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 constexpr size_t kMaxKeys = 1024;  // distinct (surface, requested, syscall) kept for counting
 
 Result<UniqueFd> dup_high(UniqueFd fd, int min_fd) {
@@ -103,12 +110,30 @@ std::string read_remote_string(int pid, std::uint64_t addr) {
   return out;
 }
 
+// The pathname a connect(2) asks for (sockaddr_un of a pathname socket),
+// or "" for any other family, an abstract or unnamed address, or memory
+// that cannot be read.
+std::string read_remote_unix_path(int pid, std::uint64_t addr, std::uint64_t len) {
+  struct sockaddr_un sa = {};
+  const size_t want = std::min<std::uint64_t>(len, sizeof sa);
+  if (want <= offsetof(sockaddr_un, sun_path)) return {};
+  struct iovec local = {&sa, want};
+  struct iovec remote = {reinterpret_cast<void*>(addr), want};
+  const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n <= static_cast<ssize_t>(offsetof(sockaddr_un, sun_path)) || sa.sun_family != AF_UNIX ||
+      sa.sun_path[0] == '\0')
+    return {};
+  const size_t max = static_cast<size_t>(n) - offsetof(sockaddr_un, sun_path);
+  return std::string(sa.sun_path, strnlen(sa.sun_path, max));
+}
+
 // The file an execve of `path` names, seen from the task: (dev, ino), or
 // the errno of resolving it. Relative paths from its cwd (or dirfd).
 struct Target {
   int err = 0;
   dev_t dev = 0;
   ino_t ino = 0;
+  mode_t mode = 0;
 };
 Target resolve_in_task(int pid, const std::string& path, int dirfd_arg, bool at) {
   Target t;
@@ -137,6 +162,7 @@ Target resolve_in_task(int pid, const std::string& path, int dirfd_arg, bool at)
   }
   t.dev = st.st_dev;
   t.ino = st.st_ino;
+  t.mode = st.st_mode;
   return t;
 }
 
@@ -314,6 +340,10 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   int lfd;
   std::memcpy(&lfd, CMSG_DATA(cm), sizeof lfd);
   UniqueFd listener(lfd);
+  // Linux >= 6.6: wake this thread synchronously (on the notifying CPU)
+  // and switch back on the answer, as a request-reply pair. Older kernels
+  // say EINVAL/ENOTTY; the notifier works the same, only slower.
+  (void)::ioctl(listener.get(), kNotifSetFlags, kNotifSyncWakeUp);
   Writer out(r.state_dir, r.deliver);
   std::map<std::string, Pending> seen;
   auto flush = [&] {
@@ -362,6 +392,22 @@ int serve_reporter(const ReporterRequest& r, int sock) {
                       req.data.nr == SYS_pivot_root || req.data.nr == SYS_mknod)
                        ? 0
                        : -1;
+    // connect: reporting only (CONTINUE), and only of a runtime's socket
+    // that the sandbox keeps from the agent: resolved in the task's root
+    // while it waits, ENOENT when it is not there, ECONNREFUSED when what is
+    // there is not a socket (a hidden one). A real socket (devbox shows the
+    // host's) is what the profile allows: no event.
+    const bool is_connect = action == SECCOMP_RET_ALLOW && req.data.nr == SYS_connect;
+    std::string sock_path;
+    int sock_err = 0;
+    if (is_connect) {
+      sock_path =
+          read_remote_unix_path(static_cast<int>(req.pid), req.data.args[1], req.data.args[2]);
+      if (!sock_path.empty() && violations::is_runtime_socket(sock_path)) {
+        Target t = resolve_in_task(static_cast<int>(req.pid), sock_path, AT_FDCWD, false);
+        sock_err = t.err ? t.err : (S_ISSOCK(t.mode) ? 0 : ECONNREFUSED);
+      }
+    }
     std::string call_path;
     if (path_arg >= 0 && !is_exec)
       call_path = read_remote_string(static_cast<int>(req.pid), req.data.args[path_arg]);
@@ -400,9 +446,9 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     struct seccomp_notif_resp resp;
     std::memset(&resp, 0, sizeof resp);
     resp.id = req.id;
-    if (is_exec) {
-      // CONTINUE is safe here only because Landlock, not this answer,
-      // decides whether the file may be executed.
+    if (is_exec || is_connect) {
+      // CONTINUE is safe here only because Landlock (exec) and the mounts
+      // (connect), not this answer, decide.
       resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     } else {
       resp.error = -err;
@@ -418,6 +464,11 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       c.surface = "exec";
       c.requested = exec_path;
       err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
+    }
+    if (is_connect) {
+      if (sock_err == 0) continue;  // not a runtime socket, or one the profile shows
+      c.requested = sock_path;
+      err = sock_err;
     }
     if (path_arg >= 0 && !is_exec && !call_path.empty())
       c.requested = c.surface == "device" ? c.syscall + "(" + call_path + ", " + c.requested + ")"

@@ -168,6 +168,9 @@ Classified classify(int nr, const std::uint64_t a[6]) {
     c.surface = "egress";
     c.requested = s + "(family " + std::to_string(low32(a[0])) + ", type " +
                   std::to_string(low32(a[1]) & 0xf) + ")";
+  } else if (s == "connect") {
+    c.surface = "runtime-socket";  // the reporter puts in the path
+    c.requested = "connect";
   } else if (s == "mknod" || s == "mknodat") {
     // The reporter puts the path in front: "mknodat(/dev/x, char 1:3)".
     const std::uint64_t mode = a[s == "mknod" ? 1 : 2], dev = low32(a[s == "mknod" ? 2 : 3]);
@@ -184,6 +187,21 @@ Classified classify(int nr, const std::uint64_t a[6]) {
     c.requested = s;
   }
   return c;
+}
+
+bool is_runtime_socket(const std::string& path) {
+  static const char* const kNames[] = {
+      "docker.sock", "containerd.sock", "containerd.sock.ttrpc", "podman.sock",
+      "crio.sock",   "buildkitd.sock",  "cri-dockerd.sock",      "dockershim.sock"};
+  static const char* const kDirs[] = {"/run/containerd/", "/run/docker/", "/run/podman/",
+                                      "/run/crio/", "/run/buildkit/"};
+  const std::size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  for (const char* n : kNames)
+    if (base == n) return true;
+  for (const char* d : kDirs)
+    if (path.find(d) != std::string::npos) return true;  // also /var/run/..., /run/user/N/...
+  return false;
 }
 
 void deliver_line(const std::string& target, const std::string& line) {

@@ -254,6 +254,16 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
         p.syscalls.push_back(std::move(ex));
       }
     }
+    // Reporting only, as execve above: connect(2) notifies so the reporter
+    // can see a container runtime's socket asked for (its sockaddr is
+    // behind a pointer). The ERRNO program has no such rule: the reporter
+    // answers CONTINUE, and the mounts (the socket is not there) decide.
+    if (o.notify) {
+      oci::SeccompSyscall c;
+      c.names = {"connect"};
+      c.action = "SCMP_ACT_NOTIFY";
+      p.syscalls.push_back(std::move(c));
+    }
     if (o.network_none) {
       // Only AF_UNIX sockets can exist, so connect, bind, listen, accept and
       // send* can only ever reach a unix socket.
