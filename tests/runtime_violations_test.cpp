@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "comet/capability/profile.hpp"
 #include "comet/runtime/violations.hpp"
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
@@ -106,10 +107,10 @@ TEST(Violations, RuntimeSockets) {
                         "/var/run/containerd/containerd.sock.ttrpc", "/run/podman/podman.sock",
                         "/run/user/1000/podman/podman.sock", "/var/run/crio/crio.sock",
                         "/run/buildkit/buildkitd.sock", "/home/ada/.docker/run/docker.sock"})
-    EXPECT_TRUE(v::is_runtime_socket(p)) << p;
+    EXPECT_TRUE(comet::capability::is_runtime_socket(p)) << p;
   for (const char* p : {"", "/tmp/app.sock", "/run/dbus/system_bus_socket", "/run/docker.sockx",
                         "/workdir/out/docker.sock.bak", "/run/dockerd", "/srv/containerd"})
-    EXPECT_FALSE(v::is_runtime_socket(p)) << p;
+    EXPECT_FALSE(comet::capability::is_runtime_socket(p)) << p;
   std::array<std::uint64_t, 6> a = {};
   EXPECT_EQ(v::classify(SYS_connect, a.data()).surface, "runtime-socket");
 }

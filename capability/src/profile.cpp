@@ -225,4 +225,24 @@ Result<ResolvedProfile> resolve(std::string_view name, const ResolveContext& ctx
   return resolve(ProfileSet{}, name, ctx);
 }
 
+bool is_runtime_socket(std::string_view path) {
+  static const char* const kAlsoNames[] = {"containerd.sock.ttrpc", "cri-dockerd.sock",
+                                           "dockershim.sock"};
+  auto base_of = [](std::string_view p) {
+    const std::size_t slash = p.rfind('/');
+    return slash == std::string_view::npos ? p : p.substr(slash + 1);
+  };
+  const std::string_view base = base_of(path);
+  for (const std::string& s : kRuntimeSockets)
+    if (base == base_of(s)) return true;
+  for (const char* n : kAlsoNames)
+    if (base == n) return true;
+  // The directories as "/run/<runtime>/", matched anywhere in the path.
+  for (const std::string& d : kRuntimeSocketDirs) {
+    if (d.rfind("/run/", 0) != 0) continue;  // /var/run/... and {runtime}/... are covered by these
+    if (path.find(d + "/") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace comet::capability

@@ -6,6 +6,8 @@ operation per argument and prints one JSON line for each."""
 from __future__ import annotations
 
 import json
+import platform
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -78,8 +80,6 @@ def test_other_syscall_abis_are_killed(rt, pack, packprobe, op):
     or the x32 one (bit 30). Neither seccomp filter of a confined container
     has any other ABI in it, so the first such syscall kills the agent with
     SIGSYS, before the kernel runs it, even getpid."""
-    import platform
-    import subprocess
     if platform.machine() != "x86_64":
         pytest.skip("x86_64 only")
     if op.startswith("int80"):

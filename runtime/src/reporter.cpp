@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "comet/capability/profile.hpp"
 #include "comet/runtime/sys.hpp"
 #include "comet/runtime/violations.hpp"
 #include "comet/seccomp/bpf_eval.hpp"
@@ -403,7 +404,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     if (is_connect) {
       sock_path =
           read_remote_unix_path(static_cast<int>(req.pid), req.data.args[1], req.data.args[2]);
-      if (!sock_path.empty() && violations::is_runtime_socket(sock_path)) {
+      if (!sock_path.empty() && capability::is_runtime_socket(sock_path)) {
         Target t = resolve_in_task(static_cast<int>(req.pid), sock_path, AT_FDCWD, false);
         sock_err = t.err ? t.err : (S_ISSOCK(t.mode) ? 0 : ECONNREFUSED);
       }

@@ -189,21 +189,6 @@ Classified classify(int nr, const std::uint64_t a[6]) {
   return c;
 }
 
-bool is_runtime_socket(const std::string& path) {
-  static const char* const kNames[] = {
-      "docker.sock", "containerd.sock", "containerd.sock.ttrpc", "podman.sock",
-      "crio.sock",   "buildkitd.sock",  "cri-dockerd.sock",      "dockershim.sock"};
-  static const char* const kDirs[] = {"/run/containerd/", "/run/docker/", "/run/podman/",
-                                      "/run/crio/", "/run/buildkit/"};
-  const std::size_t slash = path.rfind('/');
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  for (const char* n : kNames)
-    if (base == n) return true;
-  for (const char* d : kDirs)
-    if (path.find(d) != std::string::npos) return true;  // also /var/run/..., /run/user/N/...
-  return false;
-}
-
 void deliver_line(const std::string& target, const std::string& line) {
   if (target.empty()) return;
   if (target.rfind("unix:", 0) == 0) {

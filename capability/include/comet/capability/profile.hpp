@@ -148,4 +148,12 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
 // The built-ins alone (no config files).
 Result<ResolvedProfile> resolve(std::string_view name, const ResolveContext& ctx);
 
+// A container runtime's API socket, as a path a workload asks for: the
+// file name of one the profiles hide (docker.sock, containerd.sock, ...),
+// or anything below one of their runtime directories (/run/containerd/,
+// also under /var/run or /run/user/N), or one of a few more sockets of the
+// same kind that no profile needs to hide (cri-dockerd, dockershim,
+// containerd's ttrpc). The runtime-socket violation surface.
+bool is_runtime_socket(std::string_view path);
+
 }  // namespace comet::capability

@@ -58,11 +58,6 @@ struct Classified {
 };
 Classified classify(int nr, const std::uint64_t args[6]);
 
-// A container runtime's API socket (docker.sock, containerd.sock, podman,
-// cri-o, buildkit, or anything in such a runtime's own /run directory): the
-// paths whose connect() is the runtime-socket surface.
-bool is_runtime_socket(const std::string& path);
-
 // Appends one event line to the container's events file (and to the
 // delivery target recorded next to it). For other reporting sources (the
 // egress helper, the DNS resolver): state_dir is <root>/<id>.
