@@ -1,5 +1,6 @@
 """docs/errors.md is the table of every error the CLI prints. For each row
-whose test column says `recipe`, RECIPES[id] makes the CLI print it; the
+whose test column says `recipe` or `fault` (a test-only COMET_FAULT),
+RECIPES[id] makes the CLI print it; the
 test checks the exit status and that one line of stderr matches the
 message (`<...>` matches any text). Rows marked `internal` / `untested` are
 reported as skipped with that reason, and a recipe without a row (or a row
@@ -373,6 +374,74 @@ def r_pack_compile_output(x):
                  "-o", str(x.w / "pb"), root=False)
 
 
+def fault(name):
+    """The environment for a test-only fault (oci/include/comet/base/fault.hpp)."""
+    return dict(os.environ, COMET_FAULT=name)
+
+
+def r_start_fifo_closed(x):
+    cid = x.rt.new_id()
+    x.rt.create(cid, x.bundle().probe("sleep", "60"), env=fault("init-close-fifo")).expect_ok()
+    return x.cli("start", cid)
+
+
+def r_freeze_timeout(x):
+    cid = x.running()
+    return x.cli("pause", cid, env=fault("freezer-stuck"))
+
+
+def r_no_freezer(x):
+    """A record without a freezer (as an older runtime wrote it)."""
+    cid = x.running()
+    st = x.rt.root / cid / "state.json"
+    rec = json.loads(st.read_text())
+    assert rec["freezer_dir"], rec
+    rec["freezer_dir"] = ""
+    st.write_text(json.dumps(rec))
+    return x.cli("pause", cid)
+
+
+def r_child_dev_null(x):
+    """The runtime's own mount namespace has /dev/zero where /dev/null was:
+    the init copies that namespace and refuses the impostor. Private to the
+    unshare, so the host's /dev/null is never touched."""
+    b = x.bundle().write()
+    return x.rt("create", "--bundle", str(b.path), x.rt.new_id(),
+                prefix=["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        'mount --bind /dev/zero /dev/null && exec "$@"', "sh"])
+
+
+def r_child_other(x):
+    return x.cfg(lambda b: b.hostname("faulty"), env=fault("sethostname-eperm"))
+
+
+def r_pack_compile_abs(x):
+    rootfs = x.w / "prootfs"
+    rootfs.mkdir()
+    return x.cli("pack", "bundle", str(REPO_DIR / "examples" / "weather-egress"), "--rootfs", "prootfs",
+                 "-o", "pb", root=False, cwd=x.w, env=fault("pack-relative-paths"))
+
+
+def r_child_seccomp_load(x):
+    """A filter with a NOTIFY rule loads during create (its listener goes to
+    listenerPath before the hooks): the failure reaches the CLI. Without one
+    the filter loads just before execve, after `start`; a failure there goes
+    to the container's stderr (the runtime has exited)."""
+    import socket
+    path = x.w / "listener.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+        srv.bind(str(path))
+        srv.listen(1)  # the runtime's connect lands in the backlog; the load fails first
+        return x.cfg(lambda b: b.seccomp(
+            {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": str(path),
+             "syscalls": [{"names": ["getpriority"], "action": "SCMP_ACT_NOTIFY"}]}),
+            env=fault("seccomp-load-einval"))
+
+
+SECCOMP_ONE = {"defaultAction": "SCMP_ACT_ALLOW",
+               "syscalls": [{"names": ["getpid"], "action": "SCMP_ACT_ERRNO"}]}
+
+
 PACK = str(REPO_DIR / "examples" / "summarize-inputs")
 
 
@@ -595,6 +664,21 @@ RECIPES = {
     "cache-prune-failed": r_cache_prune_failed,
     "cache-prune-size": lambda x: x.cli("cache", "prune", "--max-size", "lots", "--cache-dir", str(x.w),
                                         root=False),
+    # failures that cannot be caused from outside on a sane host: test-only
+    # faults (docs/reliability.md "Fault points")
+    "start-fifo-closed": r_start_fifo_closed,
+    "freeze-timeout": r_freeze_timeout,
+    "no-freezer": r_no_freezer,
+    "plan-socketpair": lambda x: x.cfg(lambda b: None, env=fault("socketpair-emfile")),
+    "plan-clone": lambda x: x.cfg(lambda b: None, env=fault("clone3-eagain")),
+    "plan-trampoline": lambda x: x.cfg(lambda b: None, env=fault("memfd-enosys")),
+    "plan-sync": lambda x: x.cfg(lambda b: None, env=fault("sync-econnreset")),
+    "plan-sync-order": lambda x: x.cfg(lambda b: None, env=fault("sync-out-of-order")),
+    "child-seccomp-load": r_child_seccomp_load,
+    "child-dev-null": r_child_dev_null,
+    "child-other": r_child_other,
+    "sc-internal": lambda x: x.cfg(lambda b: b.seccomp(SECCOMP_ONE), env=fault("seccomp-export-enomem")),
+    "pack-compile-abs": r_pack_compile_abs,
 }
 
 # rows whose message comes after a usage text on stderr
@@ -606,18 +690,18 @@ ROWS = parse_table()
 def test_table_and_recipes_agree():
     ids = [r["id"] for r in ROWS]
     assert len(ids) == len(set(ids)), "duplicate ids in docs/errors.md"
-    assert all(r["test"] in ("recipe", "internal", "untested") for r in ROWS), \
-        [r for r in ROWS if r["test"] not in ("recipe", "internal", "untested")]
-    with_recipe = {r["id"] for r in ROWS if r["test"] == "recipe"}
+    assert all(r["test"] in ("recipe", "fault", "internal", "untested") for r in ROWS), \
+        [r for r in ROWS if r["test"] not in ("recipe", "fault", "internal", "untested")]
+    with_recipe = {r["id"] for r in ROWS if r["test"] in ("recipe", "fault")}
     assert with_recipe - set(RECIPES) == set(), "rows marked recipe without a recipe"
     assert set(RECIPES) - with_recipe == set(), "recipes for rows not marked recipe (or missing rows)"
-    internal = [r for r in ROWS if r["test"] == "internal"]
-    assert len(internal) <= 15, "keep `internal` for what truly cannot be triggered"
+    skipped = [r["id"] for r in ROWS if r["test"] in ("internal", "untested")]
+    assert skipped == [], f"every row is triggered (recipe or fault); not: {skipped}"
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
 def test_error_row(harness, row):
-    if row["test"] != "recipe":
+    if row["test"] not in ("recipe", "fault"):
         pytest.skip(f"{row['test']}: {row['todo']}")
     res = RECIPES[row["id"]](X(harness))
     pattern = template_regex(row["message"])

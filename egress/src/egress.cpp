@@ -1,5 +1,6 @@
 // Egress setup and teardown for one container (see egress.hpp).
 #include "comet/egress/egress.hpp"
+#include "comet/base/fault.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -266,7 +267,7 @@ Status setup(const SetupRequest& req, Handles& h,
   std::string script = ruleset_text(allow, h.table, /*replace=*/shared);
   // Test-only (runtime/fault.hpp): a ruleset the kernel's parser refuses,
   // for the reliability suite's failed creates.
-  if (const char* f = std::getenv("COMET_FAULT"); f && std::strcmp(f, "egress-bad-ruleset") == 0)
+  if (fault_is("egress-bad-ruleset"))
     script += "add rule inet " + h.table + " output comet-fault-bogus-statement\n";
   t0 = std::chrono::steady_clock::now();
   double nft_ms = 0;

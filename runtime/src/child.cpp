@@ -2,6 +2,7 @@
 // noexcept: every failure is sent to the parent as kError and ends in
 // _exit(1). Order follows sync.hpp's diagram; seccomp is loaded last.
 #include "comet/runtime/child.hpp"
+#include "comet/base/fault.hpp"
 #include "comet/runtime/confine.hpp"
 
 #include <dirent.h>
@@ -556,9 +557,7 @@ void enter_root(int rootfd) {
     if (oldroot < 0) die(errno, "open the old root");
     // Test-only (docs/reliability.md): pivot_root fails as it does on a
     // ramfs root (EINVAL), which cannot be set up on a test machine.
-    const char* f = std::getenv("COMET_FAULT");
-    if (f && std::strcmp(f, "pivot-root-einval") == 0)
-      die(EINVAL, "pivot_root %s", c.rootfs.c_str());
+    if (fault_is("pivot-root-einval")) die(EINVAL, "pivot_root %s", c.rootfs.c_str());
     if (::syscall(SYS_pivot_root, ".", ".") < 0) die(errno, "pivot_root %s", c.rootfs.c_str());
     // The old root is now stacked on top of the new one. Step onto it
     // explicitly (mount(2) on "." would otherwise hit the new root), make
@@ -759,7 +758,7 @@ void send_listener_fd(int listener) {
 void load_seccomp() {
   const ChildContext& c = *g_ctx;
   int listener = -1;
-  int r = seccomp::load(c.seccomp, &listener);
+  int r = fault_fail("seccomp-load-einval", EINVAL) ? EINVAL : seccomp::load(c.seccomp, &listener);
   if (r) die(r, "load seccomp filter");
   if (c.seccomp.needs_listener) send_listener_fd(listener);
 }
@@ -930,10 +929,11 @@ void write_time_offsets() {
   // Bind sources must live in our own mount namespace, so the masking
   // /dev/null is opened here (the host's, copied) and checked to be 1:3.
   g_dev_null = ::open("/dev/null", O_PATH | O_CLOEXEC);
+  if (g_dev_null < 0) die(errno, "open /dev/null");
   struct stat nst;
-  if (g_dev_null < 0 || ::fstat(g_dev_null, &nst) < 0 || !S_ISCHR(nst.st_mode) ||
-      nst.st_rdev != makedev(1, 3))
-    die(errno, "/dev/null is not the null device");
+  if (::fstat(g_dev_null, &nst) < 0) die(errno, "fstat /dev/null");
+  if (!S_ISCHR(nst.st_mode) || nst.st_rdev != makedev(1, 3))
+    die(0, "/dev/null is not the null device");
   int rootfd = ::open(ctx.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) die(errno, "open rootfs %s", ctx.rootfs.c_str());
   if (ctx.new_ns_flags & CLONE_NEWNS) {
@@ -943,7 +943,7 @@ void write_time_offsets() {
   if (ctx.terminal) slave = setup_console(rootfd);
 
   /* sync 3: prestart and createRuntime hooks run in the parent */
-  send_msg(ctx.sync_fd, MsgType::kMountsDone);
+  send_msg(ctx.sync_fd, fault_is("sync-out-of-order") ? MsgType::kReady : MsgType::kMountsDone);
   expect(MsgType::kHooksDone);
   if (auto st = read_file_at(ctx.state_dir_fd, "hookstate.json"); st.ok()) g_state = *st;
   if (!ctx.create_container_hooks.empty()) {
@@ -962,7 +962,8 @@ void write_time_offsets() {
   ::close(rootfd);
   verify_confinement();
 
-  if (ctx.set_hostname && ::sethostname(ctx.hostname.data(), ctx.hostname.size()) < 0)
+  if (ctx.set_hostname && (fault_fail("sethostname-eperm", EPERM) ||
+                           ::sethostname(ctx.hostname.data(), ctx.hostname.size()) < 0))
     die(errno, "sethostname %s", ctx.hostname.c_str());
   if (ctx.set_domainname && ::setdomainname(ctx.domainname.data(), ctx.domainname.size()) < 0)
     die(errno, "setdomainname %s", ctx.domainname.c_str());
@@ -1014,9 +1015,14 @@ void write_time_offsets() {
   ::close(ctx.sync_fd);
   int fifo = ::openat(ctx.state_dir_fd, "exec.fifo", O_WRONLY | O_CLOEXEC);
   if (fifo < 0) die(errno, "open exec fifo");
-  // Test-only (fault.hpp): the init dies as `start` opens the fifo.
-  if (const char* f = std::getenv("COMET_FAULT"); f && std::strcmp(f, "init-exit-at-start") == 0)
+  // Test-only (fault.hpp): the init dies as `start` opens the fifo, or
+  // closes the fifo without a word and stays.
+  if (fault_is("init-exit-at-start")) ::_exit(1);
+  if (fault_is("init-close-fifo")) {
+    ::close(fifo);
+    ::sleep(30);
     ::_exit(1);
+  }
   ::close(ctx.state_dir_fd);
   // `start` reads the fifo to EOF: "0" is success, anything else the error.
   if (!ctx.start_container_hooks.empty()) {

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "comet/base/fault.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/capability/policy.hpp"
 #include "comet/egress/egress.hpp"
@@ -134,7 +135,7 @@ Result<long> clone_into(int ns_flags, int cgroup_fd) {
                (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
   args.exit_signal = SIGCHLD;
   if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  long pid = fault_fail("clone3-eagain", EAGAIN) ? -1 : ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) return Error::sys(errno, "clone3");
   return pid;
 }
@@ -276,7 +277,8 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRY(UniqueFd tramp, high(std::move(tramp0), min_fd, "exec trampoline"));
   ctx.trampoline_fd = tramp.get();
   int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+  if (fault_fail("socketpair-emfile", EMFILE) ||
+      ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair");
   TRY(UniqueFd sync_parent, high(UniqueFd(sp[0]), min_fd, "sync socket"));
   TRY(UniqueFd sync_child, high(UniqueFd(sp[1]), min_fd, "sync socket"));
@@ -378,7 +380,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     ::close(fd);
   }
   /* sync 2 */
-  if (int r = send_msg(sfd, MsgType::kGo))
+  if (int r = fault_fail("sync-econnreset", ECONNRESET) ? ECONNRESET : send_msg(sfd, MsgType::kGo))
     return child_failure(sfd, Error::sys(r, "sync with container init"), lx);
   int init_pid = static_cast<int>(pid);
   if (ctx.slow_path && (ctx.new_ns_flags & (CLONE_NEWPID | CLONE_NEWTIME) ||

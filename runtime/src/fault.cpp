@@ -1,3 +1,4 @@
+#include "comet/base/fault.hpp"
 #include "comet/runtime/fault.hpp"
 
 #include <signal.h>
@@ -11,8 +12,7 @@ namespace comet::runtime {
 // create-after-mounts, create-after-nft (egress: ruleset, pasta and resolver
 // set up and recorded), create-before-ready, start-waiting-fifo.
 void fault_point(const char* name) noexcept {
-  const char* want = std::getenv("COMET_FAULT");
-  if (want && std::strcmp(want, name) == 0) ::raise(SIGKILL);
+  if (fault_is(name)) ::raise(SIGKILL);
 }
 
 }  // namespace comet::runtime

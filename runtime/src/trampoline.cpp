@@ -1,4 +1,5 @@
 #include "comet/runtime/trampoline.hpp"
+#include "comet/base/fault.hpp"
 
 #include <fcntl.h>
 #include <linux/memfd.h>
@@ -36,7 +37,7 @@ std::span<const unsigned char> trampoline_image() noexcept {
 
 Result<UniqueFd> sealed_trampoline() {
   constexpr unsigned kFlags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
-  UniqueFd fd(memfd(kFlags | MFD_EXEC));
+  UniqueFd fd(fault_fail("memfd-enosys", ENOSYS) ? -1 : memfd(kFlags | MFD_EXEC));
   if (!fd && errno == EINVAL) fd.reset(memfd(kFlags));  // before Linux 6.3
   if (!fd) return Error::sys(errno, "memfd_create comet-exec");
 

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string_view>
 
+#include "comet/base/fault.hpp"
 #include "comet/seccomp/seccomp.hpp"
 #include "tables.hpp"
 
@@ -250,7 +251,8 @@ std::vector<sock_filter> enosys_stub(const std::vector<StubArch>& archs) {
 Result<std::vector<sock_filter>> export_bpf(void* ctx) {
   UniqueFd fd(::memfd_create("comet-seccomp-bpf", MFD_CLOEXEC));
   if (fd.get() < 0) return Error::sys(errno, "seccomp: memfd_create");
-  const int rc = seccomp_export_bpf(ctx, fd.get());
+  const int rc =
+      fault_fail("seccomp-export-enomem", ENOMEM) ? -ENOMEM : seccomp_export_bpf(ctx, fd.get());
   if (rc < 0) return Error::sys(-rc, "seccomp: exporting the BPF program");
   struct stat st {};
   if (::fstat(fd.get(), &st) < 0) return Error::sys(errno, "seccomp: fstat of the BPF memfd");

@@ -15,6 +15,11 @@
 //                         exited before start"
 //   pivot-root-einval     the init's pivot_root fails with EINVAL, as on an
 //                         initramfs root (child.cpp; --no-pivot unaffected)
+// The error table's faults (socketpair-emfile, clone3-eagain, memfd-enosys,
+// sync-econnreset, sync-out-of-order, seccomp-export-enomem,
+// seccomp-load-einval, sethostname-eperm, init-close-fifo, freezer-stuck,
+// pack-relative-paths) are comet::fault_is()/fault_fail() sites
+// (comet/base/fault.hpp); docs/reliability.md "Fault points" lists them.
 // Unset (the normal case) costs one getenv per point.
 #pragma once
 
