@@ -140,3 +140,61 @@ class Internet:
         if self.up:
             sh("ip", "netns", "del", self.ns, check=False)
             self.up = False
+
+
+POD_NET = "10.216.0"
+
+
+class Pod:
+    """A netns joined to the test internet, as an engine's CNI leaves it."""
+
+    def __init__(self, internet: Internet):
+        tag = secrets.token_hex(3)
+        self.ns = f"cmt-pod-{tag}"
+        self.path = f"/run/netns/{self.ns}"
+        self.veth_pod, self.veth_inet = f"cmp{tag}p", f"cmp{tag}i"
+        self.internet = internet
+        self.made = False
+
+    def __enter__(self) -> "Pod":
+        try:
+            sh("ip", "netns", "add", self.ns)
+            self.made = True
+            sh("ip", "link", "add", self.veth_pod, "type", "veth", "peer", "name", self.veth_inet)
+            sh("ip", "link", "set", self.veth_pod, "netns", self.ns)
+            sh("ip", "link", "set", self.veth_inet, "netns", self.internet.ns)
+            inet = ["ip", "-n", self.internet.ns]
+            sh(*inet, "addr", "add", f"{POD_NET}.1/24", "dev", self.veth_inet)
+            sh(*inet, "link", "set", self.veth_inet, "up")
+            pod = ["ip", "-n", self.ns]
+            sh(*pod, "link", "set", "lo", "up")
+            sh(*pod, "addr", "add", f"{POD_NET}.2/24", "dev", self.veth_pod)
+            sh(*pod, "link", "set", self.veth_pod, "up")
+            sh(*pod, "route", "add", "default", "via", f"{POD_NET}.1")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        # The inet end goes with the pod end; the netns goes last.
+        sh("ip", "-n", self.internet.ns, "link", "del", self.veth_inet, check=False)
+        if self.made:
+            sh("ip", "netns", "del", self.ns, check=False)
+            self.made = False
+
+    def tables(self) -> list[str]:
+        out = sh("ip", "netns", "exec", self.ns, "nft", "list", "tables").stdout
+        return sorted(l.strip() for l in out.splitlines() if l.strip())
+
+    def links(self) -> list[str]:
+        out = sh("ip", "-n", self.ns, "-o", "link").stdout
+        return sorted(l.split(":")[1].strip() for l in out.splitlines())
+
+    def connect(self, addr: str, port: int) -> str:
+        """A connect from the pod namespace itself, outside any container."""
+        code = ("import socket,sys\n"
+                "s=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=3)\n"
+                "print(s.recv(100).decode())\n")
+        r = sh("ip", "netns", "exec", self.ns, "python3", "-c", code, addr, str(port), check=False)
+        return r.stdout.strip() or r.stderr.strip().splitlines()[-1]
