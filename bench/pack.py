@@ -7,7 +7,9 @@
             that exits 0 as runtime.interpreter) against a plain
             `comet-runtime run` of the same rootfs and program with runc's
             default config (target: at most 5 ms more at the median), and
-            runc's `run` of that plain bundle for scale
+            runc's `run` of that plain bundle for scale; also with reporting
+            off, and with the pack's own PID 1 off (COMET_OWN_INIT=off:
+            the agent is the init, docs/events.md)
 
 `pack run` is timed with --no-cache (a cache hit starts no container; see
 bench/cache.py). The pack run figure includes everything pack run does: parse, validate,
@@ -79,6 +81,9 @@ def main():
             "comet pack run, reporting off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
                                                         str(pack), "--rootfs", str(rootfs), "--id", f"bq{i}",
                                                         "--no-cache", "--", "exit=0"],
+            "comet pack run, own init off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
+                                                       str(pack), "--rootfs", str(rootfs), "--id", f"bi{i}",
+                                                       "--no-cache", "--", "exit=0"],
             "comet run (plain)": lambda i: [str(COMET), "--root", str(state / "c"), "run", "-b", str(plain),
                                             f"br{i}"],
             "runc run (plain)": lambda i: ["runc", "--root", str(state / "r"), "run", "-b", str(plain), f"rr{i}"],
@@ -86,7 +91,8 @@ def main():
         times = {k: [] for k in variants}
         for i in range(a.n):
             for k, mk in variants.items():  # interleaved
-                env = dict(os.environ, COMET_VIOLATION_REPORTING="off") if "off" in k else None
+                env = (dict(os.environ, COMET_VIOLATION_REPORTING="off") if "reporting off" in k
+                       else dict(os.environ, COMET_OWN_INIT="off") if "own init off" in k else None)
                 times[k].append(run_ms(mk(i), env=env))
         base = median(times["comet run (plain)"])
         rows = []
