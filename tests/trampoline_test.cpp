@@ -367,3 +367,133 @@ TEST(Trampoline, MakesNoSyscallButExecveAndExitGroup) {
 }
 
 }  // namespace
+
+// ---- comet-init: the trampoline as a pack container's PID 1 ---------------
+// (docs/events.md "Exit code 3 under an engine"). Run here as the parent of a
+// forked "agent", as the container's init runs it (child.cpp).
+namespace {
+
+// An fd the exec keeps (no CLOEXEC) holding TEXT, or -1 for none.
+int events_with(const std::string& text) {
+  int fd = static_cast<int>(::syscall(SYS_memfd_create, "events", 0));
+  if (fd >= 0 && !text.empty() && ::write(fd, text.data(), text.size()) < 0) return -1;
+  return fd;
+}
+
+// The init's exit status (-N for a signal). sig_after_ms: SIGTERM to the
+// init after that long.
+int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
+             const char* agent_arg = nullptr) {
+  pid_t init = ::fork();
+  if (init == 0) {
+    sigset_t all;
+    sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, nullptr);
+    pid_t a = ::fork();
+    if (a == 0) {
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      _exit(agent());
+    }
+    char as[16], es[16];
+    std::snprintf(as, sizeof as, "%d", a);
+    std::snprintf(es, sizeof es, "%d", events_fd);
+    const char* argv[] = {"comet-init", agent_arg ? agent_arg : as, es, "-", nullptr};
+    const char* envp[] = {nullptr};
+    ::syscall(SYS_execveat, tfd, "", argv, envp, AT_EMPTY_PATH);
+    _exit(120);
+  }
+  if (sig_after_ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(sig_after_ms));
+    ::kill(init, SIGTERM);
+  }
+  int st = 0;
+  while (::waitpid(init, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (events_fd >= 0) ::close(events_fd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+const std::string kViolationLine =
+    R"({"container":"c","errno":"EPERM","id":"x","pack":null,"type":"capability_violation"})"
+    "\n";
+
+}  // namespace
+
+TEST(TrampolineInit, ExitsWithTheAgentsStatus) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, events_with("")),
+            0);
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 7; }, events_with("")),
+            7);
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 7; }, -1),
+            7);
+  EXPECT_EQ(run_init(
+                fd.get(),
+                +[] {
+                  ::raise(SIGKILL);
+                  return 0;
+                },
+                events_with("")),
+            128 + SIGKILL);
+}
+
+TEST(TrampolineInit, ExitsThreeWhenTheEventsFileHoldsAViolation) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, events_with(kViolationLine)),
+            3);
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 9; }, events_with(kViolationLine)),
+            3);
+  // other lines are not violations
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; },
+                events_with("{\"type\":\"events_truncated\",\"dropped\":3}\n")),
+            0);
+  // the pattern across the init's 4 KiB read boundary, and far into the file
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, events_with(std::string(4090, 'x') + kViolationLine)),
+            3);
+  EXPECT_EQ(
+      run_init(
+          fd.get(), +[] { return 0; }, events_with(std::string(100000, ' ') + kViolationLine)),
+      3);
+  // an escaped copy inside a string is not the field
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; },
+                events_with(R"({"requested":"\"type\":\"capability_violation\""})")),
+            0);
+}
+
+TEST(TrampolineInit, ForwardsSignalsToTheAgent) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  auto t0 = std::chrono::steady_clock::now();
+  int st = run_init(
+      fd.get(),
+      +[] {
+        ::sleep(20);
+        return 0;
+      },
+      events_with(""), 200);
+  EXPECT_EQ(st, 128 + SIGTERM);  // the agent died of it; the init did not
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+}
+
+TEST(TrampolineInit, RefusesBadArguments) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, -1, 0, "12x"),
+            127);
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, -1, 0, ""),
+            127);
+}

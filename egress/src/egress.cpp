@@ -27,10 +27,6 @@ namespace {
 
 constexpr int kResolverReadyMs = 3000;
 
-bool wants_resolver(const capability::Capabilities& caps) {
-  return mode_of(Allowlist(caps.egress)) != Mode::none;
-}
-
 std::string read_text(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -180,6 +176,10 @@ Result<std::string> engine_netns(const oci::Spec& spec) {
   return Error::msg(
       "egress: the config has no network namespace; a pack's egress allowlist cannot be "
       "enforced in the host's");
+}
+
+bool wants_resolver(const capability::Capabilities& caps) {
+  return mode_of(Allowlist(caps.egress)) != Mode::none;
 }
 
 void prepare_spec(oci::Spec& spec, const capability::Capabilities& caps,

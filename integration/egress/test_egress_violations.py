@@ -123,3 +123,23 @@ def test_dns_to_another_server_is_a_dns_event(internet, make_pack):
     assert res.rc == 3, res
     assert [(e["surface"], e["requested"]) for e in events][:1] == \
         [("dns", f"{ADDR['dns']}:53/udp")], events
+
+
+@pytest.mark.parametrize("cmd,status,events", [
+    (["tcp", ADDR["other.test"], "443"], 3, [("egress", f"{ADDR['other.test']}:443/tcp")]),
+    (["resolve", "other.test"], 3, [("dns", "other.test")]),
+    (["tcp", "api.test", "443"], 0, []),
+])
+def test_the_containers_own_status_is_3_under_an_engine(internet, make_pack, harness, cmd, status,
+                                                         events):
+    """No `run`: the test reaps the init itself, as an engine does
+    (lib/reaper.py). The agent exits 0 right after the refused act; the
+    container's init (the runtime's own PID 1) must still see the event:
+    the egress one comes from NFLOG through the resolver, which the init
+    waits for with its question-less query (trampoline.c)."""
+    from lib.reaper import engine_run
+    p = make_pack()
+    p.set_commands(cmd)
+    seen, got = engine_run(harness.rt, p.bundle, harness.workdir, env=dns_env())
+    assert seen["status"] == status, (seen, got)
+    assert [(e["surface"], e["requested"]) for e in got] == events, got

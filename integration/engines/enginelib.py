@@ -129,6 +129,8 @@ _WRAPPER = r"""#!/bin/sh
 # Written by integration/engines (docs/engines.md "The test wrapper"): log argv,
 # keep the bundle's config.json, run the runtime under test, log its status.
 log={log}
+# pack versions a test flags stay in the suite's directory (docs/events.md "Flags")
+export COMET_FLAGS_DIR={dir}/flags
 line="$$	call"
 for a in "$@"; do line="$line	$a"; done
 printf '%s\n' "$line" >> "$log"

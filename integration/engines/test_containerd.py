@@ -185,6 +185,27 @@ def test_annotation_reaches_config(ctr):
     assert ann.get("org.soyaos.comet.pack") == "engines-test@0.0.1", ann
 
 
+@pytest.mark.parametrize("script,status", [
+    ("mount -t tmpfs none /tmp; echo mount=$?; exit 0", 3),  # refused and reported: the task exits 3
+    ("echo clean; exit 5", 5),
+])
+def test_pack_violation_is_exit_status_3(ctr, script, status):
+    """A pack's capabilities by annotation (docs/policy.md): the task's own
+    exit status, as the shim reaps it from the container's init, is 3 on a
+    violation (docs/events.md "Exit code 3 under an engine")."""
+    caps = json.dumps({"egress": [], "determinism_tier": "read-only"})
+    cid = ctr.new_id("v")
+    p = ctr.run("--rm", "--annotation", f"org.soyaos.comet.capabilities={caps}",
+                "--annotation", "org.soyaos.comet.pack=engines-test@0.0.1", IMAGE, cid,
+                "sh", "-c", el.SETTLE + script)
+    assert p.returncode == status, p
+    if status == 3:
+        assert "mount=1" in p.stdout, p.stdout
+        # the engine's delete flagged the version (violations.hpp flag_at_delete)
+        flag = json.loads((ctr.wrapper.dir / "flags" / "engines-test@0.0.1.json").read_text())
+        assert flag["count"] >= 1, flag
+
+
 # ------------------------------------------------------------------ exec
 def test_task_exec_plain(ctr):
     with task(ctr, SLEEPER, what="e") as (cid, _):

@@ -476,6 +476,34 @@ def test_annotation_reaches_config(pm):
     assert ann.get("org.soyaos.comet.pack") == "engines-test@0.0.1", ann
 
 
+# A pack's capabilities by annotation (docs/policy.md): a violation makes the
+# container's own exit status 3 (its init is the runtime's, docs/events.md
+# "Exit code 3 under an engine"); otherwise the command's status passes through.
+PACK_CAPS = json.dumps({"egress": [], "determinism_tier": "read-only"})
+
+
+@pytest.mark.parametrize("script,status", [
+    ("mount -t tmpfs none /tmp; echo mount=$?; exit 0", 3),  # the lock-down refuses mount: reported
+    ("echo clean; exit 5", 5),
+])
+def test_pack_violation_is_exit_status_3(pm, script, status):
+    cidfile = pm.dir / f"cid-{pm.name('v')}"
+    # podman reads --annotation as CSV (pflag StringSlice): a JSON value goes
+    # in one quoted field, its quotes doubled (docs/engines.md)
+    caps_arg = '"org.soyaos.comet.capabilities=' + PACK_CAPS.replace('"', '""') + '"'
+    p = pm("run", "--rm", *NET, "--cidfile", cidfile, "--annotation", caps_arg,
+           "--annotation", "org.soyaos.comet.pack=engines-test@0.0.1",
+           IMAGE, "sh", "-c", el.SETTLE + script)
+    assert p.returncode == status, f"{p}\ncalls:\n{pm.wrapper.dump()}"
+    if status == 3:
+        assert "mount=1" in p.stdout, p.stdout
+        # the engine's delete flagged the version (violations.hpp flag_at_delete)
+        flag = json.loads((pm.wrapper.dir / "flags" / "engines-test@0.0.1.json").read_text())
+        assert flag["count"] >= 1, flag  # the agent saw an ordinary failure (EPERM)
+    cid = cidfile.read_text().strip()
+    assert pm.wrapper.config_of(cid)["annotations"]["org.soyaos.comet.capabilities"] == PACK_CAPS
+
+
 # ------------------------------------------------------------------ leaks (keep last)
 def test_zz_nothing_left_behind(pm):
     """After removing every container and image: no mount under the suite's

@@ -99,7 +99,10 @@ def test_setns_into_pid1_namespaces(target):
     ops = [f"setns=/proc/1/ns/{n}" for n in ("mnt", "net", "pid", "user", "uts", "ipc", "cgroup")]
     r = target.run(*ops)
     for x in r["setns"]:
-        assert x["errno"] in ("EPERM", "ENOENT"), x
+        # A pack's PID 1 is the runtime's init (docs/events.md "Exit code 3
+        # under an engine"), not dumpable: its /proc/1/ns/* do not even open.
+        allowed = ("EPERM", "ENOENT", "EACCES") if target.kind == "pack" else ("EPERM", "ENOENT")
+        assert x["errno"] in allowed, x
 
 
 def test_reach_the_host_through_proc(target):
@@ -109,7 +112,8 @@ def test_reach_the_host_through_proc(target):
         names = set(x["data"].split())
         # the sandbox's root, never the host's: the host has /boot and /home
         assert not ({"boot", "home"} <= names and target.kind == "pack"), x
-    assert one(r, "stat")["errno"] == "ENOENT" if target.kind == "pack" else True
+    # a pack's PID 1 is the runtime's non-dumpable init: /proc/1/root does not resolve
+    assert one(r, "stat")["errno"] in ("ENOENT", "EACCES") if target.kind == "pack" else True
     assert one(r, "fds")["data"].strip() == "", "no fd of the runtime leaks into the sandbox"
 
 

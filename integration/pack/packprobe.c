@@ -186,6 +186,8 @@ int main(int argc, char **argv) {
 #else
             report(op, 0, ENOSYS, "not x86_64");
 #endif
+        } else if (!strcmp(op, "kill")) {  /* kill=PID:SIG */
+            RES(op, kill(atoi(arg), atoi(strchr(arg, ':') ? strchr(arg, ':') + 1 : "0")));
         } else if (!strcmp(op, "ptrace-attach")) {
             RES(op, ptrace(PTRACE_ATTACH, 1, 0, 0));
         } else if (!strcmp(op, "bpf")) {

@@ -67,7 +67,7 @@ def test_clock_cannot_be_set_but_can_be_read(rt, pack):
 
 def test_namespace_lockdown(rt, pack):
     ops = ["mount-tmpfs", "remount-root-rw", "umount=/proc", "unshare-user", "unshare-net",
-           "setns=/proc/1/ns/net", "ptrace-attach", "bpf", "keyctl", "io_uring_setup", "mknod=/workdir/out/n"]
+           "setns=/proc/self/ns/net", "ptrace-attach", "bpf", "keyctl", "io_uring_setup", "mknod=/workdir/out/n"]
     r = results(pack_run(rt, pack, *ops))
     for op in ops:
         name = op.split("=")[0]

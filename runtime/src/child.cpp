@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -786,6 +787,107 @@ void apply_confinement() {
   }
 }
 
+// The last steps of the agent: confinement, filters, exec. In the init
+// itself, or (own_init) in the agent it starts.
+struct AgentTail {
+  const std::string& exe;
+  bool early_seccomp, kept_admin;
+  pid_t init;  // own_init: the init that must be the agent's parent
+};
+
+[[noreturn]] void agent_tail(const AgentTail& t) noexcept {
+  const ChildContext& ctx = *g_ctx;
+  const std::string& exe = t.exe;
+  const bool early_seccomp = t.early_seccomp, kept_admin = t.kept_admin;
+  // Nothing of ours crosses execve: every fd above the preserved ones closes.
+  for (int fd = 3; fd < 3 + ctx.preserve_fds; fd++) {
+    int fl = ::fcntl(fd, F_GETFD);
+    if (fl >= 0) ::fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+  }
+  if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    die(errno, "close_range");
+  apply_confinement();
+  if (ctx.has_seccomp && !early_seccomp) load_seccomp();
+  if (kept_admin) {
+    // Drop the CAP_SYS_ADMIN kept only to load the filter; fail closed.
+    if (capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
+      die(errno, "capset after seccomp");
+  }
+  std::vector<char*> argv, envp;
+  std::vector<std::string> args = ctx.args, env = g_env;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  exec_final(exe, argv, envp);
+}
+
+// The agent under its init: the init's death (delete, the engine) takes it
+// too, also where the pid namespace is shared and that kills no one.
+int agent_entry(void* arg) noexcept {
+  const AgentTail& t = *static_cast<const AgentTail*>(arg);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::getppid() != t.init) ::_exit(1);
+  ::close(g_ctx->events_fd);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  agent_tail(t);
+}
+
+// A pack's own PID 1 (ChildContext::own_init). The agent is started the way
+// posix_spawn does it: clone(CLONE_VM | CLONE_VFORK) on a stack of its own,
+// so it shares this process's memory until its exec (no page table to copy,
+// no copy-on-write fault on its way to the agent: ~1 ms on a VM where a
+// fault costs 11-14 us), while this process waits. It then goes on as the
+// init: it execs the trampoline as "comet-init" (trampoline.c), which
+// reaps, forwards signals and exits with the agent's status or 3. The
+// agent is started before its filters are loaded (the exec lock refuses
+// fork); the init never gets them, so it runs nothing but the trampoline's
+// few syscalls, not dumpable, from the sealed memfd. Every signal is
+// blocked from here: the init takes them from a signalfd, the agent gets
+// an empty mask. Sanitizer builds fork instead (ASan cannot follow a
+// CLONE_VM child on a stack it did not make).
+[[noreturn]] void start_agent_under_init(AgentTail& t) noexcept {
+  const ChildContext& c = *g_ctx;
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  t.init = ::getpid();
+#if defined(__SANITIZE_ADDRESS__)
+  const pid_t agent = ::fork();
+  if (agent == 0) {
+    (void)agent_entry(&t);
+    ::_exit(127);
+  }
+#else
+  constexpr size_t kStack = 1 << 20;  // untouched pages cost nothing
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) die(errno, "map a stack for the agent");
+  const pid_t agent = ::clone(agent_entry, static_cast<char*>(stack) + kStack,
+                              CLONE_VM | CLONE_VFORK | SIGCHLD, &t);
+#endif
+  if (agent < 0) die(errno, "start the agent under the container's init");
+  // The capability kept only to load the agent's filter is not the init's.
+  if (t.kept_admin) (void)capset_raw(c.caps.effective, c.caps.permitted, c.caps.inheritable);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // Nothing of the runtime's crosses the exec but the events file.
+  ::syscall(SYS_close_range, 0, ~0U, CLOSE_RANGE_CLOEXEC);
+  int ev = c.events_fd >= 0 ? ::fcntl(c.events_fd, F_DUPFD, 3) : -1;
+  char agent_s[16], ev_s[16];
+  std::snprintf(agent_s, sizeof agent_s, "%d", agent);
+  std::snprintf(ev_s, sizeof ev_s, "%d", ev);
+  char init_argv0[] = "comet-init", dns[] = "dns", none[] = "-";
+  char* argv[] = {init_argv0, agent_s, ev_s, c.init_dns_barrier ? dns : none, nullptr};
+  char* envp[] = {nullptr};
+  ::syscall(SYS_execveat, c.trampoline_fd, "", argv, envp, AT_EMPTY_PATH);
+  // No init: the agent must not run unsupervised (its exit status would be lost).
+  ::kill(agent, SIGKILL);
+  ::_exit(127);
+}
+
 // The mount point holding PATH (longest prefix match, PATH included).
 std::string parent_mountpoint(const std::string& path) {
   auto text = read_file("/proc/self/mountinfo");
@@ -1039,27 +1141,9 @@ void write_time_offsets() {
   }
   if (::write(fifo, "0", 1) != 1) die(errno, "write exec fifo");
   ::close(fifo);
-  // Nothing of ours crosses execve: every fd above the preserved ones closes.
-  for (int fd = 3; fd < 3 + ctx.preserve_fds; fd++) {
-    int fl = ::fcntl(fd, F_GETFD);
-    if (fl >= 0) ::fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
-  }
-  if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    die(errno, "close_range");
-  apply_confinement();
-  if (ctx.has_seccomp && !early_seccomp) load_seccomp();
-  if (kept_admin) {
-    // Drop the CAP_SYS_ADMIN kept only to load the filter; fail closed.
-    if (capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
-      die(errno, "capset after seccomp");
-  }
-  std::vector<char*> argv, envp;
-  std::vector<std::string> args = ctx.args, env = g_env;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  exec_final(exe, argv, envp);
+  AgentTail t{exe, early_seccomp, kept_admin, 0};
+  if (ctx.own_init) start_agent_under_init(t);  // never returns: this process is the init
+  agent_tail(t);
 }
 
 [[noreturn]] void exec_child_main(const ChildContext& ctx) noexcept {

@@ -288,6 +288,22 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   ctx.lock_fd = lock.get();
   ctx.console_sock_fd = console.get();
   ctx.seccomp_listener_sock = listener.get();
+  // A pack's own PID 1 (child.hpp, docs/events.md "Exit code 3 under an
+  // engine"), so that the container's own exit status is 3 on a violation.
+  // Not with a terminal (the init would lead the tty's session) or a config
+  // filter that loads before the fifo (it may refuse the fork).
+  UniqueFd events_fd;
+  const char* own_init = std::getenv("COMET_OWN_INIT");
+  if (spec.annotations.count(std::string(capability::kAnnotationCapabilities)) &&
+      !spec.process->terminal && !(ctx.has_seccomp && ctx.seccomp.needs_listener) &&
+      !(own_init && std::strcmp(own_init, "off") == 0)) {
+    std::string ev = dir.file(violations::kEventsFile);
+    TRY(events_fd,
+        high(UniqueFd(::open(ev.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600)), min_fd, ev));
+    ctx.own_init = true;
+    ctx.init_dns_barrier = egress_caps && egress::wants_resolver(*egress_caps);
+    ctx.events_fd = events_fd.get();
+  }
   // Violation reporter (reporter.hpp): started before clone; the child sends
   // it the notifying lock-down's listener fd over lockdown_listener_sock.
   // A foreground run serves it on a thread of its own (started below, once

@@ -21,6 +21,7 @@
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sys.hpp"
+#include "comet/runtime/violations.hpp"
 
 namespace comet::runtime {
 namespace {
@@ -223,6 +224,8 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
     Status hs = run_hooks(spec->hooks->poststop, "poststop", oci::to_json(s, -1));
     if (!hs.ok()) log::warn(hs.error().what());
   }
+  // A pack an engine ran: its violations flag the version here (violations.hpp).
+  violations::flag_at_delete(dir.path(), rec.annotations);
   Status rm = dir.remove();
   if (!result.ok()) return result;
   return rm;

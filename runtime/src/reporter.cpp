@@ -67,15 +67,19 @@ class Writer {
     if (fd_ && ::fstat(fd_.get(), &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
   }
   // Bounded: past kMaxEventsBytes lines are counted, not written.
-  void line(const std::string& l, bool force = false) {
+  // deliver=false: the caller delivers it later (deliver()), so that a
+  // slow delivery target never holds up the answer to the agent.
+  bool line(const std::string& l, bool force = false, bool deliver = true) {
     if (!force && bytes_ + l.size() + 1 > violations::kMaxEventsBytes) {
       dropped_++;
-      return;
+      return false;
     }
     std::string s = l + "\n";
     if (fd_ && ::write(fd_.get(), s.data(), s.size()) > 0) bytes_ += s.size();
-    violations::deliver_line(deliver_, l);
+    if (deliver) violations::deliver_line(deliver_, l);
+    return true;
   }
+  void deliver(const std::string& l) { violations::deliver_line(deliver_, l); }
   long dropped() const { return dropped_; }
 
  private:
@@ -375,7 +379,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       if (errno == EINTR || errno == ENOENT) continue;
       break;
     }
-    // Answer first: the agent waits for this. The same errno as without
+    // The answer (sent by answer() below, once): the same errno as without
     // reporting; a call the ERRNO program would not refuse cannot notify
     // (same conditions), but is refused with EPERM all the same.
     uint32_t ret = prog.ok() ? seccomp::evaluate(prog->filter, req.data) : 0;
@@ -455,19 +459,29 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       resp.error = -err;
       resp.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE for a denied call
     }
-    (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    // The event is on disk before the agent has its answer (an append, a
+    // few us, on refused calls only), so a container's own init that reads
+    // the events file once the agent has exited (child.hpp own_init) sees
+    // every violation; delivery to the caller's target comes after.
+    auto answer = [&] { (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp); };
 
     std::uint64_t args[6];
     for (int i = 0; i < 6; i++) args[i] = req.data.args[i];
     auto c = violations::classify(req.data.nr, args);
     if (is_exec) {
-      if (exec_skip || exec_allowed) continue;  // the interpreter (or its loader)
+      if (exec_skip || exec_allowed) {  // the interpreter (or its loader)
+        answer();
+        continue;
+      }
       c.surface = "exec";
       c.requested = exec_path;
       err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
     }
     if (is_connect) {
-      if (sock_err == 0) continue;  // not a runtime socket, or one the profile shows
+      if (sock_err == 0) {  // not a runtime socket, or one the profile shows
+        answer();
+        continue;
+      }
       c.requested = sock_path;
       err = sock_err;
     }
@@ -487,11 +501,13 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     if (it != seen.end()) {
       it->second.count++;
       it->second.last = e;
-    } else if (seen.size() < kMaxKeys) {
-      seen[key].last = e;
-      out.line(violations::to_json_line(e));
+      answer();
     } else {
-      out.line(violations::to_json_line(e));
+      if (seen.size() < kMaxKeys) seen[key].last = e;
+      std::string l = violations::to_json_line(e);
+      bool written = out.line(l, false, /*deliver=*/false);
+      answer();
+      if (written) out.deliver(l);
     }
   }
   flush();

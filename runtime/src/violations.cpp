@@ -410,7 +410,22 @@ long finish_run(const std::string& root, const std::string& id) {
       if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
     }
   }
+  // Counted: delete must not flag these again (flag_at_delete).
+  if (rec.ok()) (void)write_file_atomic(dir.file(kFlaggedFile), "", 0600, Sync::none);
   return n;
+}
+
+void flag_at_delete(const std::string& state_dir,
+                    const std::map<std::string, std::string>& annotations) {
+  if (path_exists(join_path(state_dir, kFlaggedFile))) return;  // run/pack run did
+  auto p = pack_of(annotations);
+  if (!p) return;
+  auto text = read_file(join_path(state_dir, kEventsFile));
+  std::string first, last;
+  long n = text.ok() ? count_violations(*text, &first, &last) : 0;
+  if (n == 0) return;
+  Status st = record_flag(*p, n, first, last);
+  if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
 }
 
 std::string flags_dir() {

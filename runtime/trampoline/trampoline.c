@@ -24,6 +24,27 @@
  * Constraints: the container's seccomp filter is already in force, so the
  * only syscalls made are execve (59) and exit_group (231). No libc, no stack
  * protector, no relocations: built -nostdlib -static -no-pie -Os. x86_64 only.
+ *
+ * The same image is also a pack container's PID 1 (docs/events.md "Exit code
+ * 3 under an engine"), run as
+ *
+ *   argv = "comet-init" AGENT_PID EVENTS_FD DNS ("dns" or "-")
+ *
+ * by the container's init after it forked the agent (child.cpp). It reaps
+ * every child, forwards every signal it gets to the agent, and when the agent
+ * has exited, exits with the agent's status (128+N for a signal), or 3 when
+ * the container's events file (EVENTS_FD, read-only) holds a
+ * capability_violation. Before it reads the file, with DNS = "dns", it sends
+ * the container's resolver (127.0.0.1:53) a question-less query and waits
+ * (500 ms at most) for the FORMERR answer: the resolver reports the packets
+ * the ruleset refused (NFLOG) before it answers a query, so every egress
+ * violation of the agent is then on disk. Seccomp-reported violations are
+ * written before the reporter answers the call, DNS ones before the answer.
+ * The agent's seccomp filter is not this process's (it was forked before
+ * the filter was loaded): this code is all it runs, it is not dumpable (no
+ * ptrace, no /proc/1/mem from the agent), and its /proc/1/exe is the sealed
+ * memfd. Syscalls: prctl, rt_sigprocmask, signalfd4, read, wait4, kill,
+ * socket, connect, sendto, poll, recvfrom, close, pread64, exit_group.
  */
 
 #if !defined(__x86_64__)
@@ -58,10 +79,138 @@ static long sys_execve(const char* path, char* const* argv, char* const* envp) {
   return ret;
 }
 
+static long sys6(long n, long a, long b, long c, long d, long e, long f) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+
+enum {
+  NR_read = 0,
+  NR_close = 3,
+  NR_poll = 7,
+  NR_rt_sigprocmask = 14,
+  NR_pread64 = 17,
+  NR_socket = 41,
+  NR_connect = 42,
+  NR_sendto = 44,
+  NR_recvfrom = 45,
+  NR_wait4 = 61,
+  NR_kill = 62,
+  NR_prctl = 157,
+  NR_signalfd4 = 289,
+};
+
+static const char kInitMarker[] = "comet-init";
+static const char kViolation[] = "\"type\":\"capability_violation\"";
+
+static int same(const char* a, const char* b) {
+  long i = 0;
+  while (a[i] != '\0' && a[i] == b[i]) i++;
+  return a[i] == b[i];
+}
+
+static long number(const char* s) {
+  long v = 0;
+  if (*s == '\0') return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || v > 100000000) return -1;
+    v = v * 10 + (*s - '0');
+  }
+  return v;
+}
+
+/* A question-less query to the resolver; any answer (FORMERR) will do. */
+static void dns_barrier(void) {
+  long fd = sys6(NR_socket, 2 /* AF_INET */, 2 | 02000000 /* SOCK_DGRAM|CLOEXEC */, 0, 0, 0, 0);
+  if (fd < 0) return;
+  unsigned char sa[16] = {2, 0, 0, 53, 127, 0, 0, 1}; /* sockaddr_in 127.0.0.1:53 */
+  unsigned char q[12] = {0xc0, 0xde, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  if (sys6(NR_connect, fd, (long)sa, sizeof sa, 0, 0, 0) == 0 &&
+      sys6(NR_sendto, fd, (long)q, sizeof q, 0, 0, 0) == (long)sizeof q) {
+    struct {
+      int fd;
+      short events, revents;
+    } p = {(int)fd, 1 /* POLLIN */, 0};
+    if (sys6(NR_poll, (long)&p, 1, 500, 0, 0, 0) > 0) {
+      unsigned char buf[512];
+      sys6(NR_recvfrom, fd, (long)buf, sizeof buf, 0x40 /* MSG_DONTWAIT */, 0, 0);
+    }
+  }
+  sys6(NR_close, fd, 0, 0, 0, 0, 0);
+}
+
+/* Whether the events file holds a violation (a substring search, chunks
+ * overlapping by the pattern's length). */
+static int violated(long fd) {
+  enum { kLen = sizeof kViolation - 1 };
+  char buf[4096];
+  long off = 0, keep = 0;
+  if (fd < 0) return 0;
+  for (;;) {
+    long n = sys6(NR_pread64, fd, (long)(buf + keep), sizeof buf - keep, off, 0, 0);
+    if (n <= 0) return 0;
+    off += n;
+    long have = keep + n;
+    for (long i = 0; i + kLen <= have; i++) {
+      long j = 0;
+      while (j < kLen && buf[i + j] == kViolation[j]) j++;
+      if (j == kLen) return 1;
+    }
+    keep = have < kLen - 1 ? have : kLen - 1;
+    for (long i = 0; i < keep; i++) buf[i] = buf[have - keep + i];
+  }
+}
+
+__attribute__((noreturn)) static void init_main(long argc, char** argv) {
+  long agent = argc == 4 ? number(argv[1]) : -1;
+  long events = argc == 4 ? number(argv[2]) : -1;
+  if (agent <= 0) sys_exit_group(127);
+  sys6(NR_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0, 0);
+  unsigned long all = ~0UL;
+  sys6(NR_rt_sigprocmask, 0 /* SIG_BLOCK */, (long)&all, 0, 8, 0, 0);
+  long sfd = sys6(NR_signalfd4, -1, (long)&all, 8, 02000000, 0, 0);
+  int status = 0, done = 0;
+  while (!done) {
+    unsigned int info[32]; /* struct signalfd_siginfo: ssi_signo first */
+    long signo = 17;       /* SIGCHLD: without a signalfd, just reap */
+    if (sfd >= 0) {
+      long n = sys6(NR_read, sfd, (long)info, sizeof info, 0, 0, 0);
+      if (n != (long)sizeof info) continue;
+      signo = info[0];
+    }
+    if (signo != 17) {
+      sys6(NR_kill, agent, signo, 0, 0, 0, 0);
+      continue;
+    }
+    for (;;) {
+      int st = 0;
+      long pid = sys6(NR_wait4, -1, (long)&st, sfd >= 0 ? 1 /* WNOHANG */ : 0, 0, 0, 0);
+      if (pid <= 0) break;
+      if (pid == agent) {
+        status = st;
+        done = 1;
+        break;
+      }
+    }
+  }
+  long code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
+  if (same(argv[3], "dns")) dns_barrier();
+  if (violated(events)) code = 3;
+  sys_exit_group(code);
+}
+
 __attribute__((noreturn, used)) void tramp_main(long* sp) {
   long argc = sp[0];
   char** argv = (char**)(sp + 1);
   char** envp = argv + argc + 1;
+  if (argc >= 1 && same(argv[0], kInitMarker)) init_main(argc, argv);
   if (argc >= 2) {
     const char* a0 = argv[0];
     long i = 0;

@@ -50,6 +50,9 @@ Result<std::optional<capability::Capabilities>> capabilities_of(const oci::Spec&
 // network namespace at all (an allowlist cannot be enforced in the host's).
 Result<std::string> engine_netns(const oci::Spec& spec);
 
+// Whether the container gets a DNS resolver (every mode but "none").
+bool wants_resolver(const capability::Capabilities& caps);
+
 // Adds the resolv.conf bind mount when the mode needs a resolver.
 void prepare_spec(oci::Spec& spec, const capability::Capabilities& caps,
                   const std::string& state_dir);

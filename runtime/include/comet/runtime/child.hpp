@@ -107,6 +107,15 @@ struct ChildContext {
   int seccomp_listener_sock = -1;   // connected listenerPath socket
   int lockdown_listener_sock = -1;  // connected socket of the violation reporter (confine.hpp)
 
+  // A pack's own PID 1 (docs/events.md "Exit code 3 under an engine"): the
+  // init forks the agent after the exec fifo and execs the trampoline as
+  // "comet-init", which reaps, forwards signals and exits with the agent's
+  // status, or 3 when events_fd (the state dir's events file, read-only)
+  // holds a violation; init_dns_barrier: sync with the resolver first.
+  bool own_init = false;
+  bool init_dns_barrier = false;
+  int events_fd = -1;
+
   // exec: join the namespaces of a running init instead of making them
   int exec_pidfd = -1;               // pidfd of the container init
   int exec_ns_flags = 0;             // CLONE_NEW* where the init's ns differs from ours

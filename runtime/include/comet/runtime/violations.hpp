@@ -114,6 +114,13 @@ long count_violations(const std::string& text, std::string* first = nullptr,
 // count.
 long finish_run(const std::string& root, const std::string& id);
 
+// At delete, for a container that no run waited for (an engine drove it):
+// flags the pack version from the events file, unless finish_run already
+// counted it (it leaves kFlaggedFile in the state dir).
+inline constexpr const char kFlaggedFile[] = "flagged";
+void flag_at_delete(const std::string& state_dir,
+                    const std::map<std::string, std::string>& annotations);
+
 // Flags registry.
 std::string flags_dir();
 struct Flag {
