@@ -127,7 +127,7 @@ TEST(Trampoline, MemfdIsSealedAndUnwritable) {
   EXPECT_EQ(errno, EPERM);
 
   // Through /proc/self/fd/N (what a container would use on /proc/PID/exe):
-  // as root the open itself succeeds (mode 0555 is no bar to root), but the
+  // as root the open itself succeeds (mode 0111 is no bar to root), but the
   // seals refuse every write; as non-root the open fails EACCES.
   std::string path = "/proc/self/fd/" + std::to_string(fd.get());
   errno = 0;
@@ -147,7 +147,7 @@ TEST(Trampoline, MemfdIsSealedAndUnwritable) {
   struct stat st {};
   ASSERT_EQ(::fstat(fd.get(), &st), 0);
   EXPECT_EQ(st.st_size, static_cast<off_t>(img.size()));
-  EXPECT_EQ(st.st_mode & 0777, 0555u);
+  EXPECT_EQ(st.st_mode & 0777, 0111u);  // exec only: not dumpable after exec
 }
 
 TEST(Trampoline, RunsTheTargetWithExactArgvAndEnv) {
@@ -383,7 +383,7 @@ int events_with(const std::string& text) {
 // The init's exit status (-N for a signal). sig_after_ms: SIGTERM to the
 // init after that long.
 int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
-             const char* agent_arg = nullptr) {
+             const char* agent_arg = nullptr, int exec_after_ms = 0) {
   pid_t init = ::fork();
   if (init == 0) {
     sigset_t all;
@@ -401,6 +401,7 @@ int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
     std::snprintf(es, sizeof es, "%d", events_fd);
     const char* argv[] = {"comet-init", agent_arg ? agent_arg : as, es, "-", nullptr};
     const char* envp[] = {nullptr};
+    if (exec_after_ms) ::usleep(static_cast<useconds_t>(exec_after_ms) * 1000);
     ::syscall(SYS_execveat, tfd, "", argv, envp, AT_EMPTY_PATH);
     _exit(120);
   }
@@ -496,4 +497,20 @@ TEST(TrampolineInit, RefusesBadArguments) {
   EXPECT_EQ(run_init(
                 fd.get(), +[] { return 0; }, -1, 0, ""),
             127);
+}
+
+TEST(TrampolineInit, AgentGoneBeforeTheInitStarts) {
+  // The agent exits while the init has not exec'd yet: its SIGCHLD is
+  // pending across the exec, and the init's SIG_DFL for SIGCHLD discards
+  // it; the init must still reap and exit (it once waited forever).
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 6; }, events_with(""), 0, nullptr, 100),
+            6);
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, events_with(kViolationLine), 0, nullptr, 100),
+            3);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }

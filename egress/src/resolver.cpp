@@ -348,6 +348,10 @@ void Resolver::reply(const Client& c, const Message& m) {
 }
 
 void Resolver::on_query(const uint8_t* data, std::size_t len, const Client& c) {
+  // First what the ruleset refused (NFLOG) until now: a container's own
+  // init (trampoline.c) sends a query as a barrier once the agent has
+  // exited, and reads the events file after the answer.
+  report_blocked();
   auto m = dns::parse(data, len);
   if (!m.ok()) {
     auto h = dns::parse_header(data, len);

@@ -30,6 +30,8 @@ for _ in range(200):  # until the init has exec'd (it waited on the fifo as the 
         status = open(f"/proc/{init}/status").read()
     except OSError:
         break
+    if "\nState:\tZ" in status:  # exited already (a zombie has no cmdline)
+        break
     if cmd not in (rt, "", "comet-exec"):
         seen["cmdline"] = cmd
         for key in ("CapEff", "CapPrm", "Seccomp"):

@@ -120,6 +120,11 @@ int main(int argc, char **argv) {
             char *av[] = {arg, NULL};
             execv(arg, av);
             report(op, 0, errno, arg);
+        } else if (!strcmp(op, "exec-bad-utf8")) {  /* a path that is not UTF-8 */
+            char path[] = "/bin/\xff\xfe";
+            char *av[] = {path, NULL};
+            execv(path, av);
+            report(op, 0, errno, "not utf-8");
         } else if (!strcmp(op, "memfd-exec")) {
             int m = (int)syscall(SYS_memfd_create, "x", 0);
             if (m < 0) { report(op, 0, errno, "memfd_create"); continue; }

@@ -108,3 +108,14 @@ def test_the_agent_cannot_reach_its_init(rt, workdir, bundle):
     assert [g[2] for g in got] == ["EPERM"] * 4 + ["EACCES"] * 5, got
     assert seen["status"] == 3, seen  # ptrace is a reported violation; the init lived to say so
     assert [e["surface"] for e in events] == ["namespace"], events
+
+
+def test_non_utf8_path_is_reported(rt, workdir, bundle):
+    """Attack on the reporter: a path that is not UTF-8 in a refused call.
+    The JSON encoder used to throw on it, which took the reporter down: that
+    event and every later one were lost, and under an engine the container
+    exited 0. Now the bytes are written as U+FFFD and reporting goes on."""
+    seen, events = engine_run(rt, workdir, bundle, "exec-bad-utf8", "fork", "exit=0")
+    assert seen["status"] == 3, (seen, events)
+    got = [(e["surface"], e["requested"], e["errno"]) for e in events]
+    assert got == [("exec", "/bin/\ufffd\ufffd", "ENOENT"), ("process", "clone", "EPERM")], got

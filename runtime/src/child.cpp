@@ -853,6 +853,7 @@ int agent_entry(void* arg) noexcept {
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  ::signal(SIGCHLD, SIG_DFL);  // ignored (inherited), the agent would be reaped unseen
   t.init = ::getpid();
 #if defined(__SANITIZE_ADDRESS__)
   const pid_t agent = ::fork();

@@ -290,12 +290,15 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   ctx.seccomp_listener_sock = listener.get();
   // A pack's own PID 1 (child.hpp, docs/events.md "Exit code 3 under an
   // engine"), so that the container's own exit status is 3 on a violation.
-  // Not with a terminal (the init would lead the tty's session) or a config
-  // filter that loads before the fifo (it may refuse the fork).
+  // Only as the init of a pid namespace of its own (the kernel then keeps
+  // signals without a handler from it, and orphans come to it); not with a
+  // terminal (the init would lead the tty's session) or a config filter
+  // that loads before the fifo (it may refuse the fork).
   UniqueFd events_fd;
   const char* own_init = std::getenv("COMET_OWN_INIT");
   if (spec.annotations.count(std::string(capability::kAnnotationCapabilities)) &&
-      !spec.process->terminal && !(ctx.has_seccomp && ctx.seccomp.needs_listener) &&
+      (ctx.new_ns_flags & CLONE_NEWPID) && !spec.process->terminal &&
+      !(ctx.has_seccomp && ctx.seccomp.needs_listener) &&
       !(own_init && std::strcmp(own_init, "off") == 0)) {
     std::string ev = dir.file(violations::kEventsFile);
     TRY(events_fd,

@@ -379,136 +379,150 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       if (errno == EINTR || errno == ENOENT) continue;
       break;
     }
-    // The answer (sent by answer() below, once): the same errno as without
-    // reporting; a call the ERRNO program would not refuse cannot notify
-    // (same conditions), but is refused with EPERM all the same.
-    uint32_t ret = prog.ok() ? seccomp::evaluate(prog->filter, req.data) : 0;
-    uint32_t action = ret & SECCOMP_RET_ACTION_FULL;
-    int err = action == SECCOMP_RET_ERRNO ? static_cast<int>(ret & SECCOMP_RET_DATA) : EPERM;
-    if (err == 0) err = EPERM;
-    // execve/execveat: the only calls the ERRNO program allows (exec lock,
-    // reporting only). The path is read before the answer.
-    bool is_exec =
-        action == SECCOMP_RET_ALLOW && (req.data.nr == SYS_execve || req.data.nr == SYS_execveat);
-    std::string exec_path;
-    // The path of a mount-family or mknod call, for `requested` (report only).
-    int path_arg = req.data.nr == SYS_mount || req.data.nr == SYS_mknodat ? 1
-                   : (req.data.nr == SYS_umount2 || req.data.nr == SYS_chroot ||
-                      req.data.nr == SYS_pivot_root || req.data.nr == SYS_mknod)
-                       ? 0
-                       : -1;
-    // connect: reporting only (CONTINUE), and only of a runtime's socket
-    // that the sandbox keeps from the agent: resolved in the task's root
-    // while it waits, ENOENT when it is not there, ECONNREFUSED when what is
-    // there is not a socket (a hidden one). A real socket (devbox shows the
-    // host's) is what the profile allows: no event.
-    const bool is_connect = action == SECCOMP_RET_ALLOW && req.data.nr == SYS_connect;
-    std::string sock_path;
-    int sock_err = 0;
-    if (is_connect) {
-      sock_path =
-          read_remote_unix_path(static_cast<int>(req.pid), req.data.args[1], req.data.args[2]);
-      if (!sock_path.empty() && capability::is_runtime_socket(sock_path)) {
-        Target t = resolve_in_task(static_cast<int>(req.pid), sock_path, AT_FDCWD, false);
-        sock_err = t.err ? t.err : (S_ISSOCK(t.mode) ? 0 : ECONNREFUSED);
-      }
-    }
-    std::string call_path;
-    if (path_arg >= 0 && !is_exec)
-      call_path = read_remote_string(static_cast<int>(req.pid), req.data.args[path_arg]);
-    // The file an exec names is resolved while the task is still stopped in
-    // the call: after CONTINUE a short-lived program can exit (and take its
-    // /proc/PID/root with it) before the lookup, which would report an
-    // allowed exec as ENOENT.
-    Target exec_target;
-    bool exec_allowed = false;
-    bool exec_skip = false;
-    if (is_exec) {
-      bool at = req.data.nr == SYS_execveat;
-      exec_path = read_remote_string(static_cast<int>(req.pid), req.data.args[at ? 1 : 0]);
-      // execveat(fd, "", AT_EMPTY_PATH): the runtime's own trampoline (and
-      // an fd the agent opened, which Landlock refuses unreported).
-      exec_skip = at && exec_path.empty();
-      if (!exec_skip) {
-        exec_target = resolve_in_task(static_cast<int>(req.pid), exec_path,
-                                      static_cast<int>(req.data.args[0]), at);
-        if (exec_target.err == 0) {
-          if (allowed_ids.empty())
-            for (const std::string& a : allow) {
-              Target at_ = resolve_in_task(static_cast<int>(req.pid), a, AT_FDCWD, false);
-              if (at_.err == 0) allowed_ids.emplace_back(at_.dev, at_.ino);
-            }
-          for (auto& [d, i] : allowed_ids)
-            exec_allowed = exec_allowed || (d == exec_target.dev && i == exec_target.ino);
-        }
-        // The task died under us (SIGKILL from another thread): its
-        // /proc entries are gone, and it did not exec anything.
-        std::uint64_t id = req.id;
-        if (exec_target.err != 0 && ::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
-          exec_skip = true;
-      }
-    }
+    // Every notification is answered exactly once (answer()), also when
+    // what follows throws (bad_alloc): then EPERM, the call refused.
     struct seccomp_notif_resp resp;
     std::memset(&resp, 0, sizeof resp);
     resp.id = req.id;
-    if (is_exec || is_connect) {
-      // CONTINUE is safe here only because Landlock (exec) and the mounts
-      // (connect), not this answer, decide.
-      resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    } else {
-      resp.error = -err;
-      resp.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE for a denied call
-    }
-    // The event is on disk before the agent has its answer (an append, a
-    // few us, on refused calls only), so a container's own init that reads
-    // the events file once the agent has exited (child.hpp own_init) sees
-    // every violation; delivery to the caller's target comes after.
-    auto answer = [&] { (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp); };
+    resp.error = -EPERM;
+    bool answered = false;
+    auto answer = [&] {
+      if (answered) return;
+      answered = true;
+      (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    };
+    try {
+      // The answer (sent by answer() below, once): the same errno as without
+      // reporting; a call the ERRNO program would not refuse cannot notify
+      // (same conditions), but is refused with EPERM all the same.
+      uint32_t ret = prog.ok() ? seccomp::evaluate(prog->filter, req.data) : 0;
+      uint32_t action = ret & SECCOMP_RET_ACTION_FULL;
+      int err = action == SECCOMP_RET_ERRNO ? static_cast<int>(ret & SECCOMP_RET_DATA) : EPERM;
+      if (err == 0) err = EPERM;
+      // execve/execveat: the only calls the ERRNO program allows (exec lock,
+      // reporting only). The path is read before the answer.
+      bool is_exec =
+          action == SECCOMP_RET_ALLOW && (req.data.nr == SYS_execve || req.data.nr == SYS_execveat);
+      std::string exec_path;
+      // The path of a mount-family or mknod call, for `requested` (report only).
+      int path_arg = req.data.nr == SYS_mount || req.data.nr == SYS_mknodat ? 1
+                     : (req.data.nr == SYS_umount2 || req.data.nr == SYS_chroot ||
+                        req.data.nr == SYS_pivot_root || req.data.nr == SYS_mknod)
+                         ? 0
+                         : -1;
+      // connect: reporting only (CONTINUE), and only of a runtime's socket
+      // that the sandbox keeps from the agent: resolved in the task's root
+      // while it waits, ENOENT when it is not there, ECONNREFUSED when what is
+      // there is not a socket (a hidden one). A real socket (devbox shows the
+      // host's) is what the profile allows: no event.
+      const bool is_connect = action == SECCOMP_RET_ALLOW && req.data.nr == SYS_connect;
+      std::string sock_path;
+      int sock_err = 0;
+      if (is_connect) {
+        sock_path =
+            read_remote_unix_path(static_cast<int>(req.pid), req.data.args[1], req.data.args[2]);
+        if (!sock_path.empty() && capability::is_runtime_socket(sock_path)) {
+          Target t = resolve_in_task(static_cast<int>(req.pid), sock_path, AT_FDCWD, false);
+          sock_err = t.err ? t.err : (S_ISSOCK(t.mode) ? 0 : ECONNREFUSED);
+        }
+      }
+      std::string call_path;
+      if (path_arg >= 0 && !is_exec)
+        call_path = read_remote_string(static_cast<int>(req.pid), req.data.args[path_arg]);
+      // The file an exec names is resolved while the task is still stopped in
+      // the call: after CONTINUE a short-lived program can exit (and take its
+      // /proc/PID/root with it) before the lookup, which would report an
+      // allowed exec as ENOENT.
+      Target exec_target;
+      bool exec_allowed = false;
+      bool exec_skip = false;
+      if (is_exec) {
+        bool at = req.data.nr == SYS_execveat;
+        exec_path = read_remote_string(static_cast<int>(req.pid), req.data.args[at ? 1 : 0]);
+        // execveat(fd, "", AT_EMPTY_PATH): the runtime's own trampoline (and
+        // an fd the agent opened, which Landlock refuses unreported).
+        exec_skip = at && exec_path.empty();
+        if (!exec_skip) {
+          exec_target = resolve_in_task(static_cast<int>(req.pid), exec_path,
+                                        static_cast<int>(req.data.args[0]), at);
+          if (exec_target.err == 0) {
+            if (allowed_ids.empty())
+              for (const std::string& a : allow) {
+                Target at_ = resolve_in_task(static_cast<int>(req.pid), a, AT_FDCWD, false);
+                if (at_.err == 0) allowed_ids.emplace_back(at_.dev, at_.ino);
+              }
+            for (auto& [d, i] : allowed_ids)
+              exec_allowed = exec_allowed || (d == exec_target.dev && i == exec_target.ino);
+          }
+          // The task died under us (SIGKILL from another thread): its
+          // /proc entries are gone, and it did not exec anything.
+          std::uint64_t id = req.id;
+          if (exec_target.err != 0 &&
+              ::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
+            exec_skip = true;
+        }
+      }
+      if (is_exec || is_connect) {
+        // CONTINUE is safe here only because Landlock (exec) and the mounts
+        // (connect), not this answer, decide.
+        resp.error = 0;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      } else {
+        resp.error = -err;
+        resp.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE for a denied call
+      }
+      // The event is on disk before the agent has its answer (an append, a
+      // few us, on refused calls only), so a container's own init that reads
+      // the events file once the agent has exited (child.hpp own_init) sees
+      // every violation; delivery to the caller's target comes after.
 
-    std::uint64_t args[6];
-    for (int i = 0; i < 6; i++) args[i] = req.data.args[i];
-    auto c = violations::classify(req.data.nr, args);
-    if (is_exec) {
-      if (exec_skip || exec_allowed) {  // the interpreter (or its loader)
-        answer();
-        continue;
+      std::uint64_t args[6];
+      for (int i = 0; i < 6; i++) args[i] = req.data.args[i];
+      auto c = violations::classify(req.data.nr, args);
+      if (is_exec) {
+        if (exec_skip || exec_allowed) {  // the interpreter (or its loader)
+          answer();
+          continue;
+        }
+        c.surface = "exec";
+        c.requested = exec_path;
+        err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
       }
-      c.surface = "exec";
-      c.requested = exec_path;
-      err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
-    }
-    if (is_connect) {
-      if (sock_err == 0) {  // not a runtime socket, or one the profile shows
-        answer();
-        continue;
+      if (is_connect) {
+        if (sock_err == 0) {  // not a runtime socket, or one the profile shows
+          answer();
+          continue;
+        }
+        c.requested = sock_path;
+        err = sock_err;
       }
-      c.requested = sock_path;
-      err = sock_err;
+      if (path_arg >= 0 && !is_exec && !call_path.empty())
+        c.requested = c.surface == "device" ? c.syscall + "(" + call_path + ", " + c.requested + ")"
+                                            : c.syscall + "(" + call_path + ")";
+      violations::Event e;
+      e.container = container;
+      e.pack = pack;
+      e.surface = c.surface;
+      e.requested = c.requested;
+      e.syscall = c.syscall;
+      e.pid = static_cast<int>(req.pid);
+      e.err = err;
+      std::string key = c.surface + '\0' + c.requested + '\0' + c.syscall;
+      auto it = seen.find(key);
+      if (it != seen.end()) {
+        it->second.count++;
+        it->second.last = e;
+        answer();
+      } else {
+        if (seen.size() < kMaxKeys) seen[key].last = e;
+        std::string l = violations::to_json_line(e);
+        bool written = out.line(l, false, /*deliver=*/false);
+        answer();
+        if (written) out.deliver(l);
+      }
+    } catch (...) {
     }
-    if (path_arg >= 0 && !is_exec && !call_path.empty())
-      c.requested = c.surface == "device" ? c.syscall + "(" + call_path + ", " + c.requested + ")"
-                                          : c.syscall + "(" + call_path + ")";
-    violations::Event e;
-    e.container = container;
-    e.pack = pack;
-    e.surface = c.surface;
-    e.requested = c.requested;
-    e.syscall = c.syscall;
-    e.pid = static_cast<int>(req.pid);
-    e.err = err;
-    std::string key = c.surface + '\0' + c.requested + '\0' + c.syscall;
-    auto it = seen.find(key);
-    if (it != seen.end()) {
-      it->second.count++;
-      it->second.last = e;
-      answer();
-    } else {
-      if (seen.size() < kMaxKeys) seen[key].last = e;
-      std::string l = violations::to_json_line(e);
-      bool written = out.line(l, false, /*deliver=*/false);
-      answer();
-      if (written) out.deliver(l);
-    }
+    answer();
   }
   flush();
   mark_done();

@@ -49,8 +49,12 @@ Result<UniqueFd> sealed_trampoline() {
     if (n <= 0) return Error::sys(n < 0 ? errno : EIO, "write exec trampoline to memfd");
     done += static_cast<std::size_t>(n);
   }
-  // Executable by everyone: a container process may run as any uid.
-  if (::fchmod(fd.get(), 0555) < 0) return Error::sys(errno, "fchmod exec trampoline memfd");
+  // Executable by everyone (a container process may run as any uid), and
+  // readable by no one: exec of a file the task cannot read leaves it not
+  // dumpable from its first instruction (fs/exec.c would_dump), so a pack's
+  // init (comet-init) is never open to ptrace or /proc/1/* access by the
+  // agent, not even before its own prctl(PR_SET_DUMPABLE, 0).
+  if (::fchmod(fd.get(), 0111) < 0) return Error::sys(errno, "fchmod exec trampoline memfd");
   if (::fcntl(fd.get(), F_ADD_SEALS, kSeals) < 0)
     return Error::sys(errno, "seal exec trampoline memfd");
   int seals = ::fcntl(fd.get(), F_GET_SEALS);

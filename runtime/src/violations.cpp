@@ -133,7 +133,9 @@ std::string to_json_line(const Event& e) {
   j["pid"] = e.pid;
   j["errno"] = e.err_name.empty() ? errno_name(e.err) : e.err_name;
   if (e.repeated > 0) j["repeated"] = e.repeated;
-  return j.dump();
+  // `requested` holds bytes the agent chose (a path): invalid UTF-8 becomes
+  // U+FFFD rather than an exception that would take the reporter down.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Classified classify(int nr, const std::uint64_t a[6]) {

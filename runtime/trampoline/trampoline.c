@@ -35,15 +35,17 @@
  * has exited, exits with the agent's status (128+N for a signal), or 3 when
  * the container's events file (EVENTS_FD, read-only) holds a
  * capability_violation. Before it reads the file, with DNS = "dns", it sends
- * the container's resolver (127.0.0.1:53) a question-less query and waits
- * (500 ms at most) for the FORMERR answer: the resolver reports the packets
- * the ruleset refused (NFLOG) before it answers a query, so every egress
+ * the container's resolver (127.0.0.1:53) a query whose header promises a
+ * question it lacks and waits (2 s at most) for the FORMERR answer: the
+ * resolver reports the packets the ruleset refused (NFLOG) at the start of
+ * every query it handles, so every egress
  * violation of the agent is then on disk. Seccomp-reported violations are
  * written before the reporter answers the call, DNS ones before the answer.
- * The agent's seccomp filter is not this process's (it was forked before
+ * The agent's seccomp filter is not this process's (it was started before
  * the filter was loaded): this code is all it runs, it is not dumpable (no
  * ptrace, no /proc/1/mem from the agent), and its /proc/1/exe is the sealed
- * memfd. Syscalls: prctl, rt_sigprocmask, signalfd4, read, wait4, kill,
+ * memfd (mode 0111: not dumpable from the exec on). Syscalls: prctl,
+ * rt_sigaction, rt_sigprocmask, signalfd4, read, wait4, kill,
  * socket, connect, sendto, poll, recvfrom, close, pread64, exit_group.
  */
 
@@ -95,6 +97,7 @@ enum {
   NR_read = 0,
   NR_close = 3,
   NR_poll = 7,
+  NR_rt_sigaction = 13,
   NR_rt_sigprocmask = 14,
   NR_pread64 = 17,
   NR_socket = 41,
@@ -126,7 +129,8 @@ static long number(const char* s) {
   return v;
 }
 
-/* A question-less query to the resolver; any answer (FORMERR) will do. */
+/* A query whose header promises a question it does not carry: the resolver
+ * answers FORMERR (after reporting what NFLOG holds); any answer will do. */
 static void dns_barrier(void) {
   long fd = sys6(NR_socket, 2 /* AF_INET */, 2 | 02000000 /* SOCK_DGRAM|CLOEXEC */, 0, 0, 0, 0);
   if (fd < 0) return;
@@ -138,7 +142,7 @@ static void dns_barrier(void) {
       int fd;
       short events, revents;
     } p = {(int)fd, 1 /* POLLIN */, 0};
-    if (sys6(NR_poll, (long)&p, 1, 500, 0, 0, 0) > 0) {
+    if (sys6(NR_poll, (long)&p, 1, 2000, 0, 0, 0) > 0) {
       unsigned char buf[512];
       sys6(NR_recvfrom, fd, (long)buf, sizeof buf, 0x40 /* MSG_DONTWAIT */, 0, 0);
     }
@@ -155,7 +159,8 @@ static int violated(long fd) {
   if (fd < 0) return 0;
   for (;;) {
     long n = sys6(NR_pread64, fd, (long)(buf + keep), sizeof buf - keep, off, 0, 0);
-    if (n <= 0) return 0;
+    if (n < 0) return 1; /* unreadable: fail closed, as a reporter that did not finish */
+    if (n == 0) return 0;
     off += n;
     long have = keep + n;
     for (long i = 0; i + kLen <= have; i++) {
@@ -173,25 +178,24 @@ __attribute__((noreturn)) static void init_main(long argc, char** argv) {
   long events = argc == 4 ? number(argv[2]) : -1;
   if (agent <= 0) sys_exit_group(127);
   sys6(NR_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0, 0);
+  /* An ignored SIGCHLD (it survives exec) would reap the agent unseen. */
+  unsigned long dfl[4] = {0 /* SIG_DFL */, 0, 0, 0};
+  sys6(NR_rt_sigaction, 17, (long)dfl, 0, 8, 0, 0);
   unsigned long all = ~0UL;
   sys6(NR_rt_sigprocmask, 0 /* SIG_BLOCK */, (long)&all, 0, 8, 0, 0);
   long sfd = sys6(NR_signalfd4, -1, (long)&all, 8, 02000000, 0, 0);
   int status = 0, done = 0;
+  /* Reap first, then wait for a signal: a SIGCHLD that came before the exec
+   * is gone (setting SIG_DFL above discards a pending one), so waiting first
+   * could wait forever for an agent that has already exited. */
   while (!done) {
-    unsigned int info[32]; /* struct signalfd_siginfo: ssi_signo first */
-    long signo = 17;       /* SIGCHLD: without a signalfd, just reap */
-    if (sfd >= 0) {
-      long n = sys6(NR_read, sfd, (long)info, sizeof info, 0, 0, 0);
-      if (n != (long)sizeof info) continue;
-      signo = info[0];
-    }
-    if (signo != 17) {
-      sys6(NR_kill, agent, signo, 0, 0, 0, 0);
-      continue;
-    }
     for (;;) {
       int st = 0;
       long pid = sys6(NR_wait4, -1, (long)&st, sfd >= 0 ? 1 /* WNOHANG */ : 0, 0, 0, 0);
+      if (pid == -10 /* ECHILD: no child left, the agent gone unseen */) {
+        done = 1;
+        break;
+      }
       if (pid <= 0) break;
       if (pid == agent) {
         status = st;
@@ -199,6 +203,10 @@ __attribute__((noreturn)) static void init_main(long argc, char** argv) {
         break;
       }
     }
+    if (done || sfd < 0) continue;
+    unsigned int info[32]; /* struct signalfd_siginfo: ssi_signo first */
+    if (sys6(NR_read, sfd, (long)info, sizeof info, 0, 0, 0) != (long)sizeof info) continue;
+    if (info[0] != 17 /* SIGCHLD: reap above */) sys6(NR_kill, agent, info[0], 0, 0, 0, 0);
   }
   long code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
   if (same(argv[3], "dns")) dns_barrier();
