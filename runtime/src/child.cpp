@@ -787,8 +787,8 @@ void apply_confinement() {
   }
 }
 
-// The last steps of the agent: confinement, filters, exec. In the init
-// itself, or (own_init) in the agent it starts.
+// The last steps of a container process: confinement, filters, exec. In the
+// init itself, in the agent it starts (own_init), and in an `exec`'d process.
 struct AgentTail {
   const std::string& exe;
   bool early_seccomp, kept_admin;
@@ -1200,24 +1200,8 @@ void write_time_offsets() {
   bool nnp = ctx.no_new_privileges;
   bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
   if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
-  for (int fd = 3; fd < 3 + ctx.preserve_fds; fd++) {
-    int fl = ::fcntl(fd, F_GETFD);
-    if (fl >= 0) ::fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
-  }
   // The sync socket stays open (CLOEXEC): execve closing it is the success signal.
-  if (::syscall(SYS_close_range, 3 + ctx.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    die(errno, "close_range");
-  apply_confinement();
-  if (ctx.has_seccomp) load_seccomp();
-  if (kept_admin && capset_raw(ctx.caps.effective, ctx.caps.permitted, ctx.caps.inheritable) < 0)
-    die(errno, "capset after seccomp");
-  std::vector<char*> argv, envp;
-  std::vector<std::string> args = ctx.args, env = g_env;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  exec_final(exe, argv, envp);
+  agent_tail(AgentTail{exe, /*early_seccomp=*/false, kept_admin, 0});
 }
 
 }  // namespace comet::runtime

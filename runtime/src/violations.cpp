@@ -377,6 +377,27 @@ void wait_exit(int pid, unsigned long long start, int ms) {
   }
   if (pfd >= 0) ::close(pfd);
 }
+
+// The violations of a state dir's events file, with the first and last times.
+struct Counted {
+  long n = 0;
+  std::string first, last;
+};
+Counted count_events(const std::string& state_dir) {
+  Counted c;
+  auto text = read_file(join_path(state_dir, kEventsFile));
+  if (text.ok()) c.n = count_violations(*text, &c.first, &c.last);
+  return c;
+}
+
+// Flags the pack version of these annotations (if any) with what was counted.
+void flag_pack(const std::map<std::string, std::string>& annotations, const Counted& c) {
+  if (c.n == 0) return;
+  auto p = pack_of(annotations);
+  if (!p) return;
+  Status st = record_flag(*p, c.n, c.first, c.last);
+  if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
+}
 }  // namespace
 
 long finish_run(const std::string& root, const std::string& id) {
@@ -394,9 +415,7 @@ long finish_run(const std::string& root, const std::string& id) {
     reporter_alive = !process_dead(rec->reporter_pid) &&
                      process_start_time(rec->reporter_pid) == rec->reporter_start;
   }
-  auto text = read_file(dir.file(kEventsFile));
-  std::string first, last;
-  long n = text.ok() ? count_violations(*text, &first, &last) : 0;
+  const Counted c = count_events(dir.path());
   if (rec.ok() && rec->reporter_pid > 0 && !reporter_alive &&
       !path_exists(dir.file("reporter.done"))) {
     // Killed or crashed: its calls failed with ENOSYS, still denied, but
@@ -404,30 +423,21 @@ long finish_run(const std::string& root, const std::string& id) {
     // without flagging the pack (there is no event to show).
     log::warn("container " + id +
               ": the violation reporter did not finish; events may be missing (exit 3)");
-    if (n == 0) return 1;
+    if (c.n == 0) return 1;
   }
-  if (n > 0 && rec.ok()) {
-    if (auto p = pack_of(rec->annotations)) {
-      Status st = record_flag(*p, n, first, last);
-      if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
-    }
+  if (rec.ok()) {
+    flag_pack(rec->annotations, c);
+    // Counted: delete must not flag these again (flag_at_delete).
+    (void)write_file_atomic(dir.file(kFlaggedFile), "", 0600, Sync::none);
   }
-  // Counted: delete must not flag these again (flag_at_delete).
-  if (rec.ok()) (void)write_file_atomic(dir.file(kFlaggedFile), "", 0600, Sync::none);
-  return n;
+  return c.n;
 }
 
 void flag_at_delete(const std::string& state_dir,
                     const std::map<std::string, std::string>& annotations) {
   if (path_exists(join_path(state_dir, kFlaggedFile))) return;  // run/pack run did
-  auto p = pack_of(annotations);
-  if (!p) return;
-  auto text = read_file(join_path(state_dir, kEventsFile));
-  std::string first, last;
-  long n = text.ok() ? count_violations(*text, &first, &last) : 0;
-  if (n == 0) return;
-  Status st = record_flag(*p, n, first, last);
-  if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
+  if (!pack_of(annotations)) return;                            // not a pack: no file to read
+  flag_pack(annotations, count_events(state_dir));
 }
 
 std::string flags_dir() {
