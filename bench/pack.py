@@ -8,8 +8,9 @@
             `comet-runtime run` of the same rootfs and program with runc's
             default config (target: at most 5 ms more at the median), and
             runc's `run` of that plain bundle for scale; also with reporting
-            off, and with the pack's own PID 1 off (COMET_OWN_INIT=off:
-            the agent is the init, docs/events.md)
+            off, with the pack's own PID 1 off (COMET_OWN_INIT=off:
+            the agent is the init, docs/events.md), and with the fs events
+            off (COMET_FS_EVENTS=off: no BPF ring, docs/events.md)
 
 `pack run` is timed with --no-cache (a cache hit starts no container; see
 bench/cache.py). The pack run figure includes everything pack run does: parse, validate,
@@ -84,6 +85,9 @@ def main():
             "comet pack run, own init off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
                                                        str(pack), "--rootfs", str(rootfs), "--id", f"bi{i}",
                                                        "--no-cache", "--", "exit=0"],
+            "comet pack run, fs events off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
+                                                        str(pack), "--rootfs", str(rootfs), "--id", f"bf{i}",
+                                                        "--no-cache", "--", "exit=0"],
             "comet run (plain)": lambda i: [str(COMET), "--root", str(state / "c"), "run", "-b", str(plain),
                                             f"br{i}"],
             "runc run (plain)": lambda i: ["runc", "--root", str(state / "r"), "run", "-b", str(plain), f"rr{i}"],
@@ -92,7 +96,8 @@ def main():
         for i in range(a.n):
             for k, mk in variants.items():  # interleaved
                 env = (dict(os.environ, COMET_VIOLATION_REPORTING="off") if "reporting off" in k
-                       else dict(os.environ, COMET_OWN_INIT="off") if "own init off" in k else None)
+                       else dict(os.environ, COMET_OWN_INIT="off") if "own init off" in k
+                       else dict(os.environ, COMET_FS_EVENTS="off") if "fs events off" in k else None)
                 times[k].append(run_ms(mk(i), env=env))
         base = median(times["comet run (plain)"])
         rows = []

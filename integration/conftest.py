@@ -8,6 +8,7 @@ COMET_KEEP=1   keep each test's scratch directory
 from __future__ import annotations
 
 import os
+import subprocess
 import shutil
 import sys
 import tempfile
@@ -73,6 +74,38 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "comet_only" in item.keywords:
             item.add_marker(skip)
+
+
+def _bpffs_mounted() -> bool:
+    try:
+        return any(line.split()[1] == "/sys/fs/bpf" and line.split()[2] == "bpf"
+                   for line in Path("/proc/self/mounts").read_text().splitlines())
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def leave_bpffs_as_found():
+    """The fs events program (runtime/src/fswatch.cpp) pins itself under
+    /sys/fs/bpf/comet-runtime and mounts bpffs there when nothing has: the
+    suite takes both away again, as the machine was before it."""
+    was_mounted = _bpffs_mounted()
+    had_pins = Path("/sys/fs/bpf/comet-runtime").exists()
+    yield
+    # the detacher a pack's end started (fswatch.hpp), by the pid it wrote
+    linger = Path("/run/comet-runtime/fswatch.linger")
+    try:
+        pid = int(linger.read_text().split()[0])
+        if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"comet-fswatch-linger"):
+            os.kill(pid, 9)
+    except (OSError, ValueError, IndexError):
+        pass
+    if not had_pins:
+        shutil.rmtree("/sys/fs/bpf/comet-runtime", ignore_errors=True)
+        for f in ("fswatch.linger", "fswatch.idle", "fswatch.lock"):
+            Path("/run/comet-runtime", f).unlink(missing_ok=True)
+    if not was_mounted and _bpffs_mounted():
+        subprocess.run(["umount", "/sys/fs/bpf"], check=False)
 
 
 @pytest.fixture(scope="session")

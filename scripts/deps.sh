@@ -7,7 +7,7 @@ COMET_PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config clang clang-format
   libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libmount-dev
-  libnftables-dev libcli11-dev libgtest-dev libssl-dev
+  libnftables-dev libcli11-dev libgtest-dev libssl-dev libbpf-dev libelf-dev zlib1g-dev
   # run and test
   busybox-static python3 python3-pytest iproute2 nftables util-linux procps
   # egress (docs/egress.md): user-mode network for containers; the egress tests' DNS server

@@ -9,6 +9,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -383,7 +384,7 @@ int events_with(const std::string& text) {
 // The init's exit status (-N for a signal). sig_after_ms: SIGTERM to the
 // init after that long.
 int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
-             const char* agent_arg = nullptr, int exec_after_ms = 0) {
+             const char* agent_arg = nullptr, int exec_after_ms = 0, int reporter_fd = -1) {
   pid_t init = ::fork();
   if (init == 0) {
     sigset_t all;
@@ -396,10 +397,12 @@ int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       _exit(agent());
     }
-    char as[16], es[16];
+    char as[16], es[16], rs[16];
     std::snprintf(as, sizeof as, "%d", a);
     std::snprintf(es, sizeof es, "%d", events_fd);
-    const char* argv[] = {"comet-init", agent_arg ? agent_arg : as, es, "-", nullptr};
+    std::snprintf(rs, sizeof rs, "%d", reporter_fd);
+    const char* argv[] = {"comet-init", agent_arg ? agent_arg : as,      es,
+                          "-",          reporter_fd >= 0 ? rs : nullptr, nullptr};
     const char* envp[] = {nullptr};
     if (exec_after_ms) ::usleep(static_cast<useconds_t>(exec_after_ms) * 1000);
     ::syscall(SYS_execveat, tfd, "", argv, envp, AT_EMPTY_PATH);
@@ -513,4 +516,48 @@ TEST(TrampolineInit, AgentGoneBeforeTheInitStarts) {
                 fd.get(), +[] { return 0; }, events_with(kViolationLine), 0, nullptr, 100),
             3);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// With a reporter fd (fs events, fswatch.hpp) the init asks the reporter
+// (one byte) and reads the events file only once it has the answer, or the
+// reporter is gone, or 2 s have passed.
+TEST(TrampolineInit, ReadsTheEventsOnlyAfterTheReportersAnswer) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  for (int mode = 0; mode < 3; mode++) {  // 0: answers, 1: hangs up, 2: never answers
+    int sp[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+    int ev = events_with("");
+    int ev_mine = ::dup(ev);
+    std::thread reporter([&, mode] {
+      char b = 0;
+      // the question comes once the agent has exited
+      ASSERT_EQ(::recv(sp[0], &b, 1, 0), 1);
+      EXPECT_EQ(b, 'b');
+      // the "drain": a violation lands in the file only now
+      ASSERT_EQ(::pwrite(ev_mine, kViolationLine.data(), kViolationLine.size(), 0),
+                static_cast<ssize_t>(kViolationLine.size()));
+      if (mode == 0) {
+        EXPECT_EQ(::send(sp[0], "k", 1, 0), 1);
+      } else if (mode == 1) {
+        ::shutdown(sp[0], SHUT_RDWR);
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(run_init(
+                  fd.get(), +[] { return 0; }, ev, 0, nullptr, 0, sp[1]),
+              3)
+        << "mode " << mode;
+    auto took = std::chrono::steady_clock::now() - t0;
+    if (mode == 2) {
+      EXPECT_GE(took, std::chrono::milliseconds(1900));
+      EXPECT_LT(took, std::chrono::seconds(5));
+    } else {
+      EXPECT_LT(took, std::chrono::seconds(1)) << "mode " << mode;
+    }
+    reporter.join();
+    ::close(ev_mine);
+    ::close(sp[0]);
+    ::close(sp[1]);
+  }
 }

@@ -111,6 +111,13 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
     const auto& args = in.args ? *in.args : m.runtime.args;
     p.args.insert(p.args.end(), args.begin(), args.end());
     if (!m.runtime.env.count("PATH")) p.env.push_back("PATH=" + std::string(kDefaultPath));
+    // Python would write bytecode next to an imported module: /workdir and
+    // the image are read-only, so every such import would be a refused
+    // write (an fs.write violation, exit 3) and gain nothing.
+    const std::string& interp = m.runtime.interpreter;
+    const std::string base = interp.substr(interp.find_last_of('/') + 1);
+    if (base.rfind("python", 0) == 0 && !m.runtime.env.count("PYTHONDONTWRITEBYTECODE"))
+      p.env.push_back("PYTHONDONTWRITEBYTECODE=1");
     for (const auto& [k, v] : m.runtime.env) p.env.push_back(k + "=" + v);
     p.cwd = std::string(kWorkdir);
     p.capabilities = oci::Capabilities{};  // every set present and empty

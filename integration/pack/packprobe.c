@@ -308,6 +308,15 @@ int main(int argc, char **argv) {
             /* mknod(2) itself (glibc calls mknodat), a char device with
              * bits above the 16 the kernel reads in the mode */
             RES(op, syscall(SYS_mknod, arg, 0x10000L | S_IFCHR | 0666, makedev(1, 7)));
+        } else if (!strcmp(op, "mkdir")) {
+            RES(op, mkdir(arg, 0755));
+        } else if (!strcmp(op, "unlink")) {
+            RES(op, unlink(arg));
+        } else if (!strcmp(op, "rename")) {  /* rename=OLD:NEW */
+            char old[256];
+            const char *colon = strchr(arg, ':');
+            snprintf(old, sizeof old, "%.*s", colon ? (int)(colon - arg) : 0, arg);
+            RES(op, rename(old, colon ? colon + 1 : ""));
         } else if (!strcmp(op, "mkfifo")) {
             RES(op, mkfifo(arg, 0600));
         } else if (!strcmp(op, "exit")) {

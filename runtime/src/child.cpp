@@ -4,6 +4,7 @@
 #include "comet/runtime/child.hpp"
 #include "comet/base/fault.hpp"
 #include "comet/runtime/confine.hpp"
+#include "comet/runtime/fswatch.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -780,6 +781,7 @@ void apply_confinement() {
     // runtime's reporter, with the container state, as an OCI seccomp agent
     // would get it; then it is closed here, so the agent never holds it.
     if (c.lockdown.needs_listener) {
+      if (c.fs_arm_marker) (void)::access(kFsArmMarker, F_OK);  // fswatch.hpp
       send_fd(c.lockdown_listener_sock, listener, g_state, "the lock-down listener fd");
       ::close(listener);
       ::close(c.lockdown_listener_sock);
@@ -877,11 +879,17 @@ int agent_entry(void* arg) noexcept {
   // Nothing of the runtime's crosses the exec but the events file.
   ::syscall(SYS_close_range, 0, ~0U, CLOSE_RANGE_CLOEXEC);
   int ev = c.events_fd >= 0 ? ::fcntl(c.events_fd, F_DUPFD, 3) : -1;
-  char agent_s[16], ev_s[16];
+  // The reporter's socket, for the fs events barrier (trampoline.c).
+  int rep = c.init_reporter_barrier && c.lockdown_listener_sock >= 0
+                ? ::fcntl(c.lockdown_listener_sock, F_DUPFD, 3)
+                : -1;
+  char agent_s[16], ev_s[16], rep_s[16];
   std::snprintf(agent_s, sizeof agent_s, "%d", agent);
   std::snprintf(ev_s, sizeof ev_s, "%d", ev);
+  std::snprintf(rep_s, sizeof rep_s, "%d", rep);
   char init_argv0[] = "comet-init", dns[] = "dns", none[] = "-";
-  char* argv[] = {init_argv0, agent_s, ev_s, c.init_dns_barrier ? dns : none, nullptr};
+  char* argv[] = {
+      init_argv0, agent_s, ev_s, c.init_dns_barrier ? dns : none, rep >= 0 ? rep_s : none, nullptr};
   char* envp[] = {nullptr};
   ::syscall(SYS_execveat, c.trampoline_fd, "", argv, envp, AT_EMPTY_PATH);
   // No init: the agent must not run unsupervised (its exit status would be lost).

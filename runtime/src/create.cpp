@@ -1,5 +1,6 @@
 // `create` and `run`: the parent side of the sync protocol in sync.hpp.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/sched.h>
@@ -34,6 +35,7 @@
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/fault.hpp"
+#include "comet/runtime/fswatch.hpp"
 #include "comet/runtime/helper_confine.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"
@@ -50,6 +52,29 @@ namespace comet::runtime {
 namespace {
 
 constexpr long kProcSuperMagic = 0x9fa0;
+
+// What a pack may touch, for its fs events: the declared entries, the
+// rootfs's own top-level entries and the config's mount points.
+FsView fs_view_of(const capability::Capabilities& caps, const std::string& rootfs,
+                  const oci::Spec& spec) {
+  FsView v;
+  v.fs = caps.fs;
+  if (DIR* d = ::opendir(rootfs.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") v.image_top.push_back(n);
+    }
+    ::closedir(d);
+  }
+  for (const auto& m : spec.mounts) {
+    std::string dst = m.destination;
+    std::size_t b = dst.find_first_not_of('/');
+    if (b == std::string::npos) continue;
+    std::size_t e = dst.find('/', b);
+    v.image_top.push_back(dst.substr(b, e == std::string::npos ? std::string::npos : e - b));
+  }
+  return v;
+}
 
 // Our own fds must sit above the caller's preserved ones, or they would
 // leak into the container as "preserved".
@@ -313,6 +338,30 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   // create has cloned everything); COMET_REPORTER=process keeps the process
   // (the test that kills the reporter alone).
   const std::string events_to = events_target(spec.annotations);
+  TRYV(create_cgroups(ctx.cgroups));
+  cleanup.cgroup_dirs = ctx.cgroups.dirs();
+  if (lx.resources) TRYV(apply_resources(ctx.cgroups, *lx.resources));
+  // fs.read / fs.write events (fswatch.hpp) for a pack's reporter: filed
+  // under the container's cgroup2 id before anything runs in it.
+  FsWatch fsw;
+  FsView fs_view;
+  const char* fs_events = std::getenv("COMET_FS_EVENTS");  // "off": benchmarks
+  if (ctx.has_lockdown && ctx.lockdown.needs_listener && egress_caps &&
+      !(fs_events && std::strcmp(fs_events, "off") == 0)) {
+    std::string v2;
+    for (auto& h : ctx.cgroups.hierarchies)
+      if (h.v2) v2 = h.dir;
+    auto w = v2.empty() ? Result<FsWatch>(Error::msg("no cgroup2 directory")) : fswatch_watch(v2);
+    if (w.ok()) {
+      fsw = std::move(*w);
+      fs_view = fs_view_of(*egress_caps, rootfs, spec);
+      ctx.layers.push_back("fs-events");
+      ctx.fs_arm_marker = true;
+      ctx.init_reporter_barrier = ctx.own_init;
+    } else {
+      log::warn("fs.read/fs.write violation events are off for " + o.id + ": " + w.error().what());
+    }
+  }
   ReporterHandle reporter;
   if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
     ReporterRequest rr;
@@ -323,6 +372,9 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     rr.deliver = events_to;
     rr.lockdown = lockdown_options(*policy, false);
     rr.exec_allow = ctx.exec_allow;
+    rr.fs_ring = fsw.ring.get();
+    rr.fs_cgroup = fsw.cgroup;
+    rr.fs_view = std::move(fs_view);
     const char* mode = std::getenv("COMET_REPORTER");
     bool in_process = keep_child && !(mode && std::strcmp(mode, "process") == 0);
     TRY(reporter, start_reporter(rr, min_fd, in_process));
@@ -331,10 +383,6 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
       TRYV(write_file_atomic(dir.file("events.deliver"), rr.deliver, 0600, Sync::none));
     }
   }
-
-  TRYV(create_cgroups(ctx.cgroups));
-  cleanup.cgroup_dirs = ctx.cgroups.dirs();
-  if (lx.resources) TRYV(apply_resources(ctx.cgroups, *lx.resources));
 
   ContainerRecord rec;
   rec.id = o.id;

@@ -1,9 +1,15 @@
 // comet-runtime: the CLI entry point. Everything lives in runtime/.
 #include <malloc.h>
 
+#include <cstring>
+
 #include "comet/runtime/cli.hpp"
+#include "comet/runtime/fswatch.hpp"
 
 int main(int argc, char** argv) {
+  // The fs events detacher (fswatch.hpp), spawned with this argv[0] only.
+  if (argc == 1 && std::strcmp(argv[0], "comet-fswatch-linger") == 0)
+    return comet::runtime::fswatch_linger_main();
   // Allocations up to 1 MiB from the heap, and the heap kept: libnftables
   // allocates several 128 KiB hash tables per nft context and per table,
   // which glibc would otherwise map fresh (and unmap) each time; on a VM

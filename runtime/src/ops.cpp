@@ -17,6 +17,7 @@
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/fault.hpp"
+#include "comet/runtime/fswatch.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/state_store.hpp"
@@ -209,6 +210,10 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
   egress::Handles eh{rec.egress_resolver_pid, rec.egress_resolver_start, rec.egress_net_pid,
                      rec.egress_net_start,    rec.egress_netns,          rec.egress_table};
   if (Status es = egress::teardown(eh); !es.ok()) log::warn(es.error().what());
+  // fs events (fswatch.hpp): the entry of a reporter that did not end cleanly.
+  for (auto& d : rec.cgroup_dirs)
+    if (is_cgroup2_dir(d))
+      if (std::uint64_t cg = cgroup_id_of(d)) fswatch_unwatch(cg);
   Status result = destroy_cgroups(rec.cgroup_dirs);
   for (auto& p : rec.cleanup_paths) {
     ::umount2(p.c_str(), MNT_DETACH);

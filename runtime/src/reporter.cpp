@@ -3,6 +3,7 @@
 #include "comet/runtime/reporter.hpp"
 #include "comet/runtime/confine.hpp"
 
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
@@ -24,6 +25,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -40,6 +42,7 @@ namespace comet::runtime {
 namespace {
 
 constexpr int kReporterSockFd = 3;
+constexpr int kReporterRingFd = 4;
 // <linux/seccomp.h> of Linux 6.6, not in Debian 12's headers.
 constexpr unsigned long kNotifSetFlags =
     _IOW('!', 4, std::uint64_t);               // SECCOMP_IOCTL_NOTIF_SET_FLAGS
@@ -220,7 +223,18 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
       ::dup2(null, 1);
       ::dup2(null, 2);
     }
-    ::syscall(SYS_close_range, kReporterSockFd + 1, ~0U, 0);
+    ReporterRequest mine_r = r;
+    if (r.fs_ring >= 0) {
+      // fd 4 (above the socket): moved clear of 0-4 first.
+      int ring = ::fcntl(r.fs_ring, F_DUPFD, 10);
+      if (ring >= 0 && ::dup2(ring, kReporterRingFd) == kReporterRingFd) {
+        mine_r.fs_ring = kReporterRingFd;
+      } else {
+        mine_r.fs_ring = -1;
+      }
+    }
+    ::syscall(SYS_close_range, mine_r.fs_ring >= 0 ? kReporterRingFd + 1 : kReporterSockFd + 1, ~0U,
+              0);
     // No exec: the reporter is this process's copy (create is single-
     // threaded here), which saves mapping and relocating the binary again
     // (~5 ms on the path to the agent's first exec, which waits for the
@@ -235,7 +249,7 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
     ::signal(SIGPIPE, SIG_IGN);
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGHUP, SIG_IGN);
-    ::_exit(serve_reporter(r, kReporterSockFd));
+    ::_exit(serve_reporter(mine_r, kReporterSockFd));
   }
   pw.reset();
   theirs.reset();
@@ -277,9 +291,11 @@ Status start_reporter_thread(ReporterHandle& h) {
     ts.running++;
   }
   int sock = h.serve_sock.release();
+  // The thread's own copy of the ring (create's closes with create).
+  if (h.request.fs_ring >= 0) h.request.fs_ring = ::fcntl(h.request.fs_ring, F_DUPFD_CLOEXEC, 3);
   try {
     std::thread([req = h.request, sock] {
-      UniqueFd owned(sock);
+      UniqueFd owned(sock), ring(req.fs_ring);
       (void)serve_reporter(req, owned.get());
       ThreadState& t = thread_state();
       std::lock_guard<std::mutex> l(t.mu);
@@ -338,10 +354,34 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       UniqueFd done(::open(join_path(r.state_dir, "reporter.done").c_str(),
                            O_WRONLY | O_CREAT | O_CLOEXEC | O_TRUNC, 0600));
   };
+  // fs events (fswatch.hpp): this container's ring buffer.
+  std::function<void(const FsRecord&)> on_record;  // set below, once events can be written
+  ring_buffer* rb = nullptr;
+  if (r.fs_ring >= 0)
+    rb = ring_buffer__new(
+        r.fs_ring,
+        [](void* ctx, void* data, size_t n) -> int {
+          auto* f = static_cast<std::function<void(const FsRecord&)>*>(ctx);
+          FsRecord rec;
+          if (*f && fs_record_of(data, n, rec)) (*f)(rec);
+          return 0;
+        },
+        &on_record, nullptr);
+  struct RingOwner {
+    ring_buffer* rb;
+    std::uint64_t cgroup;
+    ~RingOwner() {
+      if (rb) ring_buffer__free(rb);
+      if (cgroup) fswatch_unwatch(cgroup);
+    }
+  } ring_owner{rb, r.fs_ring >= 0 ? r.fs_cgroup : 0};
   if (!cm || cm->cmsg_type != SCM_RIGHTS) {
     mark_done();
     return 0;
   }
+  // Records before the agent's kFsArmMarker are the runtime's own set-up.
+  bool armed = false;
+  int last_fs_tid = 0;
   int lfd;
   std::memcpy(&lfd, CMSG_DATA(cm), sizeof lfd);
   UniqueFd listener(lfd);
@@ -359,12 +399,85 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       out.line(violations::to_json_line(p.last));
     }
   };
+  // One event: the first of a (surface, requested, syscall) is written at
+  // once, then after_write() (the notification's answer), then delivered;
+  // repeats are counted and summarised by flush().
+  auto emit = [&](const violations::Event& e, auto&& after_write) {
+    std::string key = e.surface + '\0' + e.requested + '\0' + e.syscall;
+    auto it = seen.find(key);
+    if (it != seen.end()) {
+      it->second.count++;
+      it->second.last = e;
+      after_write();
+      return;
+    }
+    if (seen.size() < kMaxKeys) seen[key].last = e;
+    std::string l = violations::to_json_line(e);
+    bool written = out.line(l, false, /*deliver=*/false);
+    after_write();
+    if (written) out.deliver(l);
+  };
+  // Every ring record, classified (fswatch.hpp classify_fs()).
+  on_record = [&](const FsRecord& rec) {
+    if (rec.cgroup != r.fs_cgroup) return;  // a slot's earlier container
+    try {
+      std::string p(rec.path, strnlen(rec.path, sizeof rec.path));
+      std::string p2(rec.path2, strnlen(rec.path2, sizeof rec.path2));
+      if (p == kFsArmMarker) {
+        armed = true;
+        return;
+      }
+      if (!armed) return;
+      const int tid = static_cast<int>(rec.tid);
+      last_fs_tid = tid;
+      auto v = classify_fs(rec.nr, rec.flags, -rec.ret, absolute_in_task(tid, rec.dfd, p),
+                           absolute_in_task(tid, rec.dfd2, p2), r.fs_view);
+      if (!v) return;
+      violations::Event e;
+      e.container = container;
+      e.pack = pack;
+      e.surface = v->surface;
+      e.requested = v->requested;
+      e.matched_entry = v->matched_entry;
+      e.syscall = v->syscall;
+      e.pid = tid;
+      e.err = v->err;
+      emit(e, [] {});
+    } catch (...) {
+    }
+  };
+  auto drain_fs = [&] {
+    if (!rb) return;
+    while (ring_buffer__consume(rb) > 0) {
+    }
+  };
+  // Records the full ring could not take: what they were is unknown, so
+  // one of them may have been a violation. Fail closed: that is one (once,
+  // with the count so far).
+  bool lost_reported = false;
+  auto report_lost = [&] {
+    std::uint64_t lost = rb && !lost_reported ? fswatch_lost(r.fs_cgroup) : 0;
+    if (lost == 0) return;
+    lost_reported = true;
+    violations::Event e;
+    e.container = container;
+    e.pack = pack;
+    e.surface = "fs.read";
+    e.requested = std::to_string(lost) + " fs records lost (the ring was full)";
+    e.syscall = "";
+    e.pid = last_fs_tid > 0 ? last_fs_tid : 1;
+    e.err = ENOBUFS;
+    out.line(violations::to_json_line(e), /*force=*/true);
+  };
+  bool sock_open = rb != nullptr;  // the init's barrier (reporter.hpp fs_ring)
   auto last_flush = std::chrono::steady_clock::now();
   for (;;) {
     bool pending = false;
     for (auto& [k, p] : seen) pending = pending || p.count > 0;
-    struct pollfd pfd = {listener.get(), POLLIN, 0};
-    int pr = ::poll(&pfd, 1, pending ? 1000 : -1);
+    struct pollfd pfd[3] = {{listener.get(), POLLIN, 0},
+                            {sock_open ? sock : -1, POLLIN, 0},
+                            {rb ? ring_buffer__epoll_fd(rb) : -1, POLLIN, 0}};
+    int pr = ::poll(pfd, 3, pending ? 1000 : -1);
     if (pr < 0 && errno == EINTR) continue;
     if (pr < 0) break;
     if (std::chrono::steady_clock::now() - last_flush > std::chrono::seconds(1)) {
@@ -372,7 +485,20 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       last_flush = std::chrono::steady_clock::now();
     }
     if (pr == 0) continue;
-    if (!(pfd.revents & POLLIN)) break;  // POLLHUP: no process left under the filter
+    if (pfd[2].revents & POLLIN) drain_fs();
+    if (pfd[1].revents) {
+      char b = 0;
+      ssize_t n = ::recv(sock, &b, 1, MSG_DONTWAIT);
+      if (n == 1) {
+        drain_fs();
+        report_lost();
+        (void)::send(sock, "k", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        sock_open = false;
+      }
+    }
+    if (pfd[0].revents == 0) continue;
+    if (!(pfd[0].revents & POLLIN)) break;  // POLLHUP: no process left under the filter
     struct seccomp_notif req;
     std::memset(&req, 0, sizeof req);
     if (::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
@@ -507,23 +633,17 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       e.syscall = c.syscall;
       e.pid = static_cast<int>(req.pid);
       e.err = err;
-      std::string key = c.surface + '\0' + c.requested + '\0' + c.syscall;
-      auto it = seen.find(key);
-      if (it != seen.end()) {
-        it->second.count++;
-        it->second.last = e;
-        answer();
-      } else {
-        if (seen.size() < kMaxKeys) seen[key].last = e;
-        std::string l = violations::to_json_line(e);
-        bool written = out.line(l, false, /*deliver=*/false);
-        answer();
-        if (written) out.deliver(l);
-      }
+      emit(e, answer);
     } catch (...) {
     }
     answer();
   }
+  drain_fs();
+  report_lost();
+  // No task is left under the filter, so every record of the agent's was in
+  // the ring: the init's barrier can have its answer now, before the rest
+  // of this teardown (asked or not yet: it reads it after it asks).
+  if (sock_open) (void)::send(sock, "k", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
   flush();
   mark_done();
   if (out.dropped() > 0)

@@ -95,6 +95,7 @@ std::string errno_name(int e) {
     case ENETUNREACH:
       return "ENETUNREACH";
     default:
+      if (const char* n = ::strerrorname_np(e)) return n;  // ENOTDIR, ENOBUFS, ...
       return "E" + std::to_string(e);
   }
 }

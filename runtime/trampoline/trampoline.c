@@ -28,7 +28,7 @@
  * The same image is also a pack container's PID 1 (docs/events.md "Exit code
  * 3 under an engine"), run as
  *
- *   argv = "comet-init" AGENT_PID EVENTS_FD DNS ("dns" or "-")
+ *   argv = "comet-init" AGENT_PID EVENTS_FD DNS ("dns" or "-") [REPORTER_FD or "-"]
  *
  * by the container's init after it forked the agent (child.cpp). It reaps
  * every child, forwards every signal it gets to the agent, and when the agent
@@ -39,7 +39,11 @@
  * question it lacks and waits (2 s at most) for the FORMERR answer: the
  * resolver reports the packets the ruleset refused (NFLOG) at the start of
  * every query it handles, so every egress
- * violation of the agent is then on disk. Seccomp-reported violations are
+ * violation of the agent is then on disk. With REPORTER_FD (the violation
+ * reporter's socket, when it reports fs events), it then sends the reporter
+ * one byte and waits (2 s at most) for its answer, or its end: the reporter
+ * answers once it has drained the fs events ring buffer, which holds every
+ * failed path call of the agent's by then. Seccomp-reported violations are
  * written before the reporter answers the call, DNS ones before the answer.
  * The agent's seccomp filter is not this process's (it was started before
  * the filter was loaded): this code is all it runs, it is not dumpable (no
@@ -150,6 +154,20 @@ static void dns_barrier(void) {
   sys6(NR_close, fd, 0, 0, 0, 0, 0);
 }
 
+/* The reporter drains its fs events ring before it answers (or it has
+ * ended, having drained it). */
+static void reporter_barrier(long fd) {
+  char b = 'b';
+  if (fd < 0) return;
+  if (sys6(NR_sendto, fd, (long)&b, 1, 0x4000 /* MSG_NOSIGNAL */, 0, 0) != 1) return;
+  struct {
+    int fd;
+    short events, revents;
+  } p = {(int)fd, 1 /* POLLIN */, 0};
+  if (sys6(NR_poll, (long)&p, 1, 2000, 0, 0, 0) > 0)
+    sys6(NR_recvfrom, fd, (long)&b, 1, 0x40 /* MSG_DONTWAIT */, 0, 0);
+}
+
 /* Whether the events file holds a violation (a substring search, chunks
  * overlapping by the pattern's length). */
 static int violated(long fd) {
@@ -174,8 +192,9 @@ static int violated(long fd) {
 }
 
 __attribute__((noreturn)) static void init_main(long argc, char** argv) {
-  long agent = argc == 4 ? number(argv[1]) : -1;
-  long events = argc == 4 ? number(argv[2]) : -1;
+  long agent = argc == 4 || argc == 5 ? number(argv[1]) : -1;
+  long events = argc == 4 || argc == 5 ? number(argv[2]) : -1;
+  long reporter = argc == 5 ? number(argv[4]) : -1; /* "-": none */
   if (agent <= 0) sys_exit_group(127);
   sys6(NR_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0, 0);
   /* An ignored SIGCHLD (it survives exec) would reap the agent unseen. */
@@ -210,6 +229,7 @@ __attribute__((noreturn)) static void init_main(long argc, char** argv) {
   }
   long code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
   if (same(argv[3], "dns")) dns_barrier();
+  reporter_barrier(reporter);
   if (violated(events)) code = 3;
   sys_exit_group(code);
 }

@@ -114,6 +114,11 @@ struct ChildContext {
   // holds a violation; init_dns_barrier: sync with the resolver first.
   bool own_init = false;
   bool init_dns_barrier = false;
+  // fs events (fswatch.hpp): the init syncs with the reporter over
+  // lockdown_listener_sock too; the agent marks the end of the runtime's
+  // set-up in the ring (kFsArmMarker) before it sends the listener.
+  bool init_reporter_barrier = false;
+  bool fs_arm_marker = false;
   int events_fd = -1;
 
   // exec: join the namespaces of a running init instead of making them

@@ -33,6 +33,7 @@
 #include "comet/base/result.hpp"
 #include "comet/capability/policy.hpp"
 #include "comet/runtime/fd.hpp"
+#include "comet/runtime/fswatch.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
 namespace comet::runtime {
@@ -44,6 +45,15 @@ struct ReporterRequest {
   std::string deliver;    // --events FILE|unix:PATH, or ""
   seccomp::LockdownOptions lockdown;
   std::vector<std::string> exec_allow;  // the Landlock exec lock's files (in the rootfs)
+  // fs events (fswatch.hpp): the container's ring buffer (the reporter
+  // takes a dup; -1 without), the cgroup it is filed under, and what the
+  // container may touch. Records from before the listener arrives are the
+  // runtime's own set-up, dropped. A one-byte message on the socket after
+  // that (the container's own init, once the agent has exited) is answered
+  // with one byte once the ring is drained: every fs event is then on disk.
+  int fs_ring = -1;
+  std::uint64_t fs_cgroup = 0;
+  FsView fs_view;
 };
 
 struct ReporterHandle {

@@ -1,0 +1,237 @@
+"""fs.read / fs.write capability_violation events (issue 6, docs/events.md):
+the BPF program on sys_exit (runtime/bpf/fswatch.bpf.c) reports a failed
+path call of the agent's; the reporter decides (classify_fs) what is a
+violation. Per case the agent (integration/pack/packprobe.c) does the act;
+the test checks the errno it saw, exactly one event with every field right,
+exit code 3 and the flag; and that what the manifest allows (or a missing
+file inside the image) reports nothing. Also: the container's own status
+is 3 under an engine (the init's barrier with the reporter), repeats are
+counted, the runtime's own set-up is never reported, a killed reporter
+opens nothing, and the host is left with no program attached."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.packs import build_packprobe, make_pack, one, pack_run, results
+from lib.reaper import engine_run as reap
+
+pytestmark = pytest.mark.comet_only
+
+PACK, VERSION = "probe-pack", "0.0.1"
+PINS = Path("/sys/fs/bpf/comet-runtime")
+
+
+@pytest.fixture(scope="session")
+def packprobe(session_dir) -> Path:
+    return build_packprobe(session_dir)
+
+
+@pytest.fixture
+def flags_dir(workdir, monkeypatch) -> Path:
+    d = workdir / "flags"
+    monkeypatch.setenv("COMET_FLAGS_DIR", str(d))
+    return d
+
+
+@pytest.fixture
+def pack(workdir, packprobe, flags_dir):
+    return make_pack(workdir, packprobe)
+
+
+def events_of(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_with_events(rt, pack, workdir, *ops):
+    ev = workdir / "ev.jsonl"
+    res = pack_run(rt, pack, *ops, extra=("--events", str(ev)))
+    return res, events_of(ev)
+
+
+def attached() -> list[Path]:
+    return list(PINS.glob("*/link")) if PINS.exists() else []
+
+
+@pytest.mark.parametrize("op,err,surface,requested,syscall,matched", [
+    # not in the sandbox at all
+    ("open-read=/home/user/.ssh/id_rsa", "ENOENT", "fs.read", "/home/user/.ssh/id_rsa", "openat",
+     None),
+    ("stat=/root/.netrc", "ENOENT", "fs.read", "/root/.netrc", "newfstatat", None),
+    # relative to the agent's cwd (/workdir), resolved through /proc
+    ("stat=../var/lib/secret", "ENOENT", "fs.read", "/var/lib/secret", "newfstatat", None),
+    # writes outside fs.write: the read-only image, a read-only declared entry, nowhere
+    ("write=/etc/passwd", "EROFS", "fs.write", "/etc/passwd", "openat", None),
+    ("write=/workdir/agent.txt", "EROFS", "fs.write", "/workdir/agent.txt", "openat", "/workdir"),
+    ("write=/srv/dump.txt", "ENOENT", "fs.write", "/srv/dump.txt", "openat", None),
+    ("mkdir=/workdir/__pycache__", "EROFS", "fs.write", "/workdir/__pycache__", "mkdir",
+     "/workdir"),
+    ("unlink=/usr/bin/packprobe", "EROFS", "fs.write", "/usr/bin/packprobe", "unlink", None),
+    ("rename=/workdir/agent.txt:/workdir/agent.old", "EROFS", "fs.write", "/workdir/agent.txt",
+     "rename", "/workdir"),
+])
+def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surface, requested,
+                                      syscall, matched):
+    res, ev = run_with_events(rt, pack, workdir, op)
+    assert res.rc == 3, res
+    name = op.split("=")[0]
+    assert one(results(res), name)["errno"] == err, res.out
+    assert len(ev) == 1, ev
+    e = ev[0]
+    assert e["type"] == "capability_violation"
+    assert e["container"].startswith("pack-") and e["pack"] == {"name": PACK, "version": VERSION}
+    assert (e["surface"], e["requested"], e["syscall"], e["errno"]) == (
+        surface, requested, syscall, err), e
+    assert e["matched_entry"] == matched, e
+    assert isinstance(e["pid"], int) and e["pid"] > 0 and "repeated" not in e
+    flag = json.loads((flags_dir / f"{PACK}@{VERSION}.json").read_text())
+    assert flag["count"] == 1, flag
+    nxt = pack_run(rt, pack, "exit=0")
+    assert nxt.rc == 0 and nxt.err.count(f"pack {PACK}@{VERSION} is flagged") == 1, nxt
+
+
+def test_allowed_and_missing_inside_report_nothing(rt, pack, workdir, flags_dir):
+    res, ev = run_with_events(
+        rt, pack, workdir,
+        "open-read=/workdir/agent.txt",      # declared
+        "open-read=/workdir/inputs/none",    # declared, missing: only missing
+        "stat=/etc/ld.so.preload",           # in the image, missing (every loader probes it)
+        "stat=/usr/lib/python3/none.py",
+        "write=/workdir/out/ok.txt",         # fs.write
+        "write=/workdir/out/no/such/dir",    # fs.write, missing parent: ENOENT, not a violation
+        "mkdir=/workdir/out/d", "rename=/workdir/out/ok.txt:/workdir/out/ok2.txt",
+        "unlink=/workdir/out/ok2.txt",
+        "write=/dev/null", "stat=/proc/self/status")
+    assert res.rc == 0, res
+    r = results(res)
+    assert one(r, "write")["ok"] is True and r["write"][1]["errno"] == "ENOENT", r
+    assert one(r, "mkdir")["ok"] is True and one(r, "unlink")["ok"] is True, r
+    assert ev == [], ev
+    assert not flags_dir.exists() or not list(flags_dir.iterdir())
+
+
+def test_repeats_are_counted_not_written(rt, pack, workdir):
+    # 2000 failed stats of the same undeclared path: one event, one summary
+    res, ev = run_with_events(rt, pack, workdir, "stats=2000:/home/x")
+    assert res.rc == 3, res
+    fs = [e for e in ev if e["surface"] == "fs.read"]
+    assert [e["requested"] for e in fs] == ["/home/x", "/home/x"], ev
+    assert "repeated" not in fs[0] and fs[1]["repeated"] == 1999, fs
+
+
+def test_a_flood_that_fills_the_ring_fails_closed(rt, pack, workdir):
+    # Attack: fail so fast (relative paths: the reporter resolves each one
+    # through /proc) that the ring fills, hoping a real violation is among
+    # the records lost. What was lost is unknown, so it counts as one.
+    res, ev = run_with_events(rt, pack, workdir, "stats=300000:nothing", "exit=0")
+    assert res.rc == 3, res
+    lost = [e for e in ev if e["errno"] == "ENOBUFS"]
+    assert len(lost) == 1 and lost[0]["surface"] == "fs.read", ev
+    assert re.match(r"^\d+ fs records lost \(the ring was full\)$", lost[0]["requested"]), lost
+
+
+def test_exit_status_3_under_an_engine(rt, workdir, packprobe, monkeypatch):
+    # the container's own init waits for the reporter to drain the ring
+    # (trampoline.c reporter_barrier) before it reads the events file
+    monkeypatch.setenv("COMET_FLAGS_DIR", str(workdir / "flags"))
+    p, rootfs = make_pack(workdir, packprobe)
+    b, out = workdir / "bundle", workdir / "out"
+    out.mkdir()
+    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(b), "--output", str(out),
+       root=False).expect_ok()
+    cfg = json.loads((b / "config.json").read_text())
+    for ops, status, want in [(["open-read=/home/x", "exit=0"], 3, [("fs.read", "/home/x")]),
+                              (["write=/etc/x", "exit=0"], 3, [("fs.write", "/etc/x")]),
+                              (["stat=/etc/none", "exit=5"], 5, []),
+                              # the flood: lost records count before the init reads
+                              (["stats=300000:nothing", "exit=0"], 3, "lost")]:
+        cfg["process"]["args"] = ["/usr/bin/packprobe", "agent.txt", *ops]
+        (b / "config.json").write_text(json.dumps(cfg))
+        seen, events = reap(rt, b, workdir, sig="-")
+        assert seen["status"] == status, (ops, seen)
+        if want == "lost":
+            assert [e["errno"] for e in events] == ["ENOBUFS"], events
+        else:
+            assert [(e["surface"], e["requested"]) for e in events] == want, events
+
+
+def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
+    # enforcement is the mounts': with the reporter gone, the path is still
+    # not there and the write still refused (and a denied fork is ENOSYS)
+    monkeypatch.setenv("COMET_REPORTER", "process")
+    ready = workdir / "pack" / "go"
+    proc_res = {}
+
+    def reporter_pids() -> list[int]:
+        pids = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if (d / "comm").read_text().strip() == "comet-reporter":
+                        pids.append(int(d.name))
+                except OSError:
+                    pass
+        return pids
+
+    before = set(reporter_pids())
+    import threading
+
+    def run():
+        proc_res["r"] = pack_run(rt, pack, "sleep=1500", "open-read=/home/x", "write=/etc/x",
+                                 "fork")
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 10
+    mine: list[int] = []
+    while time.time() < deadline and not mine:
+        mine = [p for p in reporter_pids() if p not in before]
+        time.sleep(0.02)
+    assert mine, "no reporter started"
+    for p in mine:
+        os.kill(p, signal.SIGKILL)
+    t.join(30)
+    res = proc_res["r"]
+    r = results(res)
+    assert one(r, "open-read")["errno"] == "ENOENT", res.out
+    assert one(r, "write")["errno"] == "EROFS", res.out
+    assert one(r, "fork")["errno"] == "ENOSYS", res.out
+    assert res.rc == 3, res  # a reporter that did not finish: fail closed
+    del ready
+
+
+def test_the_program_is_detached_once_nothing_is_watched(rt, pack, workdir):
+    # attached while a pack runs and for 10 s after the last one (so that
+    # back-to-back packs do not pay a re-attach), then the detacher unpins it
+    res = pack_run(rt, pack, "exit=0")
+    assert res.rc == 0, res
+    assert len(attached()) == 1
+    linger = Path("/run/comet-runtime/fswatch.linger")
+    pid = int(linger.read_text().split()[0])
+    assert (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            == b"comet-fswatch-linger")
+    deadline = time.time() + 25
+    while time.time() < deadline and attached():
+        time.sleep(0.2)
+    assert attached() == []
+    while time.time() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists() and not linger.exists()
+    # and the next pack attaches it again, and still reports
+    res, ev = run_with_events(rt, pack, workdir, "open-read=/home/x")
+    assert res.rc == 3 and [(e["surface"], e["requested"]) for e in ev] == [("fs.read", "/home/x")]
+
+
+def test_the_runtime_set_up_is_not_reported(rt, pack, workdir):
+    # create's own checks inside the container (masked paths that must be
+    # missing, mount targets probed) fail in the container's cgroup before
+    # the agent runs: none of them is the agent's
+    res, ev = run_with_events(rt, pack, workdir, "exit=0")
+    assert res.rc == 0 and ev == [], (res, ev)

@@ -1,0 +1,111 @@
+// fs.read / fs.write violation events (docs/events.md): a BPF program on
+// the sys_exit tracepoint (runtime/bpf/fswatch.bpf.c) sees every path call
+// that failed with an errno the sandbox's mounts give, in a watched
+// container's cgroup, and hands it to that container's reporter through a
+// ring buffer of its own. It only observes: the mounts decide, the program
+// runs after the call and can change nothing.
+//
+//   create   watch(cgroup2 dir): loads and pins the program once per boot
+//            (/sys/fs/bpf/comet-runtime/<hash>/), attaches it while any
+//            container is watched, makes the container's ring buffer and
+//            files it under the cgroup's id
+//   reporter drains the ring, resolves each record's path in the task and
+//            classify_fs() says whether it is a violation; unwatch() at its end
+//   delete   unwatch() again (a killed reporter); after the last one the
+//            program stays attached 10 s, then a detacher unpins it
+//
+// One program for every container: a call that succeeds costs the
+// tracepoint and one compare, on every syscall of the host while a
+// container is watched; nothing when none is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/capability/manifest.hpp"
+#include "comet/runtime/fd.hpp"
+
+namespace comet::runtime {
+
+// The path the agent looks up (access(2), ENOENT) right before it sends its
+// listener: records before it in the ring are the runtime's set-up.
+inline constexpr const char kFsArmMarker[] =
+    "/\x01"
+    "comet-fswatch-arm";
+
+// What the BPF program hands over (layout of struct fs_record).
+struct FsRecord {
+  std::uint64_t cgroup;
+  std::uint32_t tgid, tid;
+  std::int32_t nr, ret;
+  std::int64_t dfd, dfd2;
+  std::uint64_t flags;
+  char path[256];
+  char path2[256];
+};
+
+struct FsWatch {
+  UniqueFd ring;             // the container's ring buffer map
+  std::uint64_t cgroup = 0;  // the cgroup2 id it is filed under
+};
+
+// Registers the container's cgroup (a cgroup2 directory). Errors when the
+// kernel or the caller cannot (no CAP_BPF, no BTF, no bpffs): reporting
+// only, the caller goes on without fs events and says so.
+Result<FsWatch> fswatch_watch(const std::string& cgroup2_dir);
+// Unregisters (idempotent); drops entries whose cgroup is gone. When
+// nothing is watched any more it starts the detacher (once), which unpins
+// the program's link after 10 s with nothing watched: attaching right after
+// a detach waits for an RCU grace period (8-16 ms), which back-to-back
+// packs would pay each time.
+void fswatch_unwatch(std::uint64_t cgroup);
+// The detacher's body: main() runs it for argv[0] "comet-fswatch-linger".
+int fswatch_linger_main() noexcept;
+// Records of the cgroup that its full ring could not take (the BPF
+// program counts them); 0 when it is not watched.
+std::uint64_t fswatch_lost(std::uint64_t cgroup);
+// A ring record (n bytes: the fixed part and the used length of the path)
+// as a whole FsRecord; false when it is too short to be one.
+bool fs_record_of(const void* data, std::size_t n, FsRecord& out);
+
+// The cgroup2 id of a directory (its inode number), 0 when it has none.
+std::uint64_t cgroup_id_of(const std::string& cgroup2_dir);
+
+// What the container may touch, for classify_fs().
+struct FsView {
+  capability::FsPolicy fs;
+  // The rootfs's own top-level entries and the config's mount points'
+  // first components ("usr", "etc", "proc", "workdir", ...): a missing file
+  // inside the image is only missing, not hidden.
+  std::vector<std::string> image_top;
+};
+
+struct FsViolation {
+  std::string surface;  // fs.read | fs.write
+  std::string requested;
+  std::optional<std::string> matched_entry;
+  std::string syscall;
+  int err = 0;
+};
+
+// Pure: is this failed call (paths already absolute, as the task sees
+// them) a violation? fs.write: a call that writes (open for writing or
+// creating, mkdir, unlink, rename, link, symlink, truncate, chmod, chown,
+// utimes, xattrs, mknod of a non-device) on a path that no fs.write entry
+// covers. fs.read: any other call on a path no entry makes readable and
+// whose first component is not a system directory (usr lib lib64 bin sbin
+// etc proc dev sys), one of the image's top-level entries or a mount point
+// of the config (there a missing or refused file is the image's own
+// business).
+std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err,
+                                       const std::string& path, const std::string& path2,
+                                       const FsView& view);
+
+// The path of a record made absolute in the task (pid): relative to its cwd
+// or the dirfd (from /proc); as given when that is gone.
+std::string absolute_in_task(int pid, std::int64_t dfd, const std::string& path);
+
+}  // namespace comet::runtime

@@ -1,0 +1,463 @@
+// fs.read / fs.write violation source (fswatch.hpp): the pinned BPF
+// program's life cycle, and the pure classification of what it reports.
+#include "comet/runtime/fswatch.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <span>
+
+#include "comet/capability/match.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/sha256.hpp"
+#include "comet/runtime/sys.hpp"
+#include "comet/runtime/violations.hpp"
+
+namespace comet::runtime {
+namespace detail {
+extern const unsigned char kFsWatchBpf[];
+extern const std::size_t kFsWatchBpfSize;
+}  // namespace detail
+
+namespace {
+
+constexpr const char kBpffs[] = "/sys/fs/bpf";
+constexpr const char kPinRoot[] = "/sys/fs/bpf/comet-runtime";
+constexpr const char kLockFile[] = "/run/comet-runtime/fswatch.lock";
+constexpr std::size_t kRingBytes = 512 * 1024;  // = the inner map template's max_entries
+constexpr std::uint32_t kSlots = 1024;          // = rings' max_entries
+
+std::span<const unsigned char> image() {
+  return {detail::kFsWatchBpf, detail::kFsWatchBpfSize};
+}
+
+// Pins of this build's program: a different object is a different directory.
+std::string pin_dir() {
+  static const std::string d =
+      std::string(kPinRoot) + "/" +
+      sha256_hex(std::string_view(reinterpret_cast<const char*>(image().data()), image().size()))
+          .substr(0, 16);
+  return d;
+}
+
+int quiet_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
+  if (level != LIBBPF_WARN || !log::debug_enabled()) return 0;
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string s(buf);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  log::debug("libbpf: " + s);
+  return 0;
+}
+
+// flock'ed for every change of the pins and of the watched map's keys.
+Result<UniqueFd> lock() {
+  (void)::mkdir("/run/comet-runtime", 0700);
+  UniqueFd fd(::open(kLockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return Error::sys(errno, std::string("open ") + kLockFile);
+  while (::flock(fd.get(), LOCK_EX) < 0)
+    if (errno != EINTR) return Error::sys(errno, std::string("flock ") + kLockFile);
+  return fd;
+}
+
+Status ensure_bpffs() {
+  struct statfs s;
+  if (::statfs(kBpffs, &s) == 0 && s.f_type == BPF_FS_MAGIC) return {};
+  // As systemd does at boot on hosts that have it.
+  if (::mount("bpf", kBpffs, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
+    return Error::sys(errno, std::string("mount bpffs on ") + kBpffs);
+  return {};
+}
+
+// The program and its maps, from their pins or loaded and pinned now.
+struct Pinned {
+  UniqueFd prog, slot_of, rings;
+};
+Result<Pinned> pinned() {
+  const std::string dir = pin_dir();
+  Pinned p;
+  p.prog.reset(bpf_obj_get((dir + "/prog").c_str()));
+  p.slot_of.reset(bpf_obj_get((dir + "/slot_of").c_str()));
+  p.rings.reset(bpf_obj_get((dir + "/rings").c_str()));
+  if (p.prog && p.slot_of && p.rings) return p;
+  p = {};
+  libbpf_set_print(quiet_print);
+  LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "comet_fswatch");
+  bpf_object* obj = bpf_object__open_mem(image().data(), image().size(), &opts);
+  if (!obj) return Error::sys(errno, "open the fs watch BPF object");
+  struct Closer {
+    bpf_object* o;
+    ~Closer() { bpf_object__close(o); }
+  } closer{obj};
+  if (int r = bpf_object__load(obj)) return Error::sys(-r, "load the fs watch BPF program");
+  bpf_program* prog = bpf_object__find_program_by_name(obj, "fs_exit");
+  bpf_map* slots = bpf_object__find_map_by_name(obj, "slot_of");
+  bpf_map* rings = bpf_object__find_map_by_name(obj, "rings");
+  if (!prog || !slots || !rings) return Error::msg("the fs watch BPF object is incomplete");
+  TRYV(mkdir_p(dir, 0700));
+  for (const char* n : {"prog", "slot_of", "rings", "link"})
+    (void)::unlink((dir + "/" + n).c_str());
+  // Another build's pins that nothing uses (no link: detached) go.
+  if (DIR* d = ::opendir(kPinRoot)) {
+    while (struct dirent* e = ::readdir(d)) {
+      std::string other = std::string(kPinRoot) + "/" + e->d_name;
+      struct stat st;
+      if (e->d_name[0] == '.' || other == dir || ::stat((other + "/link").c_str(), &st) == 0)
+        continue;
+      for (const char* n : {"prog", "slot_of", "rings", "watched"})
+        (void)::unlink((other + "/" + n).c_str());
+      (void)::rmdir(other.c_str());
+    }
+    ::closedir(d);
+  }
+  struct {
+    int fd;
+    const char* name;
+    UniqueFd* out;
+  } pins[] = {{bpf_map__fd(slots), "slot_of", &p.slot_of},
+              {bpf_map__fd(rings), "rings", &p.rings},
+              {bpf_program__fd(prog), "prog", &p.prog}};  // the program last: it marks "complete"
+  for (auto& x : pins) {
+    if (bpf_obj_pin(x.fd, (dir + "/" + x.name).c_str()) < 0)
+      return Error::sys(errno, "pin " + dir + "/" + x.name);
+    x.out->reset(::fcntl(x.fd, F_DUPFD_CLOEXEC, 3));
+    if (!*x.out) return Error::sys(errno, "dup the fs watch BPF fds");
+  }
+  return p;
+}
+
+// Whether the cgroup2 directory with this id still exists (its file
+// handle opens), so a crashed container's entry can go.
+bool cgroup_alive(std::uint64_t id) {
+  const char* root = "/sys/fs/cgroup/unified";
+  struct statfs s;
+  if (::statfs(root, &s) != 0 || s.f_type != CGROUP2_SUPER_MAGIC) root = "/sys/fs/cgroup";
+  UniqueFd mfd(::open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!mfd) return true;
+  alignas(struct file_handle) unsigned char buf[sizeof(struct file_handle) + sizeof id];
+  auto* fh = reinterpret_cast<struct file_handle*>(buf);
+  fh->handle_bytes = sizeof id;
+  fh->handle_type = 0xfe;  // FILEID_KERNFS
+  std::memcpy(buf + sizeof(struct file_handle), &id, sizeof id);
+  UniqueFd f(static_cast<int>(
+      ::syscall(SYS_open_by_handle_at, mfd.get(), fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+  return f || (errno != ESTALE && errno != ENOENT);
+}
+
+// The watched cgroups and their slots; entries of cgroups that are gone
+// are dropped on the way.
+struct WatchEntry {  // struct watch of fswatch.bpf.c
+  std::uint32_t slot, lost;
+};
+
+std::map<std::uint64_t, std::uint32_t> live_entries(int slot_of) {
+  std::map<std::uint64_t, std::uint32_t> out;
+  std::vector<std::uint64_t> keys;
+  std::uint64_t k = 0, next = 0;
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(slot_of, prev, &next) == 0 && keys.size() < 65536) {
+    keys.push_back(next);
+    k = next;
+    prev = &k;
+  }
+  for (std::uint64_t key : keys) {
+    WatchEntry e{};
+    if (bpf_map_lookup_elem(slot_of, &key, &e) != 0) continue;
+    if (!cgroup_alive(key)) {
+      (void)bpf_map_delete_elem(slot_of, &key);
+      continue;
+    }
+    out[key] = e.slot;
+  }
+  return out;
+}
+
+constexpr const char kIdleFile[] = "/run/comet-runtime/fswatch.idle";
+constexpr const char kLingerFile[] = "/run/comet-runtime/fswatch.linger";
+constexpr int kLingerSeconds = 10;
+
+// The detacher (fswatch_linger_main), unless one is waiting already.
+void spawn_linger() {
+  if (auto t = read_file(kLingerFile); t.ok()) {
+    auto sp = t->find(' ');
+    int pid = std::atoi(t->c_str());
+    unsigned long long start = sp == std::string::npos ? 0 : std::strtoull(t->c_str() + sp, 0, 10);
+    if (pid > 0 && start != 0 && process_start_time(pid) == start) return;
+  }
+  char argv0[] = "comet-fswatch-linger";
+  char* argv[] = {argv0, nullptr};
+  char* envp[] = {nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  for (int fd = 0; fd < 3; fd++) posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+  pid_t pid = 0;
+  if (::posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv, envp) == 0) {
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  posix_spawn_file_actions_destroy(&fa);
+}
+
+}  // namespace
+
+std::uint64_t cgroup_id_of(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return 0;
+  return static_cast<std::uint64_t>(st.st_ino);
+}
+
+Result<FsWatch> fswatch_watch(const std::string& cgroup2_dir) {
+  FsWatch w;
+  w.cgroup = cgroup_id_of(cgroup2_dir);
+  if (w.cgroup == 0) return Error::sys(errno, "stat " + cgroup2_dir);
+  TRY(UniqueFd l, lock());
+  TRYV(ensure_bpffs());
+  TRY(Pinned p, pinned());
+  const std::string link = pin_dir() + "/link";
+  struct stat lst;
+  if (::stat(link.c_str(), &lst) != 0) {
+    UniqueFd lfd(bpf_raw_tracepoint_open(nullptr, p.prog.get()));
+    if (!lfd) return Error::sys(errno, "attach the fs watch BPF program");
+    if (bpf_obj_pin(lfd.get(), link.c_str()) < 0) return Error::sys(errno, "pin " + link);
+  }
+  // The lowest free slot; its ring is made the first time it is used.
+  auto live = live_entries(p.slot_of.get());
+  std::vector<bool> used(kSlots, false);
+  for (auto& [cg, s] : live)
+    if (s < kSlots) used[s] = true;
+  std::uint32_t slot = 0;
+  while (slot < kSlots && used[slot]) slot++;
+  if (slot == kSlots) return Error::msg("all " + std::to_string(kSlots) + " fs watch slots in use");
+  std::uint32_t id = 0;
+  if (bpf_map_lookup_elem(p.rings.get(), &slot, &id) == 0) w.ring.reset(bpf_map_get_fd_by_id(id));
+  if (!w.ring) {
+    UniqueFd ring(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "comet_fs_ring", 0, 0, kRingBytes, nullptr));
+    if (!ring) return Error::sys(errno, "create an fs watch ring buffer");
+    int rfd = ring.get();
+    if (bpf_map_update_elem(p.rings.get(), &slot, &rfd, BPF_ANY) < 0)
+      return Error::sys(errno, "file the fs watch ring buffer");
+    w.ring = std::move(ring);
+  }
+  if (::fcntl(w.ring.get(), F_SETFD, FD_CLOEXEC) < 0) return Error::sys(errno, "fcntl");
+  WatchEntry e{slot, 0};
+  if (bpf_map_update_elem(p.slot_of.get(), &w.cgroup, &e, BPF_ANY) < 0)
+    return Error::sys(errno, "watch cgroup " + cgroup2_dir);
+  return w;
+}
+
+std::uint64_t fswatch_lost(std::uint64_t cgroup) {
+  UniqueFd m(bpf_obj_get((pin_dir() + "/slot_of").c_str()));
+  WatchEntry e{};
+  if (!m || bpf_map_lookup_elem(m.get(), &cgroup, &e) != 0) return 0;
+  return e.lost;
+}
+
+bool fs_record_of(const void* data, std::size_t n, FsRecord& out) {
+  if (n < offsetof(FsRecord, path) + 1) return false;
+  std::memset(&out, 0, sizeof out);
+  std::memcpy(&out, data, std::min(n, sizeof out));
+  out.path[sizeof out.path - 1] = 0;
+  out.path2[sizeof out.path2 - 1] = 0;
+  return true;
+}
+
+void fswatch_unwatch(std::uint64_t cgroup) {
+  const std::string dir = pin_dir();
+  struct stat st;
+  if (::stat((dir + "/slot_of").c_str(), &st) != 0) return;  // never watched on this boot
+  auto l = lock();
+  if (!l.ok()) return;
+  UniqueFd m(bpf_obj_get((dir + "/slot_of").c_str()));
+  if (!m) return;
+  if (cgroup) (void)bpf_map_delete_elem(m.get(), &cgroup);
+  if (!live_entries(m.get()).empty()) return;
+  if (::stat((dir + "/link").c_str(), &st) != 0) return;  // detached already
+  // Nothing watched: detach, but not at once. Attaching again right after
+  // a detach waits for its RCU grace period (8-16 ms measured), on the path
+  // of the next pack: the detacher waits kLingerSeconds of idleness first.
+  UniqueFd idle(::open(kIdleFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  spawn_linger();
+}
+
+int fswatch_linger_main() noexcept {
+  // Detached from whoever spawned us (it reaps this first process).
+  pid_t child = ::fork();
+  if (child != 0) return child < 0 ? 1 : 0;
+  ::setsid();
+  ::syscall(SYS_close_range, 3, ~0U, 0);
+  try {
+    {
+      auto l = lock();
+      if (!l.ok()) return 1;
+      std::string me =
+          std::to_string(::getpid()) + " " + std::to_string(process_start_time(::getpid())) + "\n";
+      if (!write_file_atomic(kLingerFile, me, 0600, Sync::none).ok()) return 1;
+    }
+    for (;;) {
+      struct stat st;
+      long idle_for = kLingerSeconds;
+      if (::stat(kIdleFile, &st) == 0) idle_for = static_cast<long>(::time(nullptr) - st.st_mtime);
+      if (idle_for < kLingerSeconds) {
+        ::sleep(static_cast<unsigned>(kLingerSeconds - idle_for + 1));
+        continue;
+      }
+      auto l = lock();
+      if (!l.ok()) return 1;
+      if (::stat(kIdleFile, &st) == 0 && ::time(nullptr) - st.st_mtime < kLingerSeconds) continue;
+      const std::string dir = pin_dir();
+      UniqueFd m(bpf_obj_get((dir + "/slot_of").c_str()));
+      if (!m || live_entries(m.get()).empty()) (void)::unlink((dir + "/link").c_str());
+      (void)::unlink(kLingerFile);
+      return 0;
+    }
+  } catch (...) {
+    return 1;
+  }
+}
+
+// ---- classification (pure) ----
+
+namespace {
+
+enum class Kind { read, write, skip };
+
+Kind kind_of(int nr, std::uint64_t flags) {
+  switch (nr) {
+    case SYS_open:
+    case SYS_openat:
+    case SYS_openat2: {
+      const std::uint64_t acc = flags & O_ACCMODE;
+      return acc != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) ? Kind::write : Kind::read;
+    }
+    case SYS_stat:
+    case SYS_lstat:
+    case SYS_newfstatat:
+    case SYS_statx:
+    case SYS_access:
+    case SYS_faccessat:
+    case SYS_faccessat2:
+    case SYS_readlink:
+    case SYS_readlinkat:
+    case SYS_chdir:
+      return Kind::read;
+    case SYS_mknod:
+    case SYS_mknodat: {
+      const mode_t fmt = static_cast<mode_t>(flags) & S_IFMT;
+      // Devices are the lock-down's (surface device, seccomp).
+      return fmt == S_IFCHR || fmt == S_IFBLK ? Kind::skip : Kind::write;
+    }
+    case SYS_creat:
+    case SYS_mkdir:
+    case SYS_mkdirat:
+    case SYS_rmdir:
+    case SYS_unlink:
+    case SYS_unlinkat:
+    case SYS_rename:
+    case SYS_renameat:
+    case SYS_renameat2:
+    case SYS_link:
+    case SYS_linkat:
+    case SYS_symlink:
+    case SYS_symlinkat:
+    case SYS_truncate:
+    case SYS_chmod:
+    case SYS_fchmodat:
+    case SYS_chown:
+    case SYS_lchown:
+    case SYS_fchownat:
+    case SYS_utimensat:
+    case SYS_setxattr:
+    case SYS_lsetxattr:
+    case SYS_removexattr:
+    case SYS_lremovexattr:
+      return Kind::write;
+    default:
+      return Kind::skip;
+  }
+}
+
+std::string first_component(const std::string& p) {
+  std::size_t b = p.find_first_not_of('/');
+  if (b == std::string::npos) return "";
+  std::size_t e = p.find('/', b);
+  return p.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+
+}  // namespace
+
+std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err,
+                                       const std::string& path, const std::string& path2,
+                                       const FsView& view) {
+  if (err != EPERM && err != ENOENT && err != EACCES && err != ENOTDIR && err != EROFS)
+    return std::nullopt;
+  const Kind k = kind_of(nr, flags);
+  if (k == Kind::skip) return std::nullopt;
+  std::uint64_t noargs[6] = {};
+  auto make = [&](const std::string& p, const capability::FsDecision& d,
+                  const char* surface) -> FsViolation {
+    FsViolation v;
+    v.surface = surface;
+    v.requested = p;
+    if (d.index || d.implicit) v.matched_entry = d.entry;
+    v.syscall = violations::classify(nr, noargs).syscall;
+    v.err = err;
+    return v;
+  };
+  for (const std::string* p : {&path, &path2}) {
+    if (p->empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
+    const std::string abs = clean_path(p->front() == '/' ? *p : "/workdir/" + *p);
+    capability::FsDecision d = capability::fs_decision(view.fs, abs);
+    if (k == Kind::write) {
+      if (d.access != capability::Access::write) return make(abs, d, "fs.write");
+      continue;
+    }
+    if (d.access != capability::Access::denied) continue;
+    // Inside the image (and the runtime's own mounts: /proc, /dev) a
+    // missing file is only missing and a refused one is the image's own
+    // mode bits: the image is all there is to read there.
+    // The system directories too, image or not (fswatch.bpf.c does not
+    // even record a failed read there).
+    static const char* const kSystem[] = {"usr", "lib",  "lib64", "bin", "sbin",
+                                          "etc", "proc", "dev",   "sys"};
+    const std::string top = first_component(abs);
+    bool in_image = top.empty();
+    for (const char* t : kSystem) in_image = in_image || top == t;
+    for (const std::string& t : view.image_top) in_image = in_image || t == top;
+    if (!in_image) return make(abs, d, "fs.read");
+  }
+  return std::nullopt;
+}
+
+std::string absolute_in_task(int pid, std::int64_t dfd, const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  const int fd = static_cast<int>(dfd);
+  std::string link = "/proc/" + std::to_string(pid) +
+                     (fd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(fd));
+  char buf[4096];
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0 || buf[0] != '/') return path;
+  std::string base(buf, static_cast<std::size_t>(n));
+  return base == "/" ? "/" + path : base + "/" + path;
+}
+
+}  // namespace comet::runtime
