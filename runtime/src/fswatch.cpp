@@ -166,7 +166,7 @@ bool cgroup_alive(std::uint64_t id) {
 // The watched cgroups and their slots; entries of cgroups that are gone
 // are dropped on the way.
 struct WatchEntry {  // struct watch of fswatch.bpf.c
-  std::uint32_t slot, lost;
+  std::uint32_t slot, lost, armed, pad;
 };
 
 std::map<std::uint64_t, std::uint32_t> live_entries(int slot_of) {
@@ -259,7 +259,7 @@ Result<FsWatch> fswatch_watch(const std::string& cgroup2_dir) {
     w.ring = std::move(ring);
   }
   if (::fcntl(w.ring.get(), F_SETFD, FD_CLOEXEC) < 0) return Error::sys(errno, "fcntl");
-  WatchEntry e{slot, 0};
+  WatchEntry e{slot, 0, 0, 0};
   if (bpf_map_update_elem(p.slot_of.get(), &w.cgroup, &e, BPF_ANY) < 0)
     return Error::sys(errno, "watch cgroup " + cgroup2_dir);
   return w;

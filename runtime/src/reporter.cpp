@@ -355,9 +355,17 @@ int serve_reporter(const ReporterRequest& r, int sock) {
                            O_WRONLY | O_CREAT | O_CLOEXEC | O_TRUNC, 0600));
   };
   // fs events (fswatch.hpp): this container's ring buffer.
+  // It is mapped (ring_buffer__new: two mmaps of it, ~0.3 ms with the
+  // unmap) only once it holds something: the ring of an agent that failed
+  // no path call stays empty (the program drops what comes before the
+  // agent's arm marker), and poll(2) on the map itself says so.
+  const bool fs = r.fs_ring >= 0;
   std::function<void(const FsRecord&)> on_record;  // set below, once events can be written
   ring_buffer* rb = nullptr;
-  if (r.fs_ring >= 0)
+  auto map_ring = [&]() -> bool {
+    if (rb || !fs) return rb != nullptr;
+    struct pollfd p = {r.fs_ring, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN)) return false;
     rb = ring_buffer__new(
         r.fs_ring,
         [](void* ctx, void* data, size_t n) -> int {
@@ -367,20 +375,20 @@ int serve_reporter(const ReporterRequest& r, int sock) {
           return 0;
         },
         &on_record, nullptr);
+    return rb != nullptr;
+  };
   struct RingOwner {
-    ring_buffer* rb;
+    ring_buffer*& rb;
     std::uint64_t cgroup;
     ~RingOwner() {
       if (rb) ring_buffer__free(rb);
       if (cgroup) fswatch_unwatch(cgroup);
     }
-  } ring_owner{rb, r.fs_ring >= 0 ? r.fs_cgroup : 0};
+  } ring_owner{rb, fs ? r.fs_cgroup : 0};
   if (!cm || cm->cmsg_type != SCM_RIGHTS) {
     mark_done();
     return 0;
   }
-  // Records before the agent's kFsArmMarker are the runtime's own set-up.
-  bool armed = false;
   int last_fs_tid = 0;
   int lfd;
   std::memcpy(&lfd, CMSG_DATA(cm), sizeof lfd);
@@ -423,11 +431,6 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     try {
       std::string p(rec.path, strnlen(rec.path, sizeof rec.path));
       std::string p2(rec.path2, strnlen(rec.path2, sizeof rec.path2));
-      if (p == kFsArmMarker) {
-        armed = true;
-        return;
-      }
-      if (!armed) return;
       const int tid = static_cast<int>(rec.tid);
       last_fs_tid = tid;
       auto v = classify_fs(rec.nr, rec.flags, -rec.ret, absolute_in_task(tid, rec.dfd, p),
@@ -447,7 +450,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     }
   };
   auto drain_fs = [&] {
-    if (!rb) return;
+    if (!map_ring()) return;
     while (ring_buffer__consume(rb) > 0) {
     }
   };
@@ -456,7 +459,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   // with the count so far).
   bool lost_reported = false;
   auto report_lost = [&] {
-    std::uint64_t lost = rb && !lost_reported ? fswatch_lost(r.fs_cgroup) : 0;
+    std::uint64_t lost = fs && !lost_reported ? fswatch_lost(r.fs_cgroup) : 0;
     if (lost == 0) return;
     lost_reported = true;
     violations::Event e;
@@ -469,23 +472,24 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     e.err = ENOBUFS;
     out.line(violations::to_json_line(e), /*force=*/true);
   };
-  bool sock_open = rb != nullptr;  // the init's barrier (reporter.hpp fs_ring)
+  bool sock_open = fs;  // the init's barrier (reporter.hpp fs_ring)
   auto last_flush = std::chrono::steady_clock::now();
   for (;;) {
     bool pending = false;
     for (auto& [k, p] : seen) pending = pending || p.count > 0;
     struct pollfd pfd[3] = {{listener.get(), POLLIN, 0},
                             {sock_open ? sock : -1, POLLIN, 0},
-                            {rb ? ring_buffer__epoll_fd(rb) : -1, POLLIN, 0}};
-    int pr = ::poll(pfd, 3, pending ? 1000 : -1);
+                            {fs ? r.fs_ring : -1, POLLIN, 0}};
+    // The ring does not wake us per record (fswatch.bpf.c): every 200 ms.
+    int pr = ::poll(pfd, 3, fs ? 200 : pending ? 1000 : -1);
     if (pr < 0 && errno == EINTR) continue;
     if (pr < 0) break;
     if (std::chrono::steady_clock::now() - last_flush > std::chrono::seconds(1)) {
       flush();
       last_flush = std::chrono::steady_clock::now();
     }
+    if (pr == 0 || (pfd[2].revents & POLLIN)) drain_fs();
     if (pr == 0) continue;
-    if (pfd[2].revents & POLLIN) drain_fs();
     if (pfd[1].revents) {
       char b = 0;
       ssize_t n = ::recv(sock, &b, 1, MSG_DONTWAIT);

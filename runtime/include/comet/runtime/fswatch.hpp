@@ -31,7 +31,8 @@
 namespace comet::runtime {
 
 // The path the agent looks up (access(2), ENOENT) right before it sends its
-// listener: records before it in the ring are the runtime's set-up.
+// listener: the BPF program records nothing of the container's before it
+// (the runtime's own set-up), and not the marker itself.
 inline constexpr const char kFsArmMarker[] =
     "/\x01"
     "comet-fswatch-arm";
