@@ -69,3 +69,17 @@ def results(res) -> dict[str, list[dict]]:
 def one(r, op):
     assert op in r, f"{op} did not report: {r}"
     return r[op][0]
+
+
+def events_of(path: Path) -> list[dict]:
+    """The JSON lines of an events file (--events FILE), [] when there is none."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_with_events(rt, pack, workdir, *ops, name="ev.jsonl", extra=()):
+    """`pack run` with --events WORKDIR/NAME: (the result, its events)."""
+    ev = workdir / name
+    res = pack_run(rt, pack, *ops, extra=("--events", str(ev), *extra))
+    return res, events_of(ev)

@@ -19,42 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from lib.packs import build_packprobe, make_pack, one, pack_run, results
+from lib.packs import one, pack_run, results, run_with_events
 from lib.reaper import engine_run as reap
 
 pytestmark = pytest.mark.comet_only
 
 PACK, VERSION = "probe-pack", "0.0.1"
 PINS = Path("/sys/fs/bpf/comet-runtime")
-
-
-@pytest.fixture(scope="session")
-def packprobe(session_dir) -> Path:
-    return build_packprobe(session_dir)
-
-
-@pytest.fixture
-def flags_dir(workdir, monkeypatch) -> Path:
-    d = workdir / "flags"
-    monkeypatch.setenv("COMET_FLAGS_DIR", str(d))
-    return d
-
-
-@pytest.fixture
-def pack(workdir, packprobe, flags_dir):
-    return make_pack(workdir, packprobe)
-
-
-def events_of(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def run_with_events(rt, pack, workdir, *ops):
-    ev = workdir / "ev.jsonl"
-    res = pack_run(rt, pack, *ops, extra=("--events", str(ev)))
-    return res, events_of(ev)
 
 
 def attached() -> list[Path]:
@@ -151,15 +122,10 @@ def test_a_flood_that_fills_the_ring_fails_closed(rt, pack, workdir):
         (workdir / "ev.jsonl").unlink()
 
 
-def test_exit_status_3_under_an_engine(rt, workdir, packprobe, monkeypatch):
+def test_exit_status_3_under_an_engine(rt, workdir, pack_bundle):
     # the container's own init waits for the reporter to drain the ring
     # (trampoline.c reporter_barrier) before it reads the events file
-    monkeypatch.setenv("COMET_FLAGS_DIR", str(workdir / "flags"))
-    p, rootfs = make_pack(workdir, packprobe)
-    b, out = workdir / "bundle", workdir / "out"
-    out.mkdir()
-    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(b), "--output", str(out),
-       root=False).expect_ok()
+    b = pack_bundle
     cfg = json.loads((b / "config.json").read_text())
     for ops, status, want in [(["open-read=/home/x", "exit=0"], 3, [("fs.read", "/home/x")]),
                               (["write=/etc/x", "exit=0"], 3, [("fs.write", "/etc/x")]),

@@ -18,25 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from lib.packs import build_packprobe, make_pack
 from lib.reaper import engine_run as reap
 
 pytestmark = pytest.mark.comet_only
 
-@pytest.fixture(scope="session")
-def packprobe(session_dir) -> Path:
-    return build_packprobe(session_dir)
-
-
 @pytest.fixture
-def bundle(rt, workdir, packprobe, monkeypatch):
-    monkeypatch.setenv("COMET_FLAGS_DIR", str(workdir / "flags"))
-    p, rootfs = make_pack(workdir, packprobe)
-    b, out = workdir / "bundle", workdir / "out"
-    out.mkdir()
-    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(b), "--output", str(out),
-       root=False).expect_ok()
-    return b
+def bundle(pack_bundle):
+    return pack_bundle
 
 
 def engine_run(rt, workdir: Path, bundle: Path, *ops: str, sig: str = "-") -> tuple[dict, list]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.packs import MANIFEST, build_packprobe, make_pack, one, pack_run, results
+from lib.packs import MANIFEST, events_of, make_pack, one, pack_run, results, run_with_events
 
 pytestmark = pytest.mark.comet_only
 
@@ -29,35 +29,6 @@ WARN = f"pack {PACK}@{VERSION} is flagged"
 ENVELOPE_KEYS = {"type", "time", "id", "container", "pack", "surface", "requested",
                  "matched_entry", "syscall", "pid", "errno"}
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
-
-
-@pytest.fixture(scope="session")
-def packprobe(session_dir) -> Path:
-    return build_packprobe(session_dir)
-
-
-@pytest.fixture
-def flags_dir(workdir, monkeypatch) -> Path:
-    d = workdir / "flags"
-    monkeypatch.setenv("COMET_FLAGS_DIR", str(d))
-    return d
-
-
-@pytest.fixture
-def pack(workdir, packprobe, flags_dir):
-    return make_pack(workdir, packprobe)
-
-
-def events_of(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def run_with_events(rt, pack, workdir, *ops, name="ev.jsonl", extra=()):
-    ev = workdir / name
-    res = pack_run(rt, pack, *ops, extra=("--events", str(ev), *extra))
-    return res, events_of(ev)
 
 
 def check_event(e: dict, surface: str, requested: str, syscall: str, err: str):
