@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lib import config as cfg  # noqa: E402
+from lib import fswatch  # noqa: E402
 from lib.harness import Harness  # noqa: E402
 from lib.probe import locate_or_build  # noqa: E402
 
@@ -88,23 +89,30 @@ def _bpffs_mounted() -> bool:
 def leave_bpffs_as_found():
     """The fs events program (runtime/src/fswatch.cpp) pins itself under
     /sys/fs/bpf/comet-runtime and mounts bpffs there when nothing has: the
-    suite takes both away again, as the machine was before it."""
+    suite takes away what it added (this build's pins and link, its
+    detacher, bpffs), as the machine was before it. Other builds' pins are
+    not this suite's."""
+    pins = fswatch.PINS
+    mine = fswatch.pin_dir()
     was_mounted = _bpffs_mounted()
-    had_pins = Path("/sys/fs/bpf/comet-runtime").exists()
+    had_root = pins.exists()
+    had_mine = mine is not None and mine.exists()
+    was_attached = fswatch.attached()
     yield
-    # the detacher a pack's end started (fswatch.hpp), by the pid it wrote
-    linger = Path("/run/comet-runtime/fswatch.linger")
-    try:
-        pid = int(linger.read_text().split()[0])
-        if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"comet-fswatch-linger"):
+    if mine is not None and not was_attached:
+        # the detacher a pack's end started, by the pid it wrote; then its link
+        pid = fswatch.linger_pid()
+        if pid is not None:
             os.kill(pid, 9)
-    except (OSError, ValueError, IndexError):
-        pass
-    if not had_pins:
-        shutil.rmtree("/sys/fs/bpf/comet-runtime", ignore_errors=True)
-        for f in ("fswatch.linger", "fswatch.idle", "fswatch.lock"):
-            Path("/run/comet-runtime", f).unlink(missing_ok=True)
-    if not was_mounted and _bpffs_mounted():
+        (mine / "link").unlink(missing_ok=True)
+        for f in (fswatch.linger_file(), fswatch.idle_file()):
+            f.unlink(missing_ok=True)
+    if mine is not None and not had_mine:
+        shutil.rmtree(mine, ignore_errors=True)
+    if not had_root and pins.exists() and not any(pins.iterdir()):
+        pins.rmdir()
+        Path("/run/comet-runtime/fswatch.lock").unlink(missing_ok=True)
+    if not was_mounted and _bpffs_mounted() and not pins.exists():
         subprocess.run(["umount", "/sys/fs/bpf"], check=False)
 
 

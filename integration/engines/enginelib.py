@@ -627,7 +627,18 @@ class LeakWatch:
                 if str(p) not in self.cgroup_parents_before:
                     rmdir_cgroup(str(p))
 
+    def wait_for_fswatch_detacher(self, timeout: float = 20) -> None:
+        """The runtime's fs-event detacher (comet-fswatch-linger) waits 10 s
+        after the last pack container before it detaches its BPF program and
+        exits, removing its files in /run/comet-runtime. Give one the suite
+        started that long; one still there after it is reported below."""
+        def started_here() -> list[str]:
+            return [p for p in self.new_files()
+                    if re.fullmatch(r"/run/comet-runtime/fswatch-[0-9a-f]+\.(linger|idle)", p)]
+        wait_for(lambda: not started_here(), timeout)
+
     def problems(self) -> list[str]:
+        self.wait_for_fswatch_detacher()
         probs = []
         m = mounts_under(self.workdir)
         if m:

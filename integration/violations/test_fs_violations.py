@@ -19,17 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from lib import fswatch
 from lib.packs import one, pack_run, results, run_with_events
 from lib.reaper import engine_run as reap
 
 pytestmark = pytest.mark.comet_only
 
 PACK, VERSION = "probe-pack", "0.0.1"
-PINS = Path("/sys/fs/bpf/comet-runtime")
-
-
-def attached() -> list[Path]:
-    return list(PINS.glob("*/link")) if PINS.exists() else []
 
 
 @pytest.mark.parametrize("op,err,surface,requested,syscall,matched", [
@@ -188,21 +184,44 @@ def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
 
 def test_the_program_is_detached_once_nothing_is_watched(rt, pack, workdir):
     # attached while a pack runs and for 10 s after the last one (so that
-    # back-to-back packs do not pay a re-attach), then the detacher unpins it
-    res = pack_run(rt, pack, "exit=0")
-    assert res.rc == 0, res
-    assert len(attached()) == 1
-    linger = Path("/run/comet-runtime/fswatch.linger")
-    pid = int(linger.read_text().split()[0])
-    assert (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-            == b"comet-fswatch-linger")
+    # back-to-back packs do not pay a re-attach), then the detacher unpins it;
+    # this build's program only (lib/fswatch.py): other builds have their own
+    assert fswatch.program_hash(), "no fswatch.bpf.o beside the runtime"
+    # run it from a cgroup of the test's own, as a shim or a pod would: the
+    # detacher, which outlives the run, must keep neither that cgroup nor
+    # the caller's directory busy
+    cg_root = Path("/sys/fs/cgroup/unified")
+    home = cg_root / open("/proc/self/cgroup").read().split("0::", 1)[1].splitlines()[0].lstrip("/")
+    caller = cg_root / f"comet-test-linger-{os.getpid()}"
+    caller.mkdir()
+    try:
+        (caller / "cgroup.procs").write_text("0")
+        try:
+            res = pack_run(rt, pack, "exit=0")
+        finally:
+            (home / "cgroup.procs").write_text("0")
+        assert res.rc == 0, res
+        assert fswatch.attached(), sorted(fswatch.PINS.glob("*/*"))
+        pid = fswatch.linger_pid()
+        assert pid is not None, fswatch.linger_file()
+        assert os.readlink(f"/proc/{pid}/cwd") == "/"
+        groups = [ln.split(":", 2) for ln in open(f"/proc/{pid}/cgroup").read().splitlines()]
+        assert all(g[2] == "/" for g in groups), groups
+        caller.rmdir()  # EBUSY if the detacher (or anything else) were still in it
+    finally:
+        if caller.exists():
+            for p in (caller / "cgroup.procs").read_text().split():
+                (home / "cgroup.procs").write_text(p)
+            caller.rmdir()
     deadline = time.time() + 25
-    while time.time() < deadline and attached():
+    while time.time() < deadline and fswatch.attached():
         time.sleep(0.2)
-    assert attached() == []
+    assert not fswatch.attached()
+    assert (fswatch.pin_dir() / "slot_of").exists()  # pinned still: no reload on the next
     while time.time() < deadline and Path(f"/proc/{pid}").exists():
         time.sleep(0.05)
-    assert not Path(f"/proc/{pid}").exists() and not linger.exists()
+    assert not Path(f"/proc/{pid}").exists()
+    assert not fswatch.linger_file().exists() and not fswatch.idle_file().exists()
     # and the next pack attaches it again, and still reports
     res, ev = run_with_events(rt, pack, workdir, "open-read=/home/x")
     assert res.rc == 3 and [(e["surface"], e["requested"]) for e in ev] == [("fs.read", "/home/x")]

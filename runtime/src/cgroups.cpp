@@ -404,6 +404,17 @@ Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2) {
   return ok();
 }
 
+int move_self_to_root_cgroups() {
+  int moved = 0;
+  std::vector<std::string> seen;
+  for (auto& m : cgroup_mounts()) {
+    if (m.root != "/" || std::find(seen.begin(), seen.end(), m.super_opts) != seen.end()) continue;
+    seen.push_back(m.super_opts);  // a hierarchy mounted twice is one hierarchy
+    if (write_file(m.mountpoint + "/cgroup.procs", "0").ok()) moved++;
+  }
+  return moved;
+}
+
 Status destroy_cgroups(const std::vector<std::string>& dirs) {
   Status result;
   for (auto& d : dirs) {

@@ -27,6 +27,7 @@
 #include <span>
 
 #include "comet/capability/match.hpp"
+#include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sys.hpp"
@@ -50,13 +51,17 @@ std::span<const unsigned char> image() {
   return {detail::kFsWatchBpf, detail::kFsWatchBpfSize};
 }
 
-// Pins of this build's program: a different object is a different directory.
-std::string pin_dir() {
-  static const std::string d =
-      std::string(kPinRoot) + "/" +
+// This build's program: a different object is a different pin directory,
+// with its own detacher (two versions of the runtime may run side by side).
+const std::string& program_hash() {
+  static const std::string h =
       sha256_hex(std::string_view(reinterpret_cast<const char*>(image().data()), image().size()))
           .substr(0, 16);
-  return d;
+  return h;
+}
+
+std::string pin_dir() {
+  return std::string(kPinRoot) + "/" + program_hash();
 }
 
 int quiet_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
@@ -191,13 +196,18 @@ std::map<std::uint64_t, std::uint32_t> live_entries(int slot_of) {
   return out;
 }
 
-constexpr const char kIdleFile[] = "/run/comet-runtime/fswatch.idle";
-constexpr const char kLingerFile[] = "/run/comet-runtime/fswatch.linger";
+// When this program's last container ended, and its detacher's pid.
+std::string idle_file() {
+  return "/run/comet-runtime/fswatch-" + program_hash() + ".idle";
+}
+std::string linger_file() {
+  return "/run/comet-runtime/fswatch-" + program_hash() + ".linger";
+}
 constexpr int kLingerSeconds = 10;
 
 // The detacher (fswatch_linger_main), unless one is waiting already.
 void spawn_linger() {
-  if (auto t = read_file(kLingerFile); t.ok()) {
+  if (auto t = read_file(linger_file()); t.ok()) {
     auto sp = t->find(' ');
     int pid = std::atoi(t->c_str());
     unsigned long long start = sp == std::string::npos ? 0 : std::strtoull(t->c_str() + sp, 0, 10);
@@ -295,7 +305,7 @@ void fswatch_unwatch(std::uint64_t cgroup) {
   // Nothing watched: detach, but not at once. Attaching again right after
   // a detach waits for its RCU grace period (8-16 ms measured), on the path
   // of the next pack: the detacher waits kLingerSeconds of idleness first.
-  UniqueFd idle(::open(kIdleFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  UniqueFd idle(::open(idle_file().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   spawn_linger();
 }
 
@@ -305,29 +315,36 @@ int fswatch_linger_main() noexcept {
   if (child != 0) return child < 0 ? 1 : 0;
   ::setsid();
   ::syscall(SYS_close_range, 3, ~0U, 0);
+  // Hold no caller's directory (a bundle, an engine's state) and no
+  // caller's cgroup (a shim's, a pod's) for the seconds this one waits.
+  if (::chdir("/") != 0) return 1;
+  (void)move_self_to_root_cgroups();
   try {
     {
       auto l = lock();
       if (!l.ok()) return 1;
       std::string me =
           std::to_string(::getpid()) + " " + std::to_string(process_start_time(::getpid())) + "\n";
-      if (!write_file_atomic(kLingerFile, me, 0600, Sync::none).ok()) return 1;
+      if (!write_file_atomic(linger_file(), me, 0600, Sync::none).ok()) return 1;
     }
     for (;;) {
       struct stat st;
       long idle_for = kLingerSeconds;
-      if (::stat(kIdleFile, &st) == 0) idle_for = static_cast<long>(::time(nullptr) - st.st_mtime);
+      if (::stat(idle_file().c_str(), &st) == 0)
+        idle_for = static_cast<long>(::time(nullptr) - st.st_mtime);
       if (idle_for < kLingerSeconds) {
         ::sleep(static_cast<unsigned>(kLingerSeconds - idle_for + 1));
         continue;
       }
       auto l = lock();
       if (!l.ok()) return 1;
-      if (::stat(kIdleFile, &st) == 0 && ::time(nullptr) - st.st_mtime < kLingerSeconds) continue;
+      if (::stat(idle_file().c_str(), &st) == 0 && ::time(nullptr) - st.st_mtime < kLingerSeconds)
+        continue;
       const std::string dir = pin_dir();
       UniqueFd m(bpf_obj_get((dir + "/slot_of").c_str()));
       if (!m || live_entries(m.get()).empty()) (void)::unlink((dir + "/link").c_str());
-      (void)::unlink(kLingerFile);
+      (void)::unlink(idle_file().c_str());
+      (void)::unlink(linger_file().c_str());
       return 0;
     }
   } catch (...) {

@@ -55,6 +55,11 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& res);
 Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2 = false);
 // rmdir every directory, retrying briefly while the last tasks leave.
 Status destroy_cgroups(const std::vector<std::string>& dirs);
+// Move the calling process to the root of every cgroup hierarchy mounted
+// at its root (mountinfo root "/"), so a helper that outlives its caller
+// never keeps the caller's cgroup busy. Best effort; returns how many moves
+// succeeded.
+int move_self_to_root_cgroups();
 // The pids in a container's cgroup (from the first dir that lists them).
 std::vector<int> cgroup_pids(const std::vector<std::string>& dirs);
 Status freeze(const std::string& dir, bool v2, bool frozen);
