@@ -7,17 +7,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <spawn.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-
-#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -310,23 +310,28 @@ void fswatch_unwatch(std::uint64_t cgroup) {
 }
 
 int fswatch_linger_main() noexcept {
-  // Detached from whoever spawned us (it reaps this first process).
-  pid_t child = ::fork();
-  if (child != 0) return child < 0 ? 1 : 0;
-  ::setsid();
-  ::syscall(SYS_close_range, 3, ~0U, 0);
-  // Hold no caller's directory (a bundle, an engine's state) and no
-  // caller's cgroup (a shim's, a pod's) for the seconds this one waits.
+  // Spawned by spawn_linger(), whose caller holds the lock and waits for
+  // this first process. Everything a caller or a test may look for is done
+  // before it exits: the cwd and cgroups are left before the fork (a shim's
+  // or a pod's call must not stay busy for the seconds the detacher waits),
+  // and the pid file names the detacher before the caller returns.
   if (::chdir("/") != 0) return 1;
   (void)move_self_to_root_cgroups();
-  try {
-    {
-      auto l = lock();
-      if (!l.ok()) return 1;
+  pid_t child = ::fork();
+  if (child < 0) return 1;
+  if (child != 0) {
+    try {
       std::string me =
-          std::to_string(::getpid()) + " " + std::to_string(process_start_time(::getpid())) + "\n";
-      if (!write_file_atomic(linger_file(), me, 0600, Sync::none).ok()) return 1;
+          std::to_string(child) + " " + std::to_string(process_start_time(child)) + "\n";
+      if (write_file_atomic(linger_file(), me, 0600, Sync::none).ok()) return 0;
+    } catch (...) {
     }
+    ::kill(child, SIGKILL);
+    return 1;
+  }
+  ::setsid();
+  ::syscall(SYS_close_range, 3, ~0U, 0);
+  try {
     for (;;) {
       struct stat st;
       long idle_for = kLingerSeconds;
