@@ -1,10 +1,17 @@
-// classify_fs() (runtime/include/comet/runtime/fswatch.hpp): which failed
-// path calls are fs.read / fs.write violations. Pure; no root, no BPF.
+// classify_fs(), absolute_in_task() and resolve_in_root()
+// (runtime/include/comet/runtime/fswatch.hpp): which failed path calls are
+// fs.read / fs.write violations, and where a path leads. No root, no BPF.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+
+#include "comet/runtime/fd.hpp"
 #include "comet/runtime/fswatch.hpp"
 
 namespace comet::runtime {
@@ -15,12 +22,25 @@ FsView view() {
   v.fs.read = {"/workdir", "/workdir/inputs", "/data"};
   v.fs.write = {"/workdir/out"};
   v.image_top = {"usr", "etc", "lib", "bin", "proc", "dev", "workdir", "tmp"};
+  v.cwd = "/workdir";
   return v;
+}
+
+// A path as the reporter has it for a task whose cwd has not moved.
+FsPath at(const std::string& p) {
+  return absolute_in_task(0, AT_FDCWD, p, FsCwd{}, "/workdir");
+}
+
+// The cwd identity a record carries, as the BPF program writes it.
+FsCwd moved_to(const char* dir) {
+  struct stat st;
+  EXPECT_EQ(::stat(dir, &st), 0) << dir;
+  return FsCwd{true, (major(st.st_dev) << 20) | minor(st.st_dev), st.st_ino};
 }
 
 std::optional<FsViolation> c(int nr, std::uint64_t flags, int err, const std::string& p,
                              const std::string& p2 = "") {
-  return classify_fs(nr, flags, err, p, p2, view());
+  return classify_fs(nr, flags, err, at(p), at(p2), view());
 }
 
 TEST(FsClassify, ReadOfAnUndeclaredPathOutsideTheImage) {
@@ -55,13 +75,13 @@ TEST(FsClassify, SystemDirectoriesAreNeverHiddenOnes) {
   v.image_top = {"usr", "workdir"};
   for (const char* p : {"/etc/ld.so.preload", "/sys/fs/selinux", "/lib64/x", "/sbin/x", "/bin/sh",
                         "/proc/1/mem", "/dev/nvidia0", "/lib/x"})
-    EXPECT_FALSE(classify_fs(SYS_openat, O_RDONLY, ENOENT, p, "", v)) << p;
+    EXPECT_FALSE(classify_fs(SYS_openat, O_RDONLY, ENOENT, at(p), at(""), v)) << p;
   // a look-alike is not one
-  auto w = classify_fs(SYS_openat, O_RDONLY, ENOENT, "/etcetera/x", "", v);
+  auto w = classify_fs(SYS_openat, O_RDONLY, ENOENT, at("/etcetera/x"), at(""), v);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->requested, "/etcetera/x");
   // and writes there are writes
-  EXPECT_TRUE(classify_fs(SYS_openat, O_WRONLY | O_CREAT, EROFS, "/etc/x", "", v));
+  EXPECT_TRUE(classify_fs(SYS_openat, O_WRONLY | O_CREAT, EROFS, at("/etc/x"), at(""), v));
 }
 
 TEST(FsClassify, RefusedReadsInsideTheImageAreTheImagesOwn) {
@@ -153,11 +173,220 @@ TEST(FsClassify, NotTheSandboxsErrnosOrCalls) {
   EXPECT_FALSE(c(SYS_newfstatat, 0, EACCES, ""));
 }
 
-TEST(FsClassify, TheArmMarkerIsNotAPathAnAgentCanConfuse) {
-  // the reporter skips it before classifying; as a path it is outside the image
+TEST(FsClassify, TheArmMarkerIsOutsideTheImage) {
+  // the BPF program arms on it and records nothing of it; a record of it
+  // after that (the agent looking it up itself) is an undeclared path
   auto v = c(SYS_access, 0, ENOENT, kFsArmMarker);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->surface, "fs.read");
+}
+
+TEST(FsClassify, TopsAnImageMayHaveButAPackNeverReads) {
+  // a full Debian image has /home, /root, /var, /srv: a failed read there
+  // is still a violation
+  FsView v = view();
+  v.image_top.insert(v.image_top.end(), {"home", "root", "var", "srv", "mnt", "media", "opt"});
+  for (const char* p : {"/home/u/.ssh/id_rsa", "/root/.netrc", "/var/lib/secret", "/srv/x",
+                        "/mnt/host", "/media/usb"}) {
+    auto w = classify_fs(SYS_openat, O_RDONLY, ENOENT, at(p), at(""), v);
+    ASSERT_TRUE(w) << p;
+    EXPECT_EQ(w->requested, p);
+  }
+  EXPECT_FALSE(classify_fs(SYS_openat, O_RDONLY, ENOENT, at("/opt/python/x"), at(""), v));
+}
+
+TEST(FsClassify, WhatCannotBeToldFailsClosed) {
+  FsView v = view();
+  // relative to a cwd or dirfd that is gone
+  FsPath gone{"home/x", "", false, false, false};
+  auto w = classify_fs(SYS_newfstatat, 0, ENOENT, gone, at(""), v);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->surface, "fs.read");
+  EXPECT_EQ(w->requested, "home/x");
+  EXPECT_FALSE(w->matched_entry);
+  // cut: "/workdir/./././..." could go on with "../home/x"
+  FsPath cut = at("/workdir/a/b");
+  cut.cut = true;
+  w = classify_fs(SYS_openat, O_RDONLY, ENOENT, cut, at(""), v);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->requested, "/workdir/a/b...");
+  // a cut path that is a violation already is that violation
+  cut = at("/home/a");
+  cut.cut = true;
+  w = classify_fs(SYS_openat, O_RDONLY, ENOENT, cut, at(""), v);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->requested, "/home/a");
+  // through a magic link or a symlink loop
+  FsPath opaque = at("/proc/self/root/home/x");
+  opaque.opaque = true;
+  w = classify_fs(SYS_openat, O_RDONLY, ENOENT, opaque, at(""), v);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->requested, "/proc/self/root/home/x");
+}
+
+TEST(FsClassify, WhereAPathLeadsIsJudgedToo) {
+  FsView v = view();
+  // a symlink under /workdir (a pack's own file) to /home
+  FsPath p = at("/workdir/h/u/.ssh/id_rsa");
+  p.resolved = "/home/u/.ssh/id_rsa";
+  auto w = classify_fs(SYS_openat, O_RDONLY, ENOENT, p, at(""), v);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->surface, "fs.read");
+  EXPECT_EQ(w->requested, "/home/u/.ssh/id_rsa");
+  // a write through one under fs.write to the image
+  p = at("/workdir/out/l/passwd");
+  p.resolved = "/etc/passwd";
+  w = classify_fs(SYS_openat, O_WRONLY | O_CREAT, EROFS, p, at(""), v);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->surface, "fs.write");
+  EXPECT_EQ(w->requested, "/etc/passwd");
+  // one that stays inside is nothing
+  p = at("/workdir/out/l/x");
+  p.resolved = "/workdir/out/real/x";
+  EXPECT_FALSE(classify_fs(SYS_openat, O_WRONLY | O_CREAT, ENOENT, p, at(""), v));
+}
+
+TEST(FsClassify, ARefusedSymlinkUnderFsWriteIsAWriteViolation) {
+  auto w = c(SYS_symlinkat, 0, EACCES, "/workdir/out/h");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->surface, "fs.write");
+  EXPECT_EQ(w->matched_entry, "/workdir/out");
+  EXPECT_EQ(w->syscall, "symlinkat");
+  EXPECT_FALSE(c(SYS_symlinkat, 0, EEXIST, "/workdir/out/h"));
+  EXPECT_FALSE(c(SYS_symlinkat, 0, ENOENT, "/workdir/out/no/h"));
+}
+
+TEST(FsClassify, EveryPathCallTheProgramRecords) {
+  // reads (x86-64 numbers; the *at variants of 6.13 and file_getattr 6.17)
+  for (int nr :
+       {SYS_statfs, SYS_getxattr, SYS_lgetxattr, SYS_listxattr, SYS_llistxattr, 464, 465, 468,
+        SYS_inotify_add_watch, SYS_name_to_handle_at, SYS_fanotify_mark, SYS_connect}) {
+    auto w = c(nr, 0, ENOENT, "/home/x");
+    ASSERT_TRUE(w) << nr;
+    EXPECT_EQ(w->surface, "fs.read") << nr;
+    EXPECT_FALSE(c(nr, 0, ENOENT, "/workdir/x")) << nr;
+  }
+  // writes
+  for (int nr : {452, SYS_utime, SYS_utimes, SYS_futimesat, 463, 466, 469, SYS_bind}) {
+    auto w = c(nr, 0, EROFS, "/workdir/x");
+    ASSERT_TRUE(w) << nr;
+    EXPECT_EQ(w->surface, "fs.write") << nr;
+    EXPECT_EQ(w->matched_entry, "/workdir") << nr;
+    EXPECT_FALSE(c(nr, 0, EACCES, "/workdir/out/x")) << nr;
+  }
+}
+
+TEST(FsClassify, ARuntimeSocketIsTheRuntimeSocketSurfaces) {
+  EXPECT_FALSE(c(SYS_connect, 0, ENOENT, "/run/docker.sock"));
+  EXPECT_FALSE(c(SYS_connect, 0, ENOENT, "/var/run/containerd/containerd.sock"));
+  auto w = c(SYS_connect, 0, ENOENT, "/var/run/other.sock");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->syscall, "connect");
+}
+
+TEST(FsAbsolute, TheBaseOfARelativePath) {
+  // the cwd has not moved: the agent's, whatever /proc says
+  FsPath p = absolute_in_task(0, AT_FDCWD, "../home/x", FsCwd{}, "/workdir/sub");
+  EXPECT_TRUE(p.known);
+  EXPECT_EQ(p.path, "/workdir/sub/../home/x");  // ".." is resolve_in_root()'s to walk
+  // moved: the task's own cwd while it lives and is the directory of the call
+  char cwd[4096];
+  ASSERT_TRUE(::getcwd(cwd, sizeof cwd));
+  p = absolute_in_task(::gettid(), AT_FDCWD, "a/b", moved_to(cwd), "/workdir");
+  EXPECT_TRUE(p.known);
+  EXPECT_EQ(p.path, std::string(cwd) + "/a/b");
+  // the task has moved on since (chdir back after the call): not known
+  p = absolute_in_task(::gettid(), AT_FDCWD, "a/b", moved_to("/usr"), "/workdir");
+  EXPECT_FALSE(p.known);
+  EXPECT_EQ(p.path, "a/b");
+  // a dirfd of the task's
+  UniqueFd d(::open("/usr", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(d);
+  p = absolute_in_task(::gettid(), d.get(), "lib/x", FsCwd{}, "/workdir");
+  EXPECT_EQ(p.path, "/usr/lib/x");
+  EXPECT_EQ(absolute_in_task(0, AT_FDCWD, "", FsCwd{}, "/workdir").path, "");  // fd-relative
+  // gone: not known, kept as given
+  const int gone = 0x3ffffff;  // above pid_max
+  for (std::int64_t dfd : {std::int64_t(AT_FDCWD), std::int64_t(5)}) {
+    p = absolute_in_task(gone, dfd, "home/x", moved_to("/"), "/workdir");
+    EXPECT_FALSE(p.known) << dfd;
+    EXPECT_EQ(p.path, "home/x");
+  }
+  p = absolute_in_task(gone, 5, "home/x", FsCwd{}, "/workdir");
+  EXPECT_FALSE(p.known);
+  // absolute paths never need a base
+  p = absolute_in_task(gone, 5, "/usr/../home//x/.", moved_to("/"), "/workdir");
+  EXPECT_TRUE(p.known);
+  EXPECT_EQ(p.path, "/usr/../home//x/.");
+}
+
+class FsResolve : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/comet-fsresolve-XXXXXX";
+    ASSERT_TRUE(::mkdtemp(tmpl));
+    dir_ = tmpl;
+    namespace fs = std::filesystem;
+    fs::create_directories(dir_ / "workdir/out/real");
+    fs::create_directories(dir_ / "home/u");
+    fs::create_directories(dir_ / "etc");
+    fs::create_directories(dir_ / "proc/1");
+    fs::create_directories(dir_ / "dev");
+    fs::create_symlink("/home", dir_ / "workdir/out/h");
+    fs::create_symlink("../home", dir_ / "workdir/rel");
+    fs::create_symlink("real", dir_ / "workdir/out/inside");
+    fs::create_symlink("../../../../../etc", dir_ / "workdir/climb");
+    fs::create_symlink("loop", dir_ / "loop");
+    fs::create_symlink("/proc/self/fd", dir_ / "dev/fd");
+    {
+      std::FILE* f = std::fopen((dir_ / "workdir/file").c_str(), "w");
+      std::fclose(f);
+    }
+    root_.reset(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  FsPath r(const std::string& p) { return resolve_in_root(root_.get(), at(p)); }
+  std::filesystem::path dir_;
+  UniqueFd root_;
+};
+
+TEST_F(FsResolve, SymlinksAreFollowedInsideTheRoot) {
+  EXPECT_EQ(r("/workdir/out/h/u/.ssh/id_rsa").resolved, "/home/u/.ssh/id_rsa");
+  EXPECT_EQ(r("/workdir/rel/u/x").resolved, "/home/u/x");
+  EXPECT_EQ(r("/workdir/out/inside/x").resolved, "/workdir/out/real/x");
+  // ".." after a symlink is the target's parent, not the link's
+  EXPECT_EQ(r("/workdir/out/h/../etc/x").resolved, "/etc/x");
+  // a symlink climbing out stops at the root (never the host's /etc)
+  EXPECT_EQ(r("/workdir/climb/x").resolved, "/etc/x");
+  // nothing to follow: as written, cleaned
+  FsPath p = r("/workdir/none/a/../b");
+  EXPECT_EQ(p.resolved, "/workdir/none/b");
+  EXPECT_FALSE(p.opaque);
+  EXPECT_EQ(r("/workdir/file/x").resolved, "/workdir/file/x");
+  EXPECT_EQ(r("/").resolved, "/");
+}
+
+TEST_F(FsResolve, LoopsAndMagicLinksAreOpaque) {
+  EXPECT_TRUE(r("/loop/x").opaque);
+  EXPECT_TRUE(r("/proc/self/root/home/x").opaque);
+  EXPECT_TRUE(r("/proc/1/cwd/x").opaque);
+  EXPECT_TRUE(r("/proc/1/task/1/root/x").opaque);
+  EXPECT_TRUE(r("/proc/self/fd/3/x").opaque);
+  EXPECT_TRUE(r("/dev/fd/3/home").opaque);  // /dev/fd -> /proc/self/fd
+  // the link itself, or plain /proc files, are not
+  EXPECT_FALSE(r("/proc/self/fd/3").opaque);
+  EXPECT_FALSE(r("/proc/self/root").opaque);
+  EXPECT_FALSE(r("/proc/1/status").opaque);
+  EXPECT_FALSE(r("/dev/fd/0").opaque);
+  EXPECT_FALSE(r("/workdir/out/h/u").opaque);
+}
+
+TEST_F(FsResolve, AnUnknownPathIsLeftAlone) {
+  FsPath gone{"home/x", "", false, false, false};
+  FsPath p = resolve_in_root(root_.get(), gone);
+  EXPECT_FALSE(p.known);
+  EXPECT_EQ(p.resolved, "");
 }
 
 }  // namespace

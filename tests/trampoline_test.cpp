@@ -519,45 +519,77 @@ TEST(TrampolineInit, AgentGoneBeforeTheInitStarts) {
 }
 
 // With a reporter fd (fs events, fswatch.hpp) the init asks the reporter
-// (one byte) and reads the events file only once it has the answer, or the
-// reporter is gone, or 2 s have passed.
+// (one byte) and reads the events file only once it has the answer ('k');
+// without one (the reporter is gone, or 2 s have passed) events may be
+// missing, and it exits 3.
 TEST(TrampolineInit, ReadsTheEventsOnlyAfterTheReportersAnswer) {
   auto fd = tramp();
   ASSERT_TRUE(fd.valid());
-  for (int mode = 0; mode < 3; mode++) {  // 0: answers, 1: hangs up, 2: never answers
+  for (bool violation : {true, false}) {
     int sp[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
     int ev = events_with("");
     int ev_mine = ::dup(ev);
-    std::thread reporter([&, mode] {
+    std::thread reporter([&, violation] {
       char b = 0;
       // the question comes once the agent has exited
       ASSERT_EQ(::recv(sp[0], &b, 1, 0), 1);
       EXPECT_EQ(b, 'b');
-      // the "drain": a violation lands in the file only now
-      ASSERT_EQ(::pwrite(ev_mine, kViolationLine.data(), kViolationLine.size(), 0),
-                static_cast<ssize_t>(kViolationLine.size()));
-      if (mode == 0) {
-        EXPECT_EQ(::send(sp[0], "k", 1, 0), 1);
-      } else if (mode == 1) {
-        ::shutdown(sp[0], SHUT_RDWR);
+      // the "drain" takes a while; its violation lands in the file only now
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (violation) {
+        ASSERT_EQ(::pwrite(ev_mine, kViolationLine.data(), kViolationLine.size(), 0),
+                  static_cast<ssize_t>(kViolationLine.size()));
       }
+      EXPECT_EQ(::send(sp[0], "k", 1, 0), 1);
     });
     auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(run_init(
                   fd.get(), +[] { return 0; }, ev, 0, nullptr, 0, sp[1]),
-              3)
+              violation ? 3 : 0);
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(took, std::chrono::milliseconds(290));
+    EXPECT_LT(took, std::chrono::seconds(2));
+    reporter.join();
+    ::close(ev_mine);
+    ::close(sp[0]);
+    ::close(sp[1]);
+  }
+}
+
+TEST(TrampolineInit, NoAnswerFromTheReporterIsThree) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  for (int mode = 0; mode < 3; mode++) {  // 0: hangs up, 1: never answers, 2: ended, answered
+    int sp[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+    int ev = events_with("");  // nothing violated
+    if (mode == 2) {
+      // drained and ended before the init asked: its answer waits in the socket
+      EXPECT_EQ(::send(sp[0], "k", 1, 0), 1);
+      ::close(sp[0]);
+      sp[0] = -1;
+    }
+    std::thread reporter([&, mode] {
+      if (mode == 2) return;
+      char b = 0;
+      ASSERT_EQ(::recv(sp[0], &b, 1, 0), 1);
+      if (mode == 0) ::shutdown(sp[0], SHUT_RDWR);
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(run_init(
+                  fd.get(), +[] { return 0; }, ev, 0, nullptr, 0, sp[1]),
+              mode == 2 ? 0 : 3)
         << "mode " << mode;
     auto took = std::chrono::steady_clock::now() - t0;
-    if (mode == 2) {
+    if (mode == 1) {
       EXPECT_GE(took, std::chrono::milliseconds(1900));
       EXPECT_LT(took, std::chrono::seconds(5));
     } else {
       EXPECT_LT(took, std::chrono::seconds(1)) << "mode " << mode;
     }
     reporter.join();
-    ::close(ev_mine);
-    ::close(sp[0]);
+    if (sp[0] >= 0) ::close(sp[0]);
     ::close(sp[1]);
   }
 }

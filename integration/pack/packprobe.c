@@ -53,6 +53,8 @@ static const char *ename(int e) {
     case EXDEV: return "EXDEV";
     case ENOSPC: return "ENOSPC";
     case ETIMEDOUT: return "ETIMEDOUT";
+    case ENODATA: return "ENODATA";
+    case EADDRINUSE: return "EADDRINUSE";
     default: {
         static char buf[32];
         snprintf(buf, sizeof buf, "E%d", e);
@@ -317,6 +319,43 @@ int main(int argc, char **argv) {
             const char *colon = strchr(arg, ':');
             snprintf(old, sizeof old, "%.*s", colon ? (int)(colon - arg) : 0, arg);
             RES(op, rename(old, colon ? colon + 1 : ""));
+        } else if (!strcmp(op, "chdir")) {
+            RES(op, chdir(arg));
+        } else if (!strcmp(op, "symlink")) {  /* symlink=TARGET:LINK */
+            char target[256];
+            const char *colon = strchr(arg, ':');
+            snprintf(target, sizeof target, "%.*s", colon ? (int)(colon - arg) : 0, arg);
+            RES(op, symlink(target, colon ? colon + 1 : ""));
+        } else if (!strcmp(op, "getxattr")) {
+            char v[64];
+            RES(op, syscall(SYS_getxattr, arg, "user.x", v, sizeof v));
+        } else if (!strcmp(op, "statfs")) {
+            char buf[256];
+            RES(op, syscall(SYS_statfs, arg, buf));
+        } else if (!strcmp(op, "bind-unix")) {
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            struct sockaddr_un sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sun_family = AF_UNIX;
+            snprintf(sa.sun_path, sizeof sa.sun_path, "%s", arg);
+            RES(op, bind(s, (struct sockaddr *)&sa, sizeof sa));
+            close(s);
+        } else if (!strcmp(op, "stat-at")) {  /* stat-at=DIR:REL: fstatat on a dirfd, closed after */
+            char dir[256];
+            const char *colon = strchr(arg, ':');
+            snprintf(dir, sizeof dir, "%.*s", colon ? (int)(colon - arg) : 0, arg);
+            int fd = open(dir, O_PATH | O_DIRECTORY);
+            struct stat st;
+            RES(op, fstatat(fd, colon ? colon + 1 : "", &st, 0));
+            close(fd);
+        } else if (!strcmp(op, "stat-long")) {  /* stat-long=N:TAIL: /workdir, N "/." and /TAIL */
+            static char path[4096];
+            const char *colon = strchr(arg, ':');
+            int n = atoi(arg), len = snprintf(path, sizeof path, "/workdir");
+            for (int i = 0; i < n && len < 3000; i++) len += snprintf(path + len, sizeof path - len, "/.");
+            snprintf(path + len, sizeof path - len, "/%s", colon ? colon + 1 : "");
+            struct stat st;
+            RES(op, stat(path, &st));
         } else if (!strcmp(op, "mkfifo")) {
             RES(op, mkfifo(arg, 0600));
         } else if (!strcmp(op, "exit")) {

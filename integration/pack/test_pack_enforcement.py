@@ -162,7 +162,7 @@ def test_state_records_the_layers(rt, pack, workdir):
     st = json.loads(rt("state", cid).out)
     layers = st["org.soyaos.comet.layers"]
     for want in ("seccomp:docker-default", "seccomp:lockdown", "seccomp:exec-lock",
-                 "seccomp:network-none", "landlock:exec"):
+                 "seccomp:network-none", "landlock:exec", "landlock:no-symlinks", "fs-events"):
         assert want in layers, layers
     assert rt("delete", "--force", cid).rc == 0
 

@@ -44,6 +44,23 @@ PACK, VERSION = "probe-pack", "0.0.1"
     ("unlink=/usr/bin/packprobe", "EROFS", "fs.write", "/usr/bin/packprobe", "unlink", None),
     ("rename=/workdir/agent.txt:/workdir/agent.old", "EROFS", "fs.write", "/workdir/agent.txt",
      "rename", "/workdir"),
+    # attacks on the recording: ".." out of a system directory (not skipped
+    # as one), /proc's magic links and /dev/fd (where they lead)
+    ("stat=/usr/../home/u/x", "ENOENT", "fs.read", "/home/u/x", "newfstatat", None),
+    ("stat=/proc/self/root/home/x", "ENOENT", "fs.read", "/proc/self/root/home/x", "newfstatat",
+     None),
+    ("stat=/dev/fd/../../../home/x", "ENOENT", "fs.read", "/home/x", "newfstatat", None),
+    # the other path calls
+    ("getxattr=/home/x", "ENOENT", "fs.read", "/home/x", "getxattr", None),
+    ("statfs=/root/x", "ENOENT", "fs.read", "/root/x", "statfs", None),
+    ("connect-unix=/home/x.sock", "ENOENT", "fs.read", "/home/x.sock", "connect", None),
+    ("bind-unix=/workdir/x.sock", "EROFS", "fs.write", "/workdir/x.sock", "bind", "/workdir"),
+    # no symlinks in a pack (Landlock): one made and removed between a
+    # lookup and the reporter's look would hide where the lookup led
+    ("symlink=/home:/workdir/out/h", "EACCES", "fs.write", "/workdir/out/h", "symlink",
+     "/workdir/out"),
+    # relative to a dirfd closed right after: where it was cannot be told
+    ("stat-at=/:home/x", "ENOENT", "fs.read", "home/x", "newfstatat", None),
 ])
 def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surface, requested,
                                       syscall, matched):
@@ -59,6 +76,7 @@ def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, sur
         surface, requested, syscall, err), e
     assert e["matched_entry"] == matched, e
     assert isinstance(e["pid"], int) and e["pid"] > 0 and "repeated" not in e
+    assert "violation events are off" not in res.err, res.err
     flag = json.loads((flags_dir / f"{PACK}@{VERSION}.json").read_text())
     assert flag["count"] == 1, flag
     nxt = pack_run(rt, pack, "exit=0")
@@ -82,6 +100,7 @@ def test_allowed_and_missing_inside_report_nothing(rt, pack, workdir, flags_dir)
     assert one(r, "write")["ok"] is True and r["write"][1]["errno"] == "ENOENT", r
     assert one(r, "mkdir")["ok"] is True and one(r, "unlink")["ok"] is True, r
     assert ev == [], ev
+    assert "violation events are off" not in res.err, res.err
     assert not flags_dir.exists() or not list(flags_dir.iterdir())
 
 
@@ -92,6 +111,34 @@ def test_repeats_are_counted_not_written(rt, pack, workdir):
     fs = [e for e in ev if e["surface"] == "fs.read"]
     assert [e["requested"] for e in fs] == ["/home/x", "/home/x"], ev
     assert "repeated" not in fs[0] and fs[1]["repeated"] == 1999, fs
+
+
+def pids_of(comm: str) -> set[int]:
+    pids = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == comm:
+                    pids.add(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
+def kill_reporter_once_the_agent_runs(before_reporters: set[int], before_agents: set[int]) -> None:
+    """SIGKILL the reporter a run started, once its agent has exec'd (so the
+    listener has been handed over: killed before that, the container's
+    child cannot send it and the create fails, which is another test)."""
+    deadline = time.time() + 20
+    mine: set[int] = set()
+    agent: set[int] = set()
+    while time.time() < deadline and not (mine and agent):
+        mine = pids_of("comet-reporter") - before_reporters
+        agent = pids_of("packprobe") - before_agents
+        time.sleep(0.01)
+    assert mine and agent, (mine, agent)
+    for p in mine:
+        os.kill(p, signal.SIGKILL)
 
 
 FLOOD = ("stats=300000:nothing", "open-read=/home/secret", "exit=0")
@@ -142,21 +189,9 @@ def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
     # enforcement is the mounts': with the reporter gone, the path is still
     # not there and the write still refused (and a denied fork is ENOSYS)
     monkeypatch.setenv("COMET_REPORTER", "process")
-    ready = workdir / "pack" / "go"
     proc_res = {}
 
-    def reporter_pids() -> list[int]:
-        pids = []
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                try:
-                    if (d / "comm").read_text().strip() == "comet-reporter":
-                        pids.append(int(d.name))
-                except OSError:
-                    pass
-        return pids
-
-    before = set(reporter_pids())
+    before = (pids_of("comet-reporter"), pids_of("packprobe"))
     import threading
 
     def run():
@@ -164,14 +199,7 @@ def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
                                  "fork")
     t = threading.Thread(target=run)
     t.start()
-    deadline = time.time() + 10
-    mine: list[int] = []
-    while time.time() < deadline and not mine:
-        mine = [p for p in reporter_pids() if p not in before]
-        time.sleep(0.02)
-    assert mine, "no reporter started"
-    for p in mine:
-        os.kill(p, signal.SIGKILL)
+    kill_reporter_once_the_agent_runs(*before)
     t.join(30)
     res = proc_res["r"]
     r = results(res)
@@ -179,7 +207,6 @@ def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
     assert one(r, "write")["errno"] == "EROFS", res.out
     assert one(r, "fork")["errno"] == "ENOSYS", res.out
     assert res.rc == 3, res  # a reporter that did not finish: fail closed
-    del ready
 
 
 def test_the_program_is_detached_once_nothing_is_watched(rt, pack, workdir):
@@ -233,3 +260,94 @@ def test_the_runtime_set_up_is_not_reported(rt, pack, workdir):
     # the agent runs: none of them is the agent's
     res, ev = run_with_events(rt, pack, workdir, "exit=0")
     assert res.rc == 0 and ev == [], (res, ev)
+
+
+def fs_events(ev: list[dict]) -> list[tuple[str, str]]:
+    return [(e["surface"], e["requested"]) for e in ev]
+
+
+def test_a_relative_path_is_judged_where_the_call_was(rt, pack, workdir):
+    # chdir out of /workdir, a relative lookup, and out before the reporter
+    # looks: the cwd of the call is gone, so it fails closed (or, if the
+    # reporter looked in time, it is /home/x)
+    res, ev = run_with_events(rt, pack, workdir, "chdir=/", "stat=home/x", "exit=0")
+    assert res.rc == 3, res
+    assert fs_events(ev) in ([("fs.read", "home/x")], [("fs.read", "/home/x")]), ev
+    (workdir / "ev.jsonl").unlink()
+    # and back into /workdir before it looks: /proc says /workdir, but the
+    # record's cwd (inode) was /, so /proc is not believed
+    res, ev = run_with_events(rt, pack, workdir, "chdir=/", "stat=home/x", "chdir=/workdir",
+                              "sleep=600")
+    assert res.rc == 3, res
+    assert fs_events(ev) == [("fs.read", "home/x")], ev
+
+
+def test_a_relative_path_after_a_legitimate_chdir_reports_nothing(rt, pack, workdir):
+    res, ev = run_with_events(rt, pack, workdir, "chdir=/workdir/out", "stat=none.txt",
+                              "stat=../inputs/none", "sleep=600")
+    assert res.rc == 0 and ev == [], (res, ev)
+    r = results(res)
+    assert [x["errno"] for x in r["stat"]] == ["ENOENT", "ENOENT"], r
+
+
+def test_a_path_too_long_to_record_fails_closed(rt, pack, workdir):
+    # /workdir, 300 "/." and "../home/x": the record holds 512 bytes, the
+    # kernel walks it all (to /home/x); what was cut may have gone anywhere
+    res, ev = run_with_events(rt, pack, workdir, "stat-long=300:../home/x")
+    assert res.rc == 3, res
+    assert one(results(res), "stat-long")["errno"] == "ENOENT", res.out
+    assert fs_events(ev) == [("fs.read", "/workdir...")], ev
+
+
+def test_a_full_images_home_is_still_a_violation(rt, pack, workdir):
+    # an image with /home, /root and /var (any Debian one): reads there
+    # are not the image's business
+    _, rootfs = pack
+    for d in ("home/u", "root", "var/lib"):
+        (rootfs / d).mkdir(parents=True)
+    res, ev = run_with_events(rt, pack, workdir, "open-read=/home/u/.ssh/id_rsa",
+                              "stat=/root/.netrc", "stat=/var/lib/secret")
+    assert res.rc == 3, res
+    assert fs_events(ev) == [("fs.read", "/home/u/.ssh/id_rsa"), ("fs.read", "/root/.netrc"),
+                             ("fs.read", "/var/lib/secret")], ev
+
+
+def test_a_symlink_shipped_in_the_pack_is_followed(rt, pack, workdir):
+    # the pack's own files hold h -> /home: the lookup goes there
+    p, _ = pack
+    (p / "h").symlink_to("/home")
+    res, ev = run_with_events(rt, pack, workdir, "open-read=/workdir/h/u/.ssh/id_rsa",
+                              "open-read=h/u/other")
+    assert res.rc == 3, res
+    assert [x["errno"] for x in results(res)["open-read"]] == ["ENOENT", "ENOENT"], res.out
+    assert fs_events(ev) == [("fs.read", "/home/u/.ssh/id_rsa"), ("fs.read", "/home/u/other")], ev
+    assert all(e["matched_entry"] is None for e in ev), ev
+
+
+def test_the_arm_marker_in_the_image_arms_all_the_same(rt, pack, workdir):
+    # an image that holds the marker (the lookup then succeeds): the agent
+    # is armed anyway, its violations are recorded
+    _, rootfs = pack
+    (rootfs / "\x01comet-fswatch-arm").write_text("")
+    res, ev = run_with_events(rt, pack, workdir, "open-read=/home/x")
+    assert res.rc == 3, res
+    assert fs_events(ev) == [("fs.read", "/home/x")], ev
+
+
+def test_a_reporter_killed_under_an_engine_is_status_3(rt, workdir, pack_bundle):
+    # the init asks the reporter to drain; no answer means events may be
+    # missing: 3, as run does for a reporter that did not finish
+    import threading
+    b = pack_bundle
+    cfg = json.loads((b / "config.json").read_text())
+    cfg["process"]["args"] = ["/usr/bin/packprobe", "agent.txt", "sleep=1500", "exit=0"]
+    (b / "config.json").write_text(json.dumps(cfg))
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=reap(rt, b, workdir, sig="-")))
+    before = (pids_of("comet-reporter"), pids_of("packprobe"))
+    t.start()
+    kill_reporter_once_the_agent_runs(*before)
+    t.join(30)
+    seen, events = out["r"]
+    assert seen["status"] == 3, seen
+    assert events == [], events  # nothing was violated: the 3 is the missing answer

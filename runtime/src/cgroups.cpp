@@ -431,6 +431,12 @@ Status destroy_cgroups(const std::vector<std::string>& dirs) {
   return result;
 }
 
+std::string cgroup2_mountpoint() {
+  for (auto& m : cgroup_mounts())
+    if (m.fstype == "cgroup2" && m.root == "/") return m.mountpoint;
+  return "";
+}
+
 std::vector<int> cgroup_pids(const std::vector<std::string>& dirs) {
   std::vector<int> pids;
   for (auto& d : dirs) {

@@ -451,23 +451,27 @@ void setup_dev(int rootfd) {
   }
 }
 
-// One fd over a unix socket (SCM_RIGHTS) with PAYLOAD as the data; dies on error.
-void send_fd(int sock, int fd, std::string_view payload, const char* what) {
+// One fd (and fd2 unless -1) over a unix socket (SCM_RIGHTS) with PAYLOAD
+// as the data; dies on error. Closes the fds and the socket.
+void send_fd(int sock, int fd, std::string_view payload, const char* what, int fd2 = -1) {
   std::string data(payload);
   struct iovec iov = {data.data(), data.size()};
-  char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  const int fds[2] = {fd, fd2};
+  const std::size_t n = fd2 >= 0 ? 2 : 1;
+  char cbuf[CMSG_SPACE(sizeof fds)] = {};
   struct msghdr mh = {};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
   mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
+  mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
   struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+  cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+  std::memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
   if (::sendmsg(sock, &mh, MSG_NOSIGNAL) < 0) die(errno, "send %s", what);
   ::close(fd);
+  if (fd2 >= 0) ::close(fd2);
   ::close(sock);
 }
 
@@ -780,11 +784,16 @@ void apply_confinement() {
     // A reporting lock-down (rules that notify): its listener goes to the
     // runtime's reporter, with the container state, as an OCI seccomp agent
     // would get it; then it is closed here, so the agent never holds it.
+    // With fs events it also gets the container's root (O_PATH), to see
+    // where a failed path led in the agent's own mount tree.
     if (c.lockdown.needs_listener) {
-      if (c.fs_arm_marker) (void)::access(kFsArmMarker, F_OK);  // fswatch.hpp
-      send_fd(c.lockdown_listener_sock, listener, g_state, "the lock-down listener fd");
-      ::close(listener);
-      ::close(c.lockdown_listener_sock);
+      int root = -1;
+      if (c.fs_arm_marker) {
+        root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0) die(errno, "open / for the reporter");
+        (void)::access(kFsArmMarker, F_OK);  // fswatch.hpp
+      }
+      send_fd(c.lockdown_listener_sock, listener, g_state, "the lock-down listener fd", root);
     }
   }
 }

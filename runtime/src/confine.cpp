@@ -42,6 +42,7 @@ constexpr uint64_t kAccessFsExecute = 1ULL << 0;
 // WRITE_FILE REMOVE_DIR REMOVE_FILE MAKE_CHAR MAKE_DIR MAKE_REG MAKE_SOCK
 // MAKE_FIFO MAKE_BLOCK MAKE_SYM (ABI 1), REFER (2), TRUNCATE (3)
 constexpr uint64_t kAccessFsWriteV1 = (1ULL << 1) | (0xffULL << 4) | (1ULL << 12);
+constexpr uint64_t kAccessFsMakeSym = 1ULL << 12;
 constexpr uint64_t kAccessFsRefer = 1ULL << 13;
 constexpr uint64_t kAccessFsTruncate = 1ULL << 14;
 constexpr uint64_t kFileRights = kAccessFsExecute | (1ULL << 1) | (1ULL << 2) | kAccessFsTruncate;
@@ -341,7 +342,8 @@ int apply_landlock(const ChildContext& ctx, const char** failed) noexcept {
   for (const std::string& path : ctx.exec_allow) {
     if ((err = add_path_rule(rs, path.c_str(), kAccessFsExecute, failed))) break;
   }
-  const uint64_t write = ctx.landlock_fs & ~kAccessFsExecute;
+  uint64_t write = ctx.landlock_fs & ~kAccessFsExecute;
+  if (ctx.landlock_no_symlinks) write &= ~kAccessFsMakeSym;
   for (size_t i = 0; !err && i < ctx.landlock_write.size(); i++) {
     // a writable mount under the exec lock: still no execute right there
     err = add_path_rule(rs, ctx.landlock_write[i].c_str(), write, failed);

@@ -59,6 +59,7 @@ FsView fs_view_of(const capability::Capabilities& caps, const std::string& rootf
                   const oci::Spec& spec) {
   FsView v;
   v.fs = caps.fs;
+  if (spec.process && !spec.process->cwd.empty()) v.cwd = spec.process->cwd;
   if (DIR* d = ::opendir(rootfs.c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       std::string n = e->d_name;
@@ -117,6 +118,7 @@ struct CreateCleanup {
   ChildGuard stage1;
   PidFd init;
   egress::Handles* egress = nullptr;  // the resolver, pasta, our nft table
+  std::uint64_t fs_cgroup = 0;        // fs events: the cgroup filed with the program
   bool armed = true;
   ~CreateCleanup() {
     if (!armed) return;
@@ -130,6 +132,7 @@ struct CreateCleanup {
     while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
     }
     if (!cgroup_dirs.empty()) (void)destroy_cgroups(cgroup_dirs);
+    if (fs_cgroup) fswatch_unwatch(fs_cgroup);  // and the detacher, if it was the last
     if (dir) (void)dir->remove();
   }
 };
@@ -243,6 +246,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     ctx.has_seccomp = true;
   }
   if (policy) TRYV(plan_confinement(*policy, rootfs, lx, ctx));
+  if (policy && egress_caps && ctx.landlock_abi >= 1) {
+    ctx.landlock_no_symlinks = true;  // fs events (docs/events.md)
+    ctx.layers.push_back("landlock:no-symlinks");
+  }
   TRY(ctx.cgroups, plan_cgroups(lx.cgroups_path, o.id, lx.resources ? &*lx.resources : nullptr));
 
   ContainerDir dir(g.root, o.id);
@@ -354,12 +361,18 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     auto w = v2.empty() ? Result<FsWatch>(Error::msg("no cgroup2 directory")) : fswatch_watch(v2);
     if (w.ok()) {
       fsw = std::move(*w);
+      cleanup.fs_cgroup = fsw.cgroup;
+      TRY(fsw.ring, high(std::move(fsw.ring), min_fd, "fs watch ring"));
       fs_view = fs_view_of(*egress_caps, rootfs, spec);
       ctx.layers.push_back("fs-events");
       ctx.fs_arm_marker = true;
       ctx.init_reporter_barrier = ctx.own_init;
-    } else {
+    } else if (v2.empty() || fswatch_unsupported(w.error())) {
+      // What this kernel or caller cannot do (no CAP_BPF, BTF, bpffs or
+      // cgroup2): the mounts still enforce, only these events are missing.
       log::warn("fs.read/fs.write violation events are off for " + o.id + ": " + w.error().what());
+    } else {
+      return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
     }
   }
   ReporterHandle reporter;

@@ -56,7 +56,7 @@ std::string features_json() {
   std::string layers =
       "seccomp:docker-default,seccomp:lockdown,seccomp:exec-lock,"
       "seccomp:network-none,seccomp:report,verify:read-deny";
-  if (abi >= 1) layers += ",landlock:exec,landlock:write";
+  if (abi >= 1) layers += ",landlock:exec,landlock:write,landlock:no-symlinks";
   if (abi >= 4) layers += ",landlock:tcp";
   if (abi >= 6) layers += ",landlock:scope";
   f.annotations["org.soyaos.comet.layers"] = layers;

@@ -7,12 +7,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
@@ -27,6 +30,7 @@
 #include <span>
 
 #include "comet/capability/match.hpp"
+#include "comet/capability/profile.hpp"
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/sha256.hpp"
@@ -151,12 +155,12 @@ Result<Pinned> pinned() {
 }
 
 // Whether the cgroup2 directory with this id still exists (its file
-// handle opens), so a crashed container's entry can go.
+// handle opens), so a crashed container's entry can go. Unsure is alive:
+// an entry wrongly dropped would unwatch a running container.
 bool cgroup_alive(std::uint64_t id) {
-  const char* root = "/sys/fs/cgroup/unified";
-  struct statfs s;
-  if (::statfs(root, &s) != 0 || s.f_type != CGROUP2_SUPER_MAGIC) root = "/sys/fs/cgroup";
-  UniqueFd mfd(::open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  static const std::string root = cgroup2_mountpoint();
+  if (root.empty()) return true;
+  UniqueFd mfd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!mfd) return true;
   alignas(struct file_handle) unsigned char buf[sizeof(struct file_handle) + sizeof id];
   auto* fh = reinterpret_cast<struct file_handle*>(buf);
@@ -171,7 +175,8 @@ bool cgroup_alive(std::uint64_t id) {
 // The watched cgroups and their slots; entries of cgroups that are gone
 // are dropped on the way.
 struct WatchEntry {  // struct watch of fswatch.bpf.c
-  std::uint32_t slot, lost, armed, pad;
+  std::uint32_t slot, armed;
+  std::uint64_t lost, cwd;
 };
 
 std::map<std::uint64_t, std::uint32_t> live_entries(int slot_of) {
@@ -260,6 +265,12 @@ Result<FsWatch> fswatch_watch(const std::string& cgroup2_dir) {
   if (slot == kSlots) return Error::msg("all " + std::to_string(kSlots) + " fs watch slots in use");
   std::uint32_t id = 0;
   if (bpf_map_lookup_elem(p.rings.get(), &slot, &id) == 0) w.ring.reset(bpf_map_get_fd_by_id(id));
+  // A ring that still holds an earlier container's records (its reporter
+  // was killed) is not reused: they would take this one's room.
+  if (w.ring) {
+    struct pollfd pf = {w.ring.get(), POLLIN, 0};
+    if (::poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) w.ring.reset();
+  }
   if (!w.ring) {
     UniqueFd ring(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "comet_fs_ring", 0, 0, kRingBytes, nullptr));
     if (!ring) return Error::sys(errno, "create an fs watch ring buffer");
@@ -273,6 +284,21 @@ Result<FsWatch> fswatch_watch(const std::string& cgroup2_dir) {
   if (bpf_map_update_elem(p.slot_of.get(), &w.cgroup, &e, BPF_ANY) < 0)
     return Error::sys(errno, "watch cgroup " + cgroup2_dir);
   return w;
+}
+
+bool fswatch_unsupported(const Error& e) {
+  switch (e.err()) {
+    case EPERM:
+    case EACCES:
+    case ENOSYS:
+    case EOPNOTSUPP:
+    case EINVAL:
+    case ENOENT:
+    case ESRCH:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::uint64_t fswatch_lost(std::uint64_t cgroup) {
@@ -361,6 +387,11 @@ int fswatch_linger_main() noexcept {
 
 namespace {
 
+// Newer than Debian 12's headers.
+constexpr int kSysFchmodat2 = 452, kSysSetxattrat = 463, kSysGetxattrat = 464,
+              kSysListxattrat = 465, kSysRemovexattrat = 466, kSysFileGetattr = 468,
+              kSysFileSetattr = 469;
+
 enum class Kind { read, write, skip };
 
 Kind kind_of(int nr, std::uint64_t flags) {
@@ -381,6 +412,18 @@ Kind kind_of(int nr, std::uint64_t flags) {
     case SYS_readlink:
     case SYS_readlinkat:
     case SYS_chdir:
+    case SYS_statfs:
+    case SYS_getxattr:
+    case SYS_lgetxattr:
+    case SYS_listxattr:
+    case SYS_llistxattr:
+    case kSysGetxattrat:
+    case kSysListxattrat:
+    case kSysFileGetattr:
+    case SYS_inotify_add_watch:
+    case SYS_name_to_handle_at:
+    case SYS_fanotify_mark:
+    case SYS_connect:
       return Kind::read;
     case SYS_mknod:
     case SYS_mknodat: {
@@ -404,14 +447,22 @@ Kind kind_of(int nr, std::uint64_t flags) {
     case SYS_truncate:
     case SYS_chmod:
     case SYS_fchmodat:
+    case kSysFchmodat2:
     case SYS_chown:
     case SYS_lchown:
     case SYS_fchownat:
     case SYS_utimensat:
+    case SYS_utime:
+    case SYS_utimes:
+    case SYS_futimesat:
     case SYS_setxattr:
     case SYS_lsetxattr:
     case SYS_removexattr:
     case SYS_lremovexattr:
+    case kSysSetxattrat:
+    case kSysRemovexattrat:
+    case kSysFileSetattr:
+    case SYS_bind:
       return Kind::write;
     default:
       return Kind::skip;
@@ -425,61 +476,204 @@ std::string first_component(const std::string& p) {
   return p.substr(b, e == std::string::npos ? std::string::npos : e - b);
 }
 
+// Top-level directories an image may have but a pack never reads from it:
+// a failed lookup there is a violation even when the rootfs has them.
+bool never_image(const std::string& top) {
+  static const char* const kNever[] = {"home", "root", "srv", "var", "mnt", "media"};
+  for (const char* n : kNever)
+    if (top == n) return true;
+  return false;
+}
+
 }  // namespace
 
-std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err,
-                                       const std::string& path, const std::string& path2,
-                                       const FsView& view) {
+std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, const FsPath& path,
+                                       const FsPath& path2, const FsView& view) {
   if (err != EPERM && err != ENOENT && err != EACCES && err != ENOTDIR && err != EROFS)
     return std::nullopt;
   const Kind k = kind_of(nr, flags);
   if (k == Kind::skip) return std::nullopt;
   std::uint64_t noargs[6] = {};
-  auto make = [&](const std::string& p, const capability::FsDecision& d,
-                  const char* surface) -> FsViolation {
+  const char* surface = k == Kind::write ? "fs.write" : "fs.read";
+  auto make = [&](const std::string& p, const capability::FsDecision* d) -> FsViolation {
     FsViolation v;
     v.surface = surface;
     v.requested = p;
-    if (d.index || d.implicit) v.matched_entry = d.entry;
+    if (d && (d->index || d->implicit)) v.matched_entry = d->entry;
     v.syscall = violations::classify(nr, noargs).syscall;
     v.err = err;
     return v;
   };
-  for (const std::string* p : {&path, &path2}) {
-    if (p->empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
-    const std::string abs = clean_path(p->front() == '/' ? *p : "/workdir/" + *p);
+  // One absolute path: the violation it is, if any.
+  auto judge = [&](const std::string& abs) -> std::optional<FsViolation> {
     capability::FsDecision d = capability::fs_decision(view.fs, abs);
     if (k == Kind::write) {
-      if (d.access != capability::Access::write) return make(abs, d, "fs.write");
-      continue;
+      if (d.access != capability::Access::write) return make(abs, &d);
+      // A symlink where writing is allowed: packs may not make one
+      // (Landlock, EACCES), or it could point a later lookup anywhere.
+      if ((nr == SYS_symlink || nr == SYS_symlinkat) && (err == EACCES || err == EPERM))
+        return make(abs, &d);
+      return std::nullopt;
     }
-    if (d.access != capability::Access::denied) continue;
+    if (d.access != capability::Access::denied) return std::nullopt;
     // Inside the image (and the runtime's own mounts: /proc, /dev) a
     // missing file is only missing and a refused one is the image's own
     // mode bits: the image is all there is to read there.
-    // The system directories too, image or not (fswatch.bpf.c does not
-    // even record a failed read there).
     static const char* const kSystem[] = {"usr", "lib",  "lib64", "bin", "sbin",
                                           "etc", "proc", "dev",   "sys"};
     const std::string top = first_component(abs);
     bool in_image = top.empty();
     for (const char* t : kSystem) in_image = in_image || top == t;
-    for (const std::string& t : view.image_top) in_image = in_image || t == top;
-    if (!in_image) return make(abs, d, "fs.read");
+    if (!never_image(top))
+      for (const std::string& t : view.image_top) in_image = in_image || t == top;
+    if (in_image) return std::nullopt;
+    return make(abs, &d);
+  };
+  for (const FsPath* p : {&path, &path2}) {
+    if (p->path.empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
+    if (nr == SYS_connect &&
+        capability::is_runtime_socket(p->resolved.empty() ? p->path : p->resolved))
+      continue;  // the runtime-socket surface reports it (reporter.cpp)
+    if (!p->known) return make(p->path, nullptr);  // relative to what? fail closed
+    // Where it leads, when the reporter could look; else as written.
+    const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
+    if (auto v = judge(judged)) return v;
+    // Where it leads cannot be told: fail closed.
+    if (p->cut) return make(clean_path(p->path) + "...", nullptr);
+    if (p->opaque) return make(clean_path(p->path), nullptr);
   }
   return std::nullopt;
 }
 
-std::string absolute_in_task(int pid, std::int64_t dfd, const std::string& path) {
-  if (path.empty() || path.front() == '/') return path;
+FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, const FsCwd& at_call,
+                        const std::string& cwd) {
+  FsPath out;
+  if (path.empty() || path.front() == '/') {
+    out.path = path;
+    return out;
+  }
   const int fd = static_cast<int>(dfd);
-  std::string link = "/proc/" + std::to_string(pid) +
-                     (fd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(fd));
-  char buf[4096];
-  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
-  if (n <= 0 || buf[0] != '/') return path;
-  std::string base(buf, static_cast<std::size_t>(n));
-  return base == "/" ? "/" + path : base + "/" + path;
+  std::string base;
+  if (fd == AT_FDCWD && !at_call.moved) {
+    base = cwd;
+  } else {
+    std::string link = "/proc/" + std::to_string(tid) +
+                       (fd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(fd));
+    char buf[4096];
+    ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+    struct stat st;
+    if (n > 0 && buf[0] == '/' && ::stat(link.c_str(), &st) == 0) {
+      // The cwd the call had, not one the task moved to since.
+      const bool same =
+          fd != AT_FDCWD || (st.st_ino == at_call.ino && major(st.st_dev) == (at_call.dev >> 20) &&
+                             minor(st.st_dev) == (at_call.dev & 0xfffff));
+      if (same) base.assign(buf, static_cast<std::size_t>(n));
+    }
+  }
+  if (base.empty()) {
+    out.path = path;
+    out.known = false;
+    return out;
+  }
+  out.path = base + "/" + path;  // not cleaned: ".." after a symlink is the kernel's
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> components(const std::string& p) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i) out.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const auto& c : parts) s += "/" + c;
+  return s.empty() ? "/" : s;
+}
+
+// How many components of /proc/PID/ name a magic link: 1 for root, cwd
+// and exe, 2 for fd/N and map_files/RANGE; 0 for anything else.
+std::size_t magic_link(const std::string& c) {
+  if (c == "root" || c == "cwd" || c == "exe") return 1;
+  if (c == "fd" || c == "map_files") return 2;
+  return 0;
+}
+
+}  // namespace
+
+FsPath resolve_in_root(int rootfd, const FsPath& in) {
+  FsPath out = in;
+  if (!in.known || in.path.empty() || in.path.front() != '/') return out;
+  std::vector<std::string> todo = components(in.path);
+  std::reverse(todo.begin(), todo.end());  // a stack: back() is the next component
+  std::vector<std::string> done;
+  std::vector<UniqueFd> dirs;  // dirs[i]: the directory done[0..i]
+  int links = 0;
+  auto rest_lexical = [&] {
+    std::vector<std::string> all = done;
+    for (auto it = todo.rbegin(); it != todo.rend(); ++it) all.push_back(*it);
+    return clean_path(joined(all));
+  };
+  while (!todo.empty()) {
+    std::string c = todo.back();
+    todo.pop_back();
+    if (c == ".") continue;
+    if (c == "..") {
+      if (!done.empty()) {
+        done.pop_back();
+        dirs.pop_back();
+      }
+      continue;
+    }
+    if (!done.empty() && done.front() == "proc") {
+      // The container's procfs names the container's pids, not ours: read
+      // the rest as written. /proc/PID/{root,cwd,fd/N,...}/more leads
+      // anywhere (/proc/self/root/home/x is /home/x).
+      todo.push_back(c);
+      for (std::size_t i = 0; i < todo.size(); i++) {  // todo[0] is the last component
+        const std::size_t m = magic_link(todo[i]);
+        if (m && i >= m) out.opaque = true;  // components follow the link
+      }
+      out.resolved = rest_lexical();
+      return out;
+    }
+    const int at = dirs.empty() ? rootfd : dirs.back().get();
+    char buf[4096];
+    ssize_t n = ::readlinkat(at, c.c_str(), buf, sizeof buf - 1);
+    if (n >= 0) {
+      if (++links > 40) {
+        out.opaque = true;
+        todo.push_back(c);
+        out.resolved = rest_lexical();
+        return out;
+      }
+      std::string target(buf, static_cast<std::size_t>(n));
+      if (!target.empty() && target.front() == '/') {
+        done.clear();
+        dirs.clear();
+      }
+      auto t = components(target);
+      for (auto it = t.rbegin(); it != t.rend(); ++it) todo.push_back(*it);
+      continue;
+    }
+    struct open_how how = {};
+    how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    UniqueFd d(static_cast<int>(::syscall(SYS_openat2, at, c.c_str(), &how, sizeof how)));
+    done.push_back(c);
+    if (!d) break;  // missing, or not a directory: the rest as written
+    dirs.push_back(std::move(d));
+  }
+  out.resolved = rest_lexical();
+  return out;
 }
 
 }  // namespace comet::runtime

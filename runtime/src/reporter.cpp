@@ -335,7 +335,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   // The listener fd from the container's child (or nothing: it died first).
   char payload[8192];
   struct iovec iov = {payload, sizeof payload};
-  char cbuf[CMSG_SPACE(sizeof(int))];
+  char cbuf[CMSG_SPACE(2 * sizeof(int))];  // the listener, and the container's root
   struct msghdr mh = {};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
@@ -362,8 +362,9 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   const bool fs = r.fs_ring >= 0;
   std::function<void(const FsRecord&)> on_record;  // set below, once events can be written
   ring_buffer* rb = nullptr;
+  bool ring_broken = false;  // it could not be mapped: what it holds is unknown
   auto map_ring = [&]() -> bool {
-    if (rb || !fs) return rb != nullptr;
+    if (rb || !fs || ring_broken) return rb != nullptr;
     struct pollfd p = {r.fs_ring, POLLIN, 0};
     if (::poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN)) return false;
     rb = ring_buffer__new(
@@ -375,6 +376,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
           return 0;
         },
         &on_record, nullptr);
+    ring_broken = rb == nullptr;
     return rb != nullptr;
   };
   struct RingOwner {
@@ -390,9 +392,11 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     return 0;
   }
   int last_fs_tid = 0;
-  int lfd;
-  std::memcpy(&lfd, CMSG_DATA(cm), sizeof lfd);
-  UniqueFd listener(lfd);
+  int fds[2] = {-1, -1};
+  const std::size_t nfds = std::min<std::size_t>(2, (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+  std::memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
+  UniqueFd listener(fds[0]);
+  UniqueFd root(fds[1]);  // fs events: the container's root (O_PATH), for resolve_in_root()
   // Linux >= 6.6: wake this thread synchronously (on the notifying CPU)
   // and switch back on the answer, as a request-reply pair. Older kernels
   // say EINVAL/ENOTTY; the notifier works the same, only slower.
@@ -425,7 +429,9 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     after_write();
     if (written) out.deliver(l);
   };
-  // Every ring record, classified (fswatch.hpp classify_fs()).
+  // Every ring record, classified (fswatch.hpp classify_fs()). One that
+  // cannot be handled (bad_alloc) counts as lost: fail closed.
+  std::uint64_t unhandled = 0;
   on_record = [&](const FsRecord& rec) {
     if (rec.cgroup != r.fs_cgroup) return;  // a slot's earlier container
     try {
@@ -433,8 +439,16 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       std::string p2(rec.path2, strnlen(rec.path2, sizeof rec.path2));
       const int tid = static_cast<int>(rec.tid);
       last_fs_tid = tid;
-      auto v = classify_fs(rec.nr, rec.flags, -rec.ret, absolute_in_task(tid, rec.dfd, p),
-                           absolute_in_task(tid, rec.dfd2, p2), r.fs_view);
+      const FsCwd at_call{(rec.info & kFsCwdMoved) != 0, rec.cwd_dev, rec.cwd_ino};
+      FsPath a = absolute_in_task(tid, rec.dfd, p, at_call, r.fs_view.cwd);
+      FsPath b = absolute_in_task(tid, rec.dfd2, p2, at_call, r.fs_view.cwd);
+      a.cut = rec.info & kFsPathCut;
+      b.cut = rec.info & kFsPath2Cut;
+      if (root) {
+        a = resolve_in_root(root.get(), a);
+        b = resolve_in_root(root.get(), b);
+      }
+      auto v = classify_fs(rec.nr, rec.flags, -rec.ret, a, b, r.fs_view);
       if (!v) return;
       violations::Event e;
       e.container = container;
@@ -447,6 +461,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       e.err = v->err;
       emit(e, [] {});
     } catch (...) {
+      unhandled++;
     }
   };
   auto drain_fs = [&] {
@@ -459,14 +474,23 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   // with the count so far).
   bool lost_reported = false;
   auto report_lost = [&] {
-    std::uint64_t lost = fs && !lost_reported ? fswatch_lost(r.fs_cgroup) : 0;
-    if (lost == 0) return;
+    if (!fs || lost_reported) return;
+    const std::uint64_t lost = fswatch_lost(r.fs_cgroup);
+    std::string what;
+    if (lost)
+      what = std::to_string(lost) + " fs records lost (the ring was full)";
+    else if (ring_broken)
+      what = "fs records unread (the ring could not be mapped)";
+    else if (unhandled)
+      what = std::to_string(unhandled) + " fs records not handled";
+    else
+      return;
     lost_reported = true;
     violations::Event e;
     e.container = container;
     e.pack = pack;
     e.surface = "fs.read";
-    e.requested = std::to_string(lost) + " fs records lost (the ring was full)";
+    e.requested = what;
     e.syscall = "";
     e.pid = last_fs_tid > 0 ? last_fs_tid : 1;
     e.err = ENOBUFS;
@@ -479,7 +503,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     for (auto& [k, p] : seen) pending = pending || p.count > 0;
     struct pollfd pfd[3] = {{listener.get(), POLLIN, 0},
                             {sock_open ? sock : -1, POLLIN, 0},
-                            {fs ? r.fs_ring : -1, POLLIN, 0}};
+                            {fs && !ring_broken ? r.fs_ring : -1, POLLIN, 0}};
     // The ring does not wake us per record (fswatch.bpf.c): every 200 ms.
     int pr = ::poll(pfd, 3, fs ? 200 : pending ? 1000 : -1);
     if (pr < 0 && errno == EINTR) continue;

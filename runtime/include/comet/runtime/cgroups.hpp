@@ -60,6 +60,8 @@ Status destroy_cgroups(const std::vector<std::string>& dirs);
 // never keeps the caller's cgroup busy. Best effort; returns how many moves
 // succeeded.
 int move_self_to_root_cgroups();
+// Where the cgroup2 hierarchy is mounted (its root), or "" when it is not.
+std::string cgroup2_mountpoint();
 // The pids in a container's cgroup (from the first dir that lists them).
 std::vector<int> cgroup_pids(const std::vector<std::string>& dirs);
 Status freeze(const std::string& dir, bool v2, bool frozen);

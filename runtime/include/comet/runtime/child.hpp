@@ -92,6 +92,9 @@ struct ChildContext {
   uint64_t landlock_net = 0;                   // handled network rights
   std::vector<uint16_t> landlock_tcp_connect;  // ports TCP connect() may reach
   int landlock_abi = 0;
+  // packs: no symlink may be made anywhere (one made and removed between a
+  // lookup and the reporter's look at it would hide where it led)
+  bool landlock_no_symlinks = false;
   std::vector<std::string> layers;  // what is active, for state
   // read-deny verification, from inside, after every mount: these must be
   // unreadable (missing, empty, or refusing) and read-only, or create fails

@@ -44,19 +44,30 @@ struct FsRecord {
   std::int32_t nr, ret;
   std::int64_t dfd, dfd2;
   std::uint64_t flags;
-  char path[256];
-  char path2[256];
+  std::uint32_t info;     // kFsPathCut | kFsPath2Cut | kFsCwdMoved
+  std::uint32_t cwd_dev;  // the caller's cwd: dev (kernel encoding, MAJOR << 20 | MINOR)
+  std::uint64_t cwd_ino;  // and inode number
+  char path[512];
+  char path2[512];
 };
+inline constexpr std::uint32_t kFsPathCut = 1;   // the path filled the buffer: it may go on
+inline constexpr std::uint32_t kFsPath2Cut = 2;  // the same for path2
+// The caller's cwd is not the one the agent had when it armed (process.cwd).
+inline constexpr std::uint32_t kFsCwdMoved = 4;
 
 struct FsWatch {
   UniqueFd ring;             // the container's ring buffer map
   std::uint64_t cgroup = 0;  // the cgroup2 id it is filed under
 };
 
-// Registers the container's cgroup (a cgroup2 directory). Errors when the
-// kernel or the caller cannot (no CAP_BPF, no BTF, no bpffs): reporting
-// only, the caller goes on without fs events and says so.
+// Registers the container's cgroup (a cgroup2 directory).
 Result<FsWatch> fswatch_watch(const std::string& cgroup2_dir);
+// Whether an error of fswatch_watch() says the kernel or the caller cannot
+// (EPERM, EACCES, ENOSYS, EOPNOTSUPP, EINVAL, ENOENT, ESRCH: no CAP_BPF, no
+// BTF, a program or map type this kernel lacks): create then goes on
+// without fs events, warning. Anything else (no free slot, ENOMEM) fails
+// the create: the events would be missing for no reason the host has.
+bool fswatch_unsupported(const Error& e);
 // Unregisters (idempotent); drops entries whose cgroup is gone. When
 // nothing is watched any more it starts the detacher (once), which unpins
 // the program's link after 10 s with nothing watched: attaching right after
@@ -80,8 +91,19 @@ struct FsView {
   capability::FsPolicy fs;
   // The rootfs's own top-level entries and the config's mount points'
   // first components ("usr", "etc", "proc", "workdir", ...): a missing file
-  // inside the image is only missing, not hidden.
+  // inside the image is only missing, not hidden. Never home, root, srv,
+  // var, mnt or media, which an image may have but a pack does not read.
   std::vector<std::string> image_top;
+  std::string cwd = "/";  // process.cwd: the base of relative paths while kFsCwdMoved is clear
+};
+
+// One path of a record, as far as the reporter could tell where it leads.
+struct FsPath {
+  std::string path;      // absolute as the kernel walks it (not cleaned); as given when !known
+  std::string resolved;  // where it leads in the container (symlinks followed), or ""
+  bool known = true;     // false: relative to a cwd or dirfd that is gone
+  bool cut = false;      // longer than the record could hold
+  bool opaque = false;   // through a /proc magic link or a symlink loop: anywhere
 };
 
 struct FsViolation {
@@ -92,21 +114,44 @@ struct FsViolation {
   int err = 0;
 };
 
-// Pure: is this failed call (paths already absolute, as the task sees
-// them) a violation? fs.write: a call that writes (open for writing or
-// creating, mkdir, unlink, rename, link, symlink, truncate, chmod, chown,
-// utimes, xattrs, mknod of a non-device) on a path that no fs.write entry
-// covers. fs.read: any other call on a path no entry makes readable and
-// whose first component is not a system directory (usr lib lib64 bin sbin
-// etc proc dev sys), one of the image's top-level entries or a mount point
-// of the config (there a missing or refused file is the image's own
-// business).
-std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err,
-                                       const std::string& path, const std::string& path2,
-                                       const FsView& view);
+// Pure: is this failed call a violation? fs.write: a call that writes
+// (open for writing or creating, mkdir, unlink, rename, link, symlink,
+// truncate, chmod, chown, utimes, xattrs, bind of a unix socket, mknod of a
+// non-device) on a path that no fs.write entry covers, or a symlink refused
+// where fs.write allows writing (packs may not make symlinks: EACCES).
+// fs.read: any other call on a path no entry makes readable and whose first
+// component is not a system directory (usr lib lib64 bin sbin etc proc dev
+// sys), one of the image's top-level entries or a mount point of the config
+// (there a missing or refused file is the image's own business). What is
+// judged is where the path leads (resolved), when the reporter could look,
+// else the path cleaned lexically. A path whose end cannot be told (not
+// known, cut, opaque) is a violation unless it is one already:
+// fail closed. connect(2) to a container runtime's socket is left to the
+// runtime-socket surface.
+std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, const FsPath& path,
+                                       const FsPath& path2, const FsView& view);
 
-// The path of a record made absolute in the task (pid): relative to its cwd
-// or the dirfd (from /proc); as given when that is gone.
-std::string absolute_in_task(int pid, std::int64_t dfd, const std::string& path);
+// The path of a record made absolute in the task: relative to the agent's
+// cwd (view.cwd) when the record says the cwd has not moved; else to the
+// task's cwd read from /proc while the task (tid) lives and that is still
+// the directory the call had (dev and inode); to a dirfd read from /proc
+// while the task lives (an agent could swap the fd first: docs/events.md).
+// Not known otherwise.
+struct FsCwd {
+  bool moved = false;  // kFsCwdMoved
+  std::uint32_t dev = 0;
+  std::uint64_t ino = 0;
+};
+FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, const FsCwd& at_call,
+                        const std::string& cwd);
+
+// Where an absolute path leads in the tree under rootfd (the container's
+// root, as the agent sees it): each existing component looked up with
+// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), symlinks read and
+// followed by hand (40 at most), ".." lexical over what was resolved; the
+// first missing component ends the walk and the rest is appended lexically.
+// Below /proc the walk stops: a magic link (root, cwd, fd, map_files, exe)
+// with more components after it makes the path opaque.
+FsPath resolve_in_root(int rootfd, const FsPath& path);
 
 }  // namespace comet::runtime
