@@ -94,7 +94,7 @@ TEST(CapabilityCompile, SecurityPropertiesOfTheConfig) {
   EXPECT_EQ(p.cwd, "/workdir");
   EXPECT_EQ(p.env, (std::vector<std::string>{
                        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                       "PYTHONDONTWRITEBYTECODE=1", "LANG=C.UTF-8"}));
+                       "PYTHONDONTWRITEBYTECODE=1", "HOME=/workdir", "LANG=C.UTF-8"}));
   EXPECT_TRUE(p.no_new_privileges);
   ASSERT_TRUE(p.capabilities);
   EXPECT_TRUE(p.capabilities->bounding.empty());
@@ -189,8 +189,8 @@ TEST(CapabilityCompile, ArgsOverrideTmpAndEnvPath) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->process->args,
             (std::vector<std::string>{"/usr/bin/python3", "agent.py", "--city", "Tromsø"}));
-  EXPECT_EQ(r->process->env, (std::vector<std::string>{"PYTHONDONTWRITEBYTECODE=1", "LANG=C.UTF-8",
-                                                       "PATH=/opt/bin"}));
+  EXPECT_EQ(r->process->env, (std::vector<std::string>{"PYTHONDONTWRITEBYTECODE=1", "HOME=/workdir",
+                                                       "LANG=C.UTF-8", "PATH=/opt/bin"}));
   const oci::Mount* tmp = find_mount(*r, "/tmp");
   ASSERT_NE(tmp, nullptr);
   EXPECT_EQ(tmp->type, "tmpfs");

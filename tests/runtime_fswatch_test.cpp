@@ -198,7 +198,9 @@ TEST(FsClassify, TopsAnImageMayHaveButAPackNeverReads) {
 TEST(FsClassify, WhatCannotBeToldFailsClosed) {
   FsView v = view();
   // relative to a cwd or dirfd that is gone
-  FsPath gone{"home/x", "", false, false, false};
+  FsPath gone = at("home/x");
+  gone.known = false;
+  gone.path = "home/x";
   auto w = classify_fs(SYS_newfstatat, 0, ENOENT, gone, at(""), v);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->surface, "fs.read");
@@ -274,6 +276,43 @@ TEST(FsClassify, EveryPathCallTheProgramRecords) {
     EXPECT_EQ(w->matched_entry, "/workdir") << nr;
     EXPECT_FALSE(c(nr, 0, EACCES, "/workdir/out/x")) << nr;
   }
+}
+
+TEST(FsClassify, DirectoriesPassedThroughAreLookedInto) {
+  FsPath p = at("/root/../workdir/x");
+  p.resolved = "/workdir/x";
+  p.passed = {"/root"};
+  auto w = classify_fs(SYS_newfstatat, 0, EACCES, p, at(""), view());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->surface, "fs.read");
+  EXPECT_EQ(w->requested, "/root");
+  // a write through one: the look is a read
+  w = classify_fs(SYS_openat, O_WRONLY | O_CREAT, EACCES, p, at(""), view());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->surface, "fs.read");
+  p.passed = {"/workdir/out", "/usr/lib"};
+  EXPECT_FALSE(classify_fs(SYS_newfstatat, 0, ENOENT, p, at(""), view()));
+}
+
+TEST(FsClassify, GlibcsLookForNscdIsNothing) {
+  EXPECT_FALSE(c(SYS_connect, 0, ENOENT, "/var/run/nscd/socket"));
+  EXPECT_FALSE(c(SYS_connect, 0, ENOENT, "/run/nscd/socket"));
+  EXPECT_TRUE(c(SYS_bind, 0, EROFS, "/var/run/nscd/socket"));
+}
+
+TEST(FsClassify, WhichCallsFollowTheLastSymlink) {
+  EXPECT_TRUE(fs_follows_last(SYS_openat, O_RDONLY, false));
+  EXPECT_TRUE(fs_follows_last(SYS_openat, O_WRONLY | O_CREAT, false));
+  EXPECT_FALSE(fs_follows_last(SYS_openat, O_RDONLY | O_NOFOLLOW, false));
+  EXPECT_FALSE(fs_follows_last(SYS_openat, O_WRONLY | O_CREAT | O_EXCL, false));
+  EXPECT_TRUE(fs_follows_last(SYS_newfstatat, 0, false));
+  EXPECT_FALSE(fs_follows_last(SYS_newfstatat, AT_SYMLINK_NOFOLLOW, false));
+  for (int nr : {SYS_lstat, SYS_unlink, SYS_unlinkat, SYS_rmdir, SYS_rename, SYS_mkdir,
+                 SYS_readlink, SYS_symlink, SYS_bind, SYS_lgetxattr})
+    EXPECT_FALSE(fs_follows_last(nr, 0, false)) << nr;
+  for (int nr : {SYS_stat, SYS_access, SYS_chdir, SYS_truncate, SYS_chmod, SYS_getxattr})
+    EXPECT_TRUE(fs_follows_last(nr, 0, false)) << nr;
+  EXPECT_FALSE(fs_follows_last(SYS_rename, 0, true));
 }
 
 TEST(FsClassify, ARuntimeSocketIsTheRuntimeSocketSurfaces) {
@@ -357,6 +396,7 @@ TEST_F(FsResolve, SymlinksAreFollowedInsideTheRoot) {
   EXPECT_EQ(r("/workdir/out/inside/x").resolved, "/workdir/out/real/x");
   // ".." after a symlink is the target's parent, not the link's
   EXPECT_EQ(r("/workdir/out/h/../etc/x").resolved, "/etc/x");
+  EXPECT_EQ(r("/workdir/out/h/../etc/x").passed, (std::vector<std::string>{"/home"}));
   // a symlink climbing out stops at the root (never the host's /etc)
   EXPECT_EQ(r("/workdir/climb/x").resolved, "/etc/x");
   // nothing to follow: as written, cleaned
@@ -365,6 +405,36 @@ TEST_F(FsResolve, SymlinksAreFollowedInsideTheRoot) {
   EXPECT_FALSE(p.opaque);
   EXPECT_EQ(r("/workdir/file/x").resolved, "/workdir/file/x");
   EXPECT_EQ(r("/").resolved, "/");
+}
+
+TEST_F(FsResolve, TheWalkStopsWhereTheKernelDid) {
+  // missing at "nope": the ".." after it cannot climb back over it
+  FsPath p = r("/home/nope/../../workdir/x");
+  EXPECT_EQ(p.resolved, "/home/nope/workdir/x");
+  EXPECT_TRUE(classify_fs(SYS_newfstatat, 0, ENOENT, p, at(""), view()));
+  // not a directory: the same
+  EXPECT_EQ(r("/workdir/file/../../home/x").resolved, "/workdir/file/home/x");
+  // what it went into and left is named
+  p = r("/home/u/../../workdir/x");
+  EXPECT_EQ(p.resolved, "/workdir/x");
+  EXPECT_EQ(p.passed, (std::vector<std::string>{"/home/u", "/home"}));
+  auto w = classify_fs(SYS_newfstatat, 0, ENOENT, p, at(""), view());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->requested, "/home/u");
+}
+
+TEST_F(FsResolve, TheLastSymlinkOnlyForCallsThatFollowIt) {
+  std::filesystem::create_symlink("/workdir/out/x", dir_ / "workdir/l");
+  EXPECT_EQ(r("/workdir/l").resolved, "/workdir/out/x");
+  FsPath p = resolve_in_root(root_.get(), at("/workdir/l"), false);
+  EXPECT_EQ(p.resolved, "/workdir/l");
+  // unlink of a pack's own symlink on read-only /workdir: a write to /workdir
+  auto w = classify_fs(SYS_unlink, 0, EROFS, p, at(""), view());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->requested, "/workdir/l");
+  EXPECT_EQ(w->matched_entry, "/workdir");
+  // a symlink before the last component is always followed
+  EXPECT_EQ(resolve_in_root(root_.get(), at("/workdir/out/h/u"), false).resolved, "/home/u");
 }
 
 TEST_F(FsResolve, LoopsAndMagicLinksAreOpaque) {
@@ -383,7 +453,9 @@ TEST_F(FsResolve, LoopsAndMagicLinksAreOpaque) {
 }
 
 TEST_F(FsResolve, AnUnknownPathIsLeftAlone) {
-  FsPath gone{"home/x", "", false, false, false};
+  FsPath gone = at("home/x");
+  gone.known = false;
+  gone.path = "home/x";
   FsPath p = resolve_in_root(root_.get(), gone);
   EXPECT_FALSE(p.known);
   EXPECT_EQ(p.resolved, "");

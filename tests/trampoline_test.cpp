@@ -557,6 +557,36 @@ TEST(TrampolineInit, ReadsTheEventsOnlyAfterTheReportersAnswer) {
   }
 }
 
+// A reporter that says it is draining ('w') may take longer than 2 s.
+TEST(TrampolineInit, ASlowDrainIsWaitedFor) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  for (bool finishes : {true, false}) {
+    int sp[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+    int ev = events_with("");
+    std::thread reporter([&, finishes] {
+      char b = 0;
+      ASSERT_EQ(::recv(sp[0], &b, 1, 0), 1);
+      EXPECT_EQ(::send(sp[0], "w", 1, 0), 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      if (finishes) {
+        EXPECT_EQ(::send(sp[0], "k", 1, 0), 1);
+      } else {
+        ::shutdown(sp[0], SHUT_RDWR);  // died while draining
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(run_init(
+                  fd.get(), +[] { return 0; }, ev, 0, nullptr, 0, sp[1]),
+              finishes ? 0 : 3);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2400));
+    reporter.join();
+    ::close(sp[0]);
+    ::close(sp[1]);
+  }
+}
+
 TEST(TrampolineInit, NoAnswerFromTheReporterIsThree) {
   auto fd = tramp();
   ASSERT_TRUE(fd.valid());

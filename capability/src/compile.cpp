@@ -118,6 +118,11 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
     const std::string base = interp.substr(interp.find_last_of('/') + 1);
     if (base.rfind("python", 0) == 0 && !m.runtime.env.count("PYTHONDONTWRITEBYTECODE"))
       p.env.push_back("PYTHONDONTWRITEBYTECODE=1");
+    // HOME inside the sandbox: the runtime's default for the pack's user
+    // (nobody: /nonexistent) is outside it, so every look there (Python's
+    // user site) would be an fs.read violation. /workdir is readable: a
+    // missing file there is only missing, a write there a real fs.write.
+    if (!m.runtime.env.count("HOME")) p.env.push_back("HOME=" + std::string(kWorkdir));
     for (const auto& [k, v] : m.runtime.env) p.env.push_back(k + "=" + v);
     p.cwd = std::string(kWorkdir);
     p.capabilities = oci::Capabilities{};  // every set present and empty

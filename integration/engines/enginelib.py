@@ -468,6 +468,11 @@ ENGINE_OWN = [re.compile(p) for p in (
     r"/etc/containers/networks/netavark\.lock",
     r"/var/lib/containers/cache/blob-info-cache-v1\.boltdb",
     r"/var/lib/cni/results",  # dir; must be empty (results are removed at CNI DEL)
+    # comet-runtime's own per-boot state, not a container's: the fs events
+    # lock and the built-in seccomp filter cache (new only when no suite
+    # before this one ran a confined container)
+    r"/run/comet-runtime/fswatch\.lock",
+    r"/run/comet-runtime/cache/seccomp/[0-9a-f]{64}",
 )]
 
 

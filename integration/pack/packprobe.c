@@ -302,6 +302,15 @@ int main(int argc, char **argv) {
             snprintf(sa.sun_path, sizeof sa.sun_path, "%s", arg);
             RES(op, connect(s, (struct sockaddr *)&sa, sizeof sa));
             close(s);
+        } else if (!strcmp(op, "connect-unix-len")) {  /* connect-unix-len=LEN:PATH, addrlen 2+LEN */
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            struct sockaddr_un sa;
+            const char *colon = strchr(arg, ':');
+            memset(&sa, 0, sizeof sa);
+            sa.sun_family = AF_UNIX;
+            snprintf(sa.sun_path, sizeof sa.sun_path, "%s", colon ? colon + 1 : "");
+            RES(op, connect(s, (struct sockaddr *)&sa, (socklen_t)(2 + atoi(arg))));
+            close(s);
         } else if (!strcmp(op, "mknod")) {
             RES(op, mknod(arg, S_IFCHR | 0666, makedev(1, 3)));
         } else if (!strcmp(op, "mknod-block")) {

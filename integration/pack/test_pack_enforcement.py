@@ -188,14 +188,15 @@ def test_interpreter_missing_from_rootfs_is_refused(rt, pack):
 CAPS = json.dumps({"egress": [], "fs": {"read": ["/workdir"], "write": []}, "determinism_tier": "read-only"})
 
 
-def test_engine_config_with_the_annotation_is_tightened(rt, bundle):
+def test_engine_config_with_the_annotation_is_tightened(rt, bundle, workdir):
     """podman --annotation org.soyaos.comet.capabilities=...: the runtime
     tightens whatever config it is given: no capabilities, read-only root,
     the lock-down filter, no socket but AF_UNIX."""
     b = bundle()
     b.config.setdefault("annotations", {})["org.soyaos.comet.capabilities"] = CAPS
-    res = rt.run_probe(b, "info")
-    assert res.rc == 0, res
+    ev = workdir / "ev.jsonl"
+    res = rt.run_probe(b, "info", extra=("--events", str(ev)))
+    assert res.rc == 0, (res.err, ev.read_text() if ev.exists() else "no events")
     caps = {k: int(v, 16) for k, v in res.probe()["caps"].items()}
     assert caps == {"bnd": 0, "eff": 0, "prm": 0, "inh": 0, "amb": 0}
     b2 = bundle()

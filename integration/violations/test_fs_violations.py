@@ -50,6 +50,12 @@ PACK, VERSION = "probe-pack", "0.0.1"
     ("stat=/proc/self/root/home/x", "ENOENT", "fs.read", "/proc/self/root/home/x", "newfstatat",
      None),
     ("stat=/dev/fd/../../../home/x", "ENOENT", "fs.read", "/home/x", "newfstatat", None),
+    # a ".." after where the kernel stopped (/home is missing) climbs nothing
+    ("stat=/home/nope/../../workdir/x", "ENOENT", "fs.read", "/home/workdir/x", "newfstatat",
+     None),
+    # the sun_path the kernel used is addrlen's, not up to the NUL
+    ("connect-unix-len=18:/home/u/agent.sock/../../../workdir/x", "ENOENT", "fs.read",
+     "/home/u/agent.sock", "connect", None),
     # the other path calls
     ("getxattr=/home/x", "ENOENT", "fs.read", "/home/x", "getxattr", None),
     ("statfs=/root/x", "ENOENT", "fs.read", "/root/x", "statfs", None),
@@ -94,7 +100,8 @@ def test_allowed_and_missing_inside_report_nothing(rt, pack, workdir, flags_dir)
         "write=/workdir/out/no/such/dir",    # fs.write, missing parent: ENOENT, not a violation
         "mkdir=/workdir/out/d", "rename=/workdir/out/ok.txt:/workdir/out/ok2.txt",
         "unlink=/workdir/out/ok2.txt",
-        "write=/dev/null", "stat=/proc/self/status")
+        "write=/dev/null", "stat=/proc/self/status",
+        "connect-unix=/var/run/nscd/socket")       # glibc's look for nscd
     assert res.rc == 0, res
     r = results(res)
     assert one(r, "write")["ok"] is True and r["write"][1]["errno"] == "ENOENT", r
@@ -324,6 +331,18 @@ def test_a_symlink_shipped_in_the_pack_is_followed(rt, pack, workdir):
     assert all(e["matched_entry"] is None for e in ev), ev
 
 
+def test_a_call_that_does_not_follow_the_last_symlink_is_judged_on_the_link(rt, pack, workdir):
+    # unlink of a shipped l -> /workdir/out/x: the link is on read-only
+    # /workdir (EROFS), whatever it points to
+    p, _ = pack
+    (p / "l").symlink_to("/workdir/out/x")
+    res, ev = run_with_events(rt, pack, workdir, "unlink=/workdir/l")
+    assert res.rc == 3, res
+    assert one(results(res), "unlink")["errno"] == "EROFS", res.out
+    assert [(e["surface"], e["requested"], e["matched_entry"]) for e in ev] == [
+        ("fs.write", "/workdir/l", "/workdir")], ev
+
+
 def test_the_arm_marker_in_the_image_arms_all_the_same(rt, pack, workdir):
     # an image that holds the marker (the lookup then succeeds): the agent
     # is armed anyway, its violations are recorded
@@ -351,3 +370,4 @@ def test_a_reporter_killed_under_an_engine_is_status_3(rt, workdir, pack_bundle)
     seen, events = out["r"]
     assert seen["status"] == 3, seen
     assert events == [], events  # nothing was violated: the 3 is the missing answer
+    assert "comet-init: the violation reporter did not answer" in seen["output"], seen

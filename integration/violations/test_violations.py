@@ -373,4 +373,8 @@ def test_exec_into_a_confined_container_reports_too(rt, pack, workdir, flags_dir
         time.sleep(0.05)
     assert len(ev) == 1, ev
     assert (ev[0]["surface"], ev[0]["syscall"], ev[0]["container"]) == ("process", "vfork", cid)
+    # an exec'd process can no more make a symlink than the agent
+    res = rt("exec", cid, "/usr/bin/packprobe", "x", "symlink=/home:/workdir/out/h")
+    assert one(results(res), "symlink")["errno"] == "EACCES", res
+    assert not (out / "h").is_symlink()
     assert rt("delete", "--force", cid).rc == 0

@@ -50,6 +50,7 @@ struct task_struct {
 #define PATH_CUT 1  /* path filled the buffer: it may go on */
 #define PATH2_CUT 2
 #define CWD_MOVED 4 /* the caller's cwd is not the agent's cwd when it armed */
+#define PATH_FAULT 8 /* the path could not be read from the caller's memory */
 
 struct fs_record {
   __u64 cgroup;
@@ -268,9 +269,17 @@ static __always_inline int record(long nr, const __u64 *a, long ret, const struc
     __u16 family = 0;
     if (bpf_probe_read_user(&family, sizeof family, (const void *)a[1]) < 0 || family != 1)
       return 0;
-    n = bpf_probe_read_user_str(r->path, 109, (const void *)(a[1] + 2));
-    if (r->path[0] == 0) return 0;
+    /* the kernel takes addrlen - 2 bytes of sun_path, up to a NUL in them */
+    long len = (long)a[2] - 2;
+    if (len <= 0) return 0; /* autobind, or unnamed */
+    if (len > 108) len = 108;
+    len &= 127;
+    if (bpf_probe_read_user(r->path, len, (const void *)(a[1] + 2)) < 0) return 0;
+    r->path[len] = 0;
+    if (r->path[0] == 0) return 0; /* abstract: not the file system's */
+    n = len + 1;
   }
+  if (n < 0 && s->p >= 0) r->info |= PATH_FAULT;
   if (n < 1) n = 1;
   if (n >= PATH_MAX_REC) r->info |= PATH_CUT;
   if (s->rd == RD || (s->rd == OPEN && (r->flags & 3) == 0 && (r->flags & (0100 | 01000)) == 0))

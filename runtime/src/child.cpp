@@ -885,8 +885,11 @@ int agent_entry(void* arg) noexcept {
   if (t.kept_admin) (void)capset_raw(c.caps.effective, c.caps.permitted, c.caps.inheritable);
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  // Nothing of the runtime's crosses the exec but the events file.
+  // Nothing of the runtime's crosses the exec but the events file, and of
+  // the container's only stderr (the init says there why it exits 3 when
+  // the reporter does not answer).
   ::syscall(SYS_close_range, 0, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (int fl = ::fcntl(2, F_GETFD); fl >= 0) ::fcntl(2, F_SETFD, fl & ~FD_CLOEXEC);
   int ev = c.events_fd >= 0 ? ::fcntl(c.events_fd, F_DUPFD, 3) : -1;
   // The reporter's socket, for the fs events barrier (trampoline.c).
   int rep = c.init_reporter_barrier && c.lockdown_listener_sock >= 0

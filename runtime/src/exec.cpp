@@ -151,6 +151,11 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
       return Error::msg("exec: a seccomp notify listener cannot be attached to an exec'd process");
   }
   if (policy) TRYV(plan_confinement(*policy, rec.rootfs, lx, ctx));
+  // As the pack's own processes (create.cpp): no symlinks (docs/events.md).
+  if (policy && ctx.landlock_abi >= 1 && spec.annotations.count("org.soyaos.comet.capabilities")) {
+    ctx.landlock_no_symlinks = true;
+    ctx.layers.push_back("landlock:no-symlinks");
+  }
 
   PidFd init;
   if (int e = PidFd::open(rec.pid, &init))

@@ -485,6 +485,12 @@ bool never_image(const std::string& top) {
   return false;
 }
 
+// glibc asks nscd first for names, users and groups (getaddrinfo,
+// getpwnam): a connect to its socket that fails is no one's violation.
+bool is_nscd_socket(const std::string& p) {
+  return p == "/var/run/nscd/socket" || p == "/run/nscd/socket";
+}
+
 }  // namespace
 
 std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, const FsPath& path,
@@ -494,31 +500,22 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
   const Kind k = kind_of(nr, flags);
   if (k == Kind::skip) return std::nullopt;
   std::uint64_t noargs[6] = {};
-  const char* surface = k == Kind::write ? "fs.write" : "fs.read";
-  auto make = [&](const std::string& p, const capability::FsDecision* d) -> FsViolation {
+  auto make = [&](const std::string& p, const capability::FsDecision* d, Kind as) {
     FsViolation v;
-    v.surface = surface;
+    v.surface = as == Kind::write ? "fs.write" : "fs.read";
     v.requested = p;
     if (d && (d->index || d->implicit)) v.matched_entry = d->entry;
     v.syscall = violations::classify(nr, noargs).syscall;
     v.err = err;
     return v;
   };
-  // One absolute path: the violation it is, if any.
-  auto judge = [&](const std::string& abs) -> std::optional<FsViolation> {
+  // A look at an absolute path: a violation unless an entry makes it
+  // readable or it is in the image. Inside the image (and the runtime's own
+  // mounts: /proc, /dev) a missing file is only missing and a refused one is
+  // the image's own mode bits: the image is all there is to read there.
+  auto judge_read = [&](const std::string& abs, Kind as) -> std::optional<FsViolation> {
     capability::FsDecision d = capability::fs_decision(view.fs, abs);
-    if (k == Kind::write) {
-      if (d.access != capability::Access::write) return make(abs, &d);
-      // A symlink where writing is allowed: packs may not make one
-      // (Landlock, EACCES), or it could point a later lookup anywhere.
-      if ((nr == SYS_symlink || nr == SYS_symlinkat) && (err == EACCES || err == EPERM))
-        return make(abs, &d);
-      return std::nullopt;
-    }
     if (d.access != capability::Access::denied) return std::nullopt;
-    // Inside the image (and the runtime's own mounts: /proc, /dev) a
-    // missing file is only missing and a refused one is the image's own
-    // mode bits: the image is all there is to read there.
     static const char* const kSystem[] = {"usr", "lib",  "lib64", "bin", "sbin",
                                           "etc", "proc", "dev",   "sys"};
     const std::string top = first_component(abs);
@@ -527,20 +524,33 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
     if (!never_image(top))
       for (const std::string& t : view.image_top) in_image = in_image || t == top;
     if (in_image) return std::nullopt;
-    return make(abs, &d);
+    return make(abs, &d, as);
+  };
+  auto judge = [&](const std::string& abs) -> std::optional<FsViolation> {
+    if (k == Kind::read) return judge_read(abs, k);
+    capability::FsDecision d = capability::fs_decision(view.fs, abs);
+    if (d.access != capability::Access::write) return make(abs, &d, k);
+    // A symlink where writing is allowed: packs may not make one
+    // (Landlock, EACCES), or it could point a later lookup anywhere.
+    if ((nr == SYS_symlink || nr == SYS_symlinkat) && (err == EACCES || err == EPERM))
+      return make(abs, &d, k);
+    return std::nullopt;
   };
   for (const FsPath* p : {&path, &path2}) {
     if (p->path.empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
-    if (nr == SYS_connect &&
-        capability::is_runtime_socket(p->resolved.empty() ? p->path : p->resolved))
-      continue;  // the runtime-socket surface reports it (reporter.cpp)
-    if (!p->known) return make(p->path, nullptr);  // relative to what? fail closed
-    // Where it leads, when the reporter could look; else as written.
+    const std::string& where = p->resolved.empty() ? p->path : p->resolved;
+    if (nr == SYS_connect && (capability::is_runtime_socket(where) || is_nscd_socket(where)))
+      continue;  // the runtime-socket surface's; glibc's look for nscd
+    if (!p->known) return make(p->path, nullptr, k);  // relative to what? fail closed
+    // Where it leads, when the reporter could look; else as written. The
+    // directories it went through and left by ".." were looked into.
     const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
+    for (const std::string& d : p->passed)
+      if (auto v = judge_read(d, Kind::read)) return v;
     if (auto v = judge(judged)) return v;
     // Where it leads cannot be told: fail closed.
-    if (p->cut) return make(clean_path(p->path) + "...", nullptr);
-    if (p->opaque) return make(clean_path(p->path), nullptr);
+    if (p->cut) return make(clean_path(p->path) + "...", nullptr, k);
+    if (p->opaque) return make(clean_path(p->path), nullptr, k);
   }
   return std::nullopt;
 }
@@ -609,7 +619,7 @@ std::size_t magic_link(const std::string& c) {
 
 }  // namespace
 
-FsPath resolve_in_root(int rootfd, const FsPath& in) {
+FsPath resolve_in_root(int rootfd, const FsPath& in, bool follow_last) {
   FsPath out = in;
   if (!in.known || in.path.empty() || in.path.front() != '/') return out;
   std::vector<std::string> todo = components(in.path);
@@ -617,10 +627,19 @@ FsPath resolve_in_root(int rootfd, const FsPath& in) {
   std::vector<std::string> done;
   std::vector<UniqueFd> dirs;  // dirs[i]: the directory done[0..i]
   int links = 0;
-  auto rest_lexical = [&] {
+  // done, then what is left as written; a ".." there pops only what it added
+  auto with_rest = [&] {
     std::vector<std::string> all = done;
-    for (auto it = todo.rbegin(); it != todo.rend(); ++it) all.push_back(*it);
-    return clean_path(joined(all));
+    const std::size_t floor = all.size();
+    for (auto it = todo.rbegin(); it != todo.rend(); ++it) {
+      if (*it == "." || it->empty()) continue;
+      if (*it == "..") {
+        if (all.size() > floor) all.pop_back();
+        continue;
+      }
+      all.push_back(*it);
+    }
+    return joined(all);
   };
   while (!todo.empty()) {
     std::string c = todo.back();
@@ -628,6 +647,7 @@ FsPath resolve_in_root(int rootfd, const FsPath& in) {
     if (c == ".") continue;
     if (c == "..") {
       if (!done.empty()) {
+        out.passed.push_back(joined(done));
         done.pop_back();
         dirs.pop_back();
       }
@@ -642,17 +662,18 @@ FsPath resolve_in_root(int rootfd, const FsPath& in) {
         const std::size_t m = magic_link(todo[i]);
         if (m && i >= m) out.opaque = true;  // components follow the link
       }
-      out.resolved = rest_lexical();
+      out.resolved = clean_path(with_rest());
       return out;
     }
     const int at = dirs.empty() ? rootfd : dirs.back().get();
+    const bool last = todo.empty();
     char buf[4096];
     ssize_t n = ::readlinkat(at, c.c_str(), buf, sizeof buf - 1);
-    if (n >= 0) {
+    if (n >= 0 && (!last || follow_last)) {
       if (++links > 40) {
         out.opaque = true;
         todo.push_back(c);
-        out.resolved = rest_lexical();
+        out.resolved = with_rest();
         return out;
       }
       std::string target(buf, static_cast<std::size_t>(n));
@@ -664,16 +685,57 @@ FsPath resolve_in_root(int rootfd, const FsPath& in) {
       for (auto it = t.rbegin(); it != t.rend(); ++it) todo.push_back(*it);
       continue;
     }
+    done.push_back(c);
+    if (n >= 0) break;  // the last component, a symlink the call does not follow
     struct open_how how = {};
     how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     UniqueFd d(static_cast<int>(::syscall(SYS_openat2, at, c.c_str(), &how, sizeof how)));
-    done.push_back(c);
-    if (!d) break;  // missing, or not a directory: the rest as written
+    if (!d) break;  // missing, or not a directory: the kernel stopped here
     dirs.push_back(std::move(d));
   }
-  out.resolved = rest_lexical();
+  out.resolved = with_rest();
   return out;
+}
+
+bool fs_follows_last(int nr, std::uint64_t flags, bool second) {
+  if (second) return false;  // rename, link, symlink: the new name is never followed
+  switch (nr) {
+    case SYS_open:
+    case SYS_openat:
+    case SYS_openat2:
+      return !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
+    case SYS_newfstatat:
+    case SYS_statx:
+      return !(flags & AT_SYMLINK_NOFOLLOW);
+    case SYS_lstat:
+    case SYS_lchown:
+    case SYS_lgetxattr:
+    case SYS_llistxattr:
+    case SYS_lsetxattr:
+    case SYS_lremovexattr:
+    case SYS_unlink:
+    case SYS_unlinkat:
+    case SYS_rmdir:
+    case SYS_rename:
+    case SYS_renameat:
+    case SYS_renameat2:
+    case SYS_link:
+    case SYS_linkat:
+    case SYS_symlink:
+    case SYS_symlinkat:
+    case SYS_mkdir:
+    case SYS_mkdirat:
+    case SYS_readlink:
+    case SYS_readlinkat:
+    case SYS_mknod:
+    case SYS_mknodat:
+    case SYS_bind:
+    case SYS_name_to_handle_at:
+      return false;
+    default:
+      return true;
+  }
 }
 
 }  // namespace comet::runtime

@@ -443,10 +443,14 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       FsPath a = absolute_in_task(tid, rec.dfd, p, at_call, r.fs_view.cwd);
       FsPath b = absolute_in_task(tid, rec.dfd2, p2, at_call, r.fs_view.cwd);
       a.cut = rec.info & kFsPathCut;
+      if (rec.info & kFsPathFault) {
+        a.path = "(a path the agent's memory no longer held)";
+        a.known = false;
+      }
       b.cut = rec.info & kFsPath2Cut;
       if (root) {
-        a = resolve_in_root(root.get(), a);
-        b = resolve_in_root(root.get(), b);
+        a = resolve_in_root(root.get(), a, fs_follows_last(rec.nr, rec.flags, false));
+        b = resolve_in_root(root.get(), b, fs_follows_last(rec.nr, rec.flags, true));
       }
       auto v = classify_fs(rec.nr, rec.flags, -rec.ret, a, b, r.fs_view);
       if (!v) return;
@@ -518,6 +522,8 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       char b = 0;
       ssize_t n = ::recv(sock, &b, 1, MSG_DONTWAIT);
       if (n == 1) {
+        // 'w' now (alive, draining: the init waits longer), 'k' when done
+        (void)::send(sock, "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
         drain_fs();
         report_lost();
         (void)::send(sock, "k", 1, MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -99,6 +99,7 @@ static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 
 enum {
   NR_read = 0,
+  NR_write = 1,
   NR_close = 3,
   NR_poll = 7,
   NR_rt_sigaction = 13,
@@ -154,22 +155,33 @@ static void dns_barrier(void) {
   sys6(NR_close, fd, 0, 0, 0, 0, 0);
 }
 
-/* The reporter drains its fs events ring before it answers (or it has
- * ended, having drained it, and its answer waits in the socket). No answer
- * in 2 s, or none at all: its events may be missing, which fails closed (as
- * run does for a reporter that did not finish). */
-static int reporter_barrier(long fd) {
-  char b = 'b';
-  if (fd < 0) return 1;
-  (void)sys6(NR_sendto, fd, (long)&b, 1, 0x4000 /* MSG_NOSIGNAL */, 0, 0);
+/* The reporter says 'w' at once and 'k' once its fs events ring is
+ * drained (or it has ended, having drained it, and its 'k' waits in the
+ * socket). Nothing within 2 s, no 'k' within 30 s, or a hang-up: its events
+ * may be missing, which fails closed (as run does for a reporter that did
+ * not finish), and says so on stderr. */
+static long wait_byte(long fd, int ms) {
   struct {
     int fd;
     short events, revents;
   } p = {(int)fd, 1 /* POLLIN */, 0};
-  b = 0;
-  if (sys6(NR_poll, (long)&p, 1, 2000, 0, 0, 0) > 0)
-    sys6(NR_recvfrom, fd, (long)&b, 1, 0x40 /* MSG_DONTWAIT */, 0, 0);
-  return b == 'k';
+  char b = 0;
+  if (sys6(NR_poll, (long)&p, 1, ms, 0, 0, 0) <= 0) return -1;
+  if (sys6(NR_recvfrom, fd, (long)&b, 1, 0x40 /* MSG_DONTWAIT */, 0, 0) != 1) return -1;
+  return b;
+}
+
+static int reporter_barrier(long fd) {
+  static const char kNoAnswer[] =
+      "comet-init: the violation reporter did not answer; exit status 3 (events may be missing)\n";
+  char b = 'b';
+  if (fd < 0) return 1;
+  (void)sys6(NR_sendto, fd, (long)&b, 1, 0x4000 /* MSG_NOSIGNAL */, 0, 0);
+  long got = wait_byte(fd, 2000);
+  if (got == 'w') got = wait_byte(fd, 30000);
+  if (got == 'k') return 1;
+  (void)sys6(NR_write, 2, (long)kNoAnswer, sizeof kNoAnswer - 1, 0, 0, 0);
+  return 0;
 }
 
 /* Whether the events file holds a violation (a substring search, chunks

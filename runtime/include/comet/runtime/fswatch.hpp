@@ -54,6 +54,9 @@ inline constexpr std::uint32_t kFsPathCut = 1;   // the path filled the buffer: 
 inline constexpr std::uint32_t kFsPath2Cut = 2;  // the same for path2
 // The caller's cwd is not the one the agent had when it armed (process.cwd).
 inline constexpr std::uint32_t kFsCwdMoved = 4;
+// The path could not be read from the caller's memory (unmapped after the
+// call): where it led is unknown.
+inline constexpr std::uint32_t kFsPathFault = 8;
 
 struct FsWatch {
   UniqueFd ring;             // the container's ring buffer map
@@ -104,6 +107,9 @@ struct FsPath {
   bool known = true;     // false: relative to a cwd or dirfd that is gone
   bool cut = false;      // longer than the record could hold
   bool opaque = false;   // through a /proc magic link or a symlink loop: anywhere
+  // Directories the walk went into and left again by "..": the kernel went
+  // through them too (/root/../workdir/x looks into /root).
+  std::vector<std::string> passed;
 };
 
 struct FsViolation {
@@ -148,10 +154,18 @@ FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, cons
 // Where an absolute path leads in the tree under rootfd (the container's
 // root, as the agent sees it): each existing component looked up with
 // openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), symlinks read and
-// followed by hand (40 at most), ".." lexical over what was resolved; the
-// first missing component ends the walk and the rest is appended lexically.
-// Below /proc the walk stops: a magic link (root, cwd, fd, map_files, exe)
-// with more components after it makes the path opaque.
-FsPath resolve_in_root(int rootfd, const FsPath& path);
+// followed by hand (40 at most; the last component only when follow_last),
+// ".." over what was resolved. The first component that is missing or not
+// a directory is where the kernel stopped: the rest is appended as written,
+// and a ".." there never climbs back over it. Below /proc the walk stops:
+// a magic link (root, cwd, fd, map_files, exe) with more components after
+// it makes the path opaque.
+FsPath resolve_in_root(int rootfd, const FsPath& path, bool follow_last = true);
+// Whether the call follows a symlink in the last component of its first
+// (second = false) or second path: not lstat, unlink, rmdir, rename, link,
+// symlink, mkdir, readlink, mknod, bind, name_to_handle_at, the l*xattr
+// and lchown calls, an open with O_NOFOLLOW or O_CREAT|O_EXCL, a stat with
+// AT_SYMLINK_NOFOLLOW.
+bool fs_follows_last(int nr, std::uint64_t flags, bool second);
 
 }  // namespace comet::runtime
