@@ -405,6 +405,17 @@ Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2) {
 }
 
 int move_self_to_root_cgroups() {
+  // Already at every hierarchy's root (a shell's usual place): nothing to
+  // do, and a v1 cgroup.procs write costs ~10 ms here even to stay put.
+  if (auto self = read_file("/proc/self/cgroup"); self.ok()) {
+    bool all_root = true;
+    for (auto& line : split(*self, '\n')) {
+      if (line.empty()) continue;
+      size_t c = line.find(':', line.find(':') + 1);
+      all_root = all_root && c != std::string::npos && line.substr(c + 1) == "/";
+    }
+    if (all_root) return 0;
+  }
   int moved = 0;
   std::vector<std::string> seen;
   for (auto& m : cgroup_mounts()) {

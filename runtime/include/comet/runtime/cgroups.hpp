@@ -58,7 +58,7 @@ Status destroy_cgroups(const std::vector<std::string>& dirs);
 // Move the calling process to the root of every cgroup hierarchy mounted
 // at its root (mountinfo root "/"), so a helper that outlives its caller
 // never keeps the caller's cgroup busy. Best effort; returns how many moves
-// succeeded.
+// succeeded (0 when it was at every root already: no write then).
 int move_self_to_root_cgroups();
 // Where the cgroup2 hierarchy is mounted (its root), or "" when it is not.
 std::string cgroup2_mountpoint();
