@@ -313,6 +313,18 @@ TEST(FsClassify, WhichCallsFollowTheLastSymlink) {
   for (int nr : {SYS_stat, SYS_access, SYS_chdir, SYS_truncate, SYS_chmod, SYS_getxattr})
     EXPECT_TRUE(fs_follows_last(nr, 0, false)) << nr;
   EXPECT_FALSE(fs_follows_last(SYS_rename, 0, true));
+  // the *at calls by their flags; linkat and name_to_handle_at the other way
+  for (int nr : {SYS_utimensat, SYS_fchownat, SYS_faccessat2, 452, 463, 464, 465, 466, 468, 469}) {
+    EXPECT_TRUE(fs_follows_last(nr, 0, false)) << nr;
+    EXPECT_FALSE(fs_follows_last(nr, AT_SYMLINK_NOFOLLOW, false)) << nr;
+  }
+  EXPECT_FALSE(fs_follows_last(SYS_linkat, 0, false));
+  EXPECT_TRUE(fs_follows_last(SYS_linkat, AT_SYMLINK_FOLLOW, false));
+  EXPECT_FALSE(fs_follows_last(SYS_name_to_handle_at, 0, false));
+  EXPECT_TRUE(fs_follows_last(SYS_name_to_handle_at, AT_SYMLINK_FOLLOW, false));
+  EXPECT_TRUE(fs_follows_last(SYS_inotify_add_watch, 0, false));
+  EXPECT_FALSE(fs_follows_last(SYS_inotify_add_watch, 0x02000000 /* IN_DONT_FOLLOW */, false));
+  EXPECT_FALSE(fs_follows_last(SYS_fanotify_mark, 0x4 /* FAN_MARK_DONT_FOLLOW */, false));
 }
 
 TEST(FsClassify, ARuntimeSocketIsTheRuntimeSocketSurfaces) {
@@ -433,6 +445,8 @@ TEST_F(FsResolve, TheLastSymlinkOnlyForCallsThatFollowIt) {
   ASSERT_TRUE(w);
   EXPECT_EQ(w->requested, "/workdir/l");
   EXPECT_EQ(w->matched_entry, "/workdir");
+  // "l/" is the directory l leads to, for every call
+  EXPECT_EQ(resolve_in_root(root_.get(), at("/workdir/out/h/"), false).resolved, "/home");
   // a symlink before the last component is always followed
   EXPECT_EQ(resolve_in_root(root_.get(), at("/workdir/out/h/u"), false).resolved, "/home/u");
 }
@@ -444,6 +458,8 @@ TEST_F(FsResolve, LoopsAndMagicLinksAreOpaque) {
   EXPECT_TRUE(r("/proc/1/task/1/root/x").opaque);
   EXPECT_TRUE(r("/proc/self/fd/3/x").opaque);
   EXPECT_TRUE(r("/dev/fd/3/home").opaque);  // /dev/fd -> /proc/self/fd
+  // procfs's ".." climbs (no floor below /proc: its directories all exist)
+  EXPECT_EQ(r("/proc/self/../../home/x").resolved, "/home/x");
   // the link itself, or plain /proc files, are not
   EXPECT_FALSE(r("/proc/self/fd/3").opaque);
   EXPECT_FALSE(r("/proc/self/root").opaque);

@@ -311,6 +311,24 @@ int main(int argc, char **argv) {
             snprintf(sa.sun_path, sizeof sa.sun_path, "%s", colon ? colon + 1 : "");
             RES(op, connect(s, (struct sockaddr *)&sa, (socklen_t)(2 + atoi(arg))));
             close(s);
+        } else if (!strcmp(op, "connect-unix-rawlen")) {  /* =LEN:PATH, LEN a 64-bit number */
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            struct sockaddr_un sa;
+            const char *colon = strchr(arg, ':');
+            memset(&sa, 0, sizeof sa);
+            sa.sun_family = AF_UNIX;
+            snprintf(sa.sun_path, sizeof sa.sun_path, "%s", colon ? colon + 1 : "");
+            RES(op, syscall(SYS_connect, s, &sa, (long)strtoull(arg, NULL, 0)));
+            close(s);
+        } else if (!strcmp(op, "lstat")) {
+            struct stat st;
+            RES(op, lstat(arg, &st));
+        } else if (!strcmp(op, "utime-nofollow")) {
+            RES(op, utimensat(AT_FDCWD, arg, NULL, AT_SYMLINK_NOFOLLOW));
+        } else if (!strcmp(op, "futimens")) {  /* utimensat(fd, NULL): no path */
+            int fd = open(arg, O_RDONLY);
+            RES(op, futimens(fd, NULL));
+            close(fd);
         } else if (!strcmp(op, "mknod")) {
             RES(op, mknod(arg, S_IFCHR | 0666, makedev(1, 3)));
         } else if (!strcmp(op, "mknod-block")) {

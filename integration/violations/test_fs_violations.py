@@ -56,6 +56,11 @@ PACK, VERSION = "probe-pack", "0.0.1"
     # the sun_path the kernel used is addrlen's, not up to the NUL
     ("connect-unix-len=18:/home/u/agent.sock/../../../workdir/x", "ENOENT", "fs.read",
      "/home/u/agent.sock", "connect", None),
+    # procfs's ".." climbs like any other
+    ("stat=/proc/self/../../home/x", "ENOENT", "fs.read", "/home/x", "newfstatat", None),
+    # addrlen is an int: its upper bits are not the kernel's ("/work")
+    ("connect-unix-rawlen=0x100000007:/workdir/x", "ENOENT", "fs.read", "/work", "connect",
+     None),
     # the other path calls
     ("getxattr=/home/x", "ENOENT", "fs.read", "/home/x", "getxattr", None),
     ("statfs=/root/x", "ENOENT", "fs.read", "/root/x", "statfs", None),
@@ -329,6 +334,23 @@ def test_a_symlink_shipped_in_the_pack_is_followed(rt, pack, workdir):
     assert [x["errno"] for x in results(res)["open-read"]] == ["ENOENT", "ENOENT"], res.out
     assert fs_events(ev) == [("fs.read", "/home/u/.ssh/id_rsa"), ("fs.read", "/home/u/other")], ev
     assert all(e["matched_entry"] is None for e in ev), ev
+
+
+def test_follow_flags_and_a_trailing_slash(rt, pack, workdir):
+    # utimensat(AT_SYMLINK_NOFOLLOW) on a shipped l -> /workdir/out/x touches
+    # the link, on read-only /workdir; lstat("d/") of d -> /home/nope looks
+    # in /home; futimens(fd) has no path at all: nothing
+    p, _ = pack
+    (p / "l").symlink_to("/workdir/out/x")
+    (p / "d").symlink_to("/home/nope")
+    res, ev = run_with_events(rt, pack, workdir, "utime-nofollow=/workdir/l", "lstat=/workdir/d/",
+                              "futimens=/workdir/agent.txt")
+    assert res.rc == 3, res
+    r = results(res)
+    assert [one(r, o)["errno"] for o in ("utime-nofollow", "lstat", "futimens")] == [
+        "EROFS", "ENOENT", "EROFS"], res.out
+    assert [(e["surface"], e["requested"]) for e in ev] == [
+        ("fs.write", "/workdir/l"), ("fs.read", "/home/nope")], ev
 
 
 def test_a_call_that_does_not_follow_the_last_symlink_is_judged_on_the_link(rt, pack, workdir):

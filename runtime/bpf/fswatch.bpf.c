@@ -175,18 +175,18 @@ static __always_inline int shape_of(long nr, struct shape *s) {
     case 332: p = 1; d = 0; f = 2; rd = RD; break;                /* statx */
     case 21:  p = 0; rd = RD; break;                              /* access */
     case 269: p = 1; d = 0; rd = RD; break;                       /* faccessat */
-    case 439: p = 1; d = 0; rd = RD; break;                       /* faccessat2 */
+    case 439: p = 1; d = 0; f = 3; rd = RD; break;                /* faccessat2 */
     case 89:  p = 0; rd = RD; break;                              /* readlink */
     case 267: p = 1; d = 0; rd = RD; break;                       /* readlinkat */
     case 80:  p = 0; rd = RD; break;                              /* chdir */
     case 137: p = 0; rd = RD; break;                              /* statfs */
     case 191: case 192: case 194: case 195:                       /* [l]getxattr, [l]listxattr */
               p = 0; rd = RD; break;
-    case 464: case 465: p = 1; d = 0; rd = RD; break;             /* getxattrat, listxattrat */
-    case 468: p = 1; d = 0; rd = RD; break;                       /* file_getattr */
-    case 254: p = 1; rd = RD; break;                              /* inotify_add_watch */
-    case 303: p = 1; d = 0; rd = RD; break;                       /* name_to_handle_at */
-    case 301: p = 4; d = 3; rd = RD; break;                       /* fanotify_mark */
+    case 464: case 465: p = 1; d = 0; f = 2; rd = RD; break;      /* getxattrat, listxattrat */
+    case 468: p = 1; d = 0; f = 4; rd = RD; break;                /* file_getattr */
+    case 254: p = 1; f = 2; rd = RD; break;                       /* inotify_add_watch */
+    case 303: p = 1; d = 0; f = 4; rd = RD; break;                /* name_to_handle_at */
+    case 301: p = 4; d = 3; f = 1; rd = RD; break;                /* fanotify_mark */
     case 42:  f = F_SOCK; rd = RD; break;                         /* connect (AF_UNIX) */
     case 49:  f = F_SOCK; break;                                  /* bind (AF_UNIX) */
     case 83:  p = 0; break;                                       /* mkdir */
@@ -197,22 +197,24 @@ static __always_inline int shape_of(long nr, struct shape *s) {
     case 82:  p = 0; p2 = 1; break;                               /* rename */
     case 264: case 316: p = 1; d = 0; p2 = 3; d2 = 2; break;      /* renameat, renameat2 */
     case 86:  p = 0; p2 = 1; break;                               /* link */
-    case 265: p = 1; d = 0; p2 = 3; d2 = 2; break;                /* linkat */
+    case 265: p = 1; d = 0; p2 = 3; d2 = 2; f = 4; break;         /* linkat */
     case 88:  p = 1; break;                                       /* symlink */
     case 266: p = 2; d = 1; break;                                /* symlinkat */
     case 76:  p = 0; break;                                       /* truncate */
     case 90:  p = 0; break;                                       /* chmod */
-    case 268: case 452: p = 1; d = 0; break;                      /* fchmodat, fchmodat2 */
+    case 268: p = 1; d = 0; break;                                /* fchmodat */
+    case 452: p = 1; d = 0; f = 3; break;                         /* fchmodat2 */
     case 92:  case 94: p = 0; break;                              /* chown, lchown */
-    case 260: p = 1; d = 0; break;                                /* fchownat */
-    case 280: case 261: p = 1; d = 0; break;                      /* utimensat, futimesat */
+    case 260: p = 1; d = 0; f = 4; break;                         /* fchownat */
+    case 280: p = 1; d = 0; f = 3; break;                         /* utimensat */
+    case 261: p = 1; d = 0; break;                                /* futimesat */
     case 132: case 235: p = 0; break;                             /* utime, utimes */
     case 133: p = 0; f = 1; break;                                /* mknod */
     case 259: p = 1; d = 0; f = 2; break;                         /* mknodat */
     case 188: case 189: case 197: case 198:                       /* [l]setxattr, [l]removexattr */
               p = 0; break;
-    case 463: case 466: p = 1; d = 0; break;                      /* setxattrat, removexattrat */
-    case 469: p = 1; d = 0; break;                                /* file_setattr */
+    case 463: case 466: p = 1; d = 0; f = 2; break;               /* setxattrat, removexattrat */
+    case 469: p = 1; d = 0; f = 4; break;                         /* file_setattr */
     default:  return 0;
   }
   s->p = p; s->d = d; s->p2 = p2; s->d2 = d2; s->f = f; s->rd = rd;
@@ -267,19 +269,29 @@ static __always_inline int record(long nr, const __u64 *a, long ret, const struc
     /* struct sockaddr_un: a pathname address only (abstract and other
      * families are not the file system's) */
     __u16 family = 0;
-    if (bpf_probe_read_user(&family, sizeof family, (const void *)a[1]) < 0 || family != 1)
+    /* the kernel takes addrlen (an int) - 2 bytes of sun_path, up to a NUL */
+    long len = (long)(__s32)a[2] - 2;
+    if (bpf_probe_read_user(&family, sizeof family, (const void *)a[1]) < 0) {
+      r->info |= PATH_FAULT; /* unmapped since the call: unknown, fail closed */
+      len = 0;
+    } else if (family != 1) {
       return 0;
-    /* the kernel takes addrlen - 2 bytes of sun_path, up to a NUL in them */
-    long len = (long)a[2] - 2;
-    if (len <= 0) return 0; /* autobind, or unnamed */
-    if (len > 108) len = 108;
-    len &= 127;
-    if (bpf_probe_read_user(r->path, len, (const void *)(a[1] + 2)) < 0) return 0;
-    r->path[len] = 0;
-    if (r->path[0] == 0) return 0; /* abstract: not the file system's */
+    }
+    if (!(r->info & PATH_FAULT)) {
+      if (len <= 0) return 0; /* autobind, or unnamed */
+      if (len > 108) len = 108;
+      len &= 127;
+      if (bpf_probe_read_user(r->path, len, (const void *)(a[1] + 2)) < 0) {
+        r->info |= PATH_FAULT;
+        len = 0;
+      }
+      r->path[len] = 0;
+      if (len && r->path[0] == 0) return 0; /* abstract: not the file system's */
+    }
     n = len + 1;
   }
-  if (n < 0 && s->p >= 0) r->info |= PATH_FAULT;
+  /* unreadable, not NULL (utimensat(fd, NULL) has no path on purpose) */
+  if (n < 0 && s->p >= 0 && arg(a, s->p) != 0) r->info |= PATH_FAULT;
   if (n < 1) n = 1;
   if (n >= PATH_MAX_REC) r->info |= PATH_CUT;
   if (s->rd == RD || (s->rd == OPEN && (r->flags & 3) == 0 && (r->flags & (0100 | 01000)) == 0))

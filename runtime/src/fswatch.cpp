@@ -10,7 +10,9 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/fanotify.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -622,6 +624,8 @@ std::size_t magic_link(const std::string& c) {
 FsPath resolve_in_root(int rootfd, const FsPath& in, bool follow_last) {
   FsPath out = in;
   if (!in.known || in.path.empty() || in.path.front() != '/') return out;
+  // "l/" is the directory l leads to: the kernel follows it for every call
+  if (in.path.back() == '/') follow_last = true;
   std::vector<std::string> todo = components(in.path);
   std::reverse(todo.begin(), todo.end());  // a stack: back() is the next component
   std::vector<std::string> done;
@@ -662,7 +666,11 @@ FsPath resolve_in_root(int rootfd, const FsPath& in, bool follow_last) {
         const std::size_t m = magic_link(todo[i]);
         if (m && i >= m) out.opaque = true;  // components follow the link
       }
-      out.resolved = clean_path(with_rest());
+      // (no floor here: procfs directories all exist, the kernel's ".."
+      // climbs them: /proc/self/../../home/x is /home/x)
+      std::vector<std::string> all = done;
+      for (auto it = todo.rbegin(); it != todo.rend(); ++it) all.push_back(*it);
+      out.resolved = clean_path(joined(all));
       return out;
     }
     const int at = dirs.empty() ? rootfd : dirs.back().get();
@@ -707,7 +715,24 @@ bool fs_follows_last(int nr, std::uint64_t flags, bool second) {
       return !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
     case SYS_newfstatat:
     case SYS_statx:
+    case SYS_faccessat2:
+    case SYS_fchownat:
+    case SYS_utimensat:
+    case kSysFchmodat2:
+    case kSysSetxattrat:
+    case kSysGetxattrat:
+    case kSysListxattrat:
+    case kSysRemovexattrat:
+    case kSysFileGetattr:
+    case kSysFileSetattr:
       return !(flags & AT_SYMLINK_NOFOLLOW);
+    case SYS_inotify_add_watch:
+      return !(flags & IN_DONT_FOLLOW);
+    case SYS_fanotify_mark:
+      return !(flags & FAN_MARK_DONT_FOLLOW);
+    case SYS_linkat:
+    case SYS_name_to_handle_at:
+      return (flags & AT_SYMLINK_FOLLOW) != 0;
     case SYS_lstat:
     case SYS_lchown:
     case SYS_lgetxattr:
@@ -721,7 +746,6 @@ bool fs_follows_last(int nr, std::uint64_t flags, bool second) {
     case SYS_renameat:
     case SYS_renameat2:
     case SYS_link:
-    case SYS_linkat:
     case SYS_symlink:
     case SYS_symlinkat:
     case SYS_mkdir:
@@ -731,7 +755,6 @@ bool fs_follows_last(int nr, std::uint64_t flags, bool second) {
     case SYS_mknod:
     case SYS_mknodat:
     case SYS_bind:
-    case SYS_name_to_handle_at:
       return false;
     default:
       return true;

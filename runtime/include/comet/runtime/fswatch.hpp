@@ -163,9 +163,12 @@ FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, cons
 FsPath resolve_in_root(int rootfd, const FsPath& path, bool follow_last = true);
 // Whether the call follows a symlink in the last component of its first
 // (second = false) or second path: not lstat, unlink, rmdir, rename, link,
-// symlink, mkdir, readlink, mknod, bind, name_to_handle_at, the l*xattr
-// and lchown calls, an open with O_NOFOLLOW or O_CREAT|O_EXCL, a stat with
-// AT_SYMLINK_NOFOLLOW.
+// symlink, mkdir, readlink, mknod, bind, the l*xattr and lchown calls, an
+// open with O_NOFOLLOW or O_CREAT|O_EXCL, an *at call with
+// AT_SYMLINK_NOFOLLOW, inotify's IN_DONT_FOLLOW, fanotify's
+// FAN_MARK_DONT_FOLLOW; linkat and name_to_handle_at only with
+// AT_SYMLINK_FOLLOW. A path ending in "/" is always followed
+// (resolve_in_root).
 bool fs_follows_last(int nr, std::uint64_t flags, bool second);
 
 }  // namespace comet::runtime
