@@ -90,8 +90,9 @@ def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, sur
     assert "violation events are off" not in res.err, res.err
     flag = json.loads((flags_dir / f"{PACK}@{VERSION}.json").read_text())
     assert flag["count"] == 1, flag
-    nxt = pack_run(rt, pack, "exit=0")
-    assert nxt.rc == 0 and nxt.err.count(f"pack {PACK}@{VERSION} is flagged") == 1, nxt
+    nxt, nev = run_with_events(rt, pack, workdir, "exit=0", name="next.jsonl")
+    assert nxt.rc == 0 and nxt.err.count(f"pack {PACK}@{VERSION} is flagged") == 1, (nxt.rc,
+                                                                                    nxt.err, nev)
 
 
 def test_allowed_and_missing_inside_report_nothing(rt, pack, workdir, flags_dir):

@@ -773,6 +773,12 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
   long violations_seen = violations::finish_run(g.root, o.id);
   (void)delete_container(g, o.id, true);
   if (violations_seen > 0 && is_pack) return violations::kViolationExit;
+  // A pack's own init exits 3 for a violation it read or for a reporter
+  // that did not answer (it says so on stderr); the agent may exit 3 itself.
+  if (is_pack && WIFEXITED(status) && WEXITSTATUS(status) == violations::kViolationExit)
+    log::warn("container " + o.id +
+              ": exit status 3 with no capability_violation event recorded (the agent's own "
+              "3, or its init's: see its stderr)");
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
 }
