@@ -15,8 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <fstream>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -383,9 +387,13 @@ int events_with(const std::string& text) {
 
 // The init's exit status (-N for a signal). sig_after_ms: SIGTERM to the
 // init after that long.
+// The pid of run_init's init while it runs (0 otherwise).
+std::atomic<pid_t> g_init_pid{0};
+
 int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
              const char* agent_arg = nullptr, int exec_after_ms = 0, int reporter_fd = -1) {
   pid_t init = ::fork();
+  if (init > 0) g_init_pid = init;
   if (init == 0) {
     sigset_t all;
     sigfillset(&all);
@@ -415,6 +423,7 @@ int run_init(int tfd, int (*agent)(), int events_fd, int sig_after_ms = 0,
   int st = 0;
   while (::waitpid(init, &st, 0) < 0 && errno == EINTR) {
   }
+  g_init_pid = 0;
   if (events_fd >= 0) ::close(events_fd);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
 }
@@ -622,4 +631,49 @@ TEST(TrampolineInit, NoAnswerFromTheReporterIsThree) {
     if (sp[0] >= 0) ::close(sp[0]);
     ::close(sp[1]);
   }
+}
+
+// Whether PID is stopped (state T in /proc/PID/stat).
+bool stopped(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+}
+
+// The reporter answers and ends with the init's question unread in its
+// socket (its last poll came before the question): af_unix then leaves
+// ECONNRESET on the init's end ahead of the answer. That error is not a
+// missing answer: the init reads on and exits with the agent's status.
+// (The init is stopped between its question and its read, which is the
+// order a loaded machine gave about once in 300 pack runs.)
+TEST(TrampolineInit, AnAnswerBehindAConnectionResetIsRead) {
+  auto fd = tramp();
+  ASSERT_TRUE(fd.valid());
+  int sp[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+  // The reporter's end is ours alone: closing it ends that socket.
+  ASSERT_EQ(::fcntl(sp[0], F_SETFD, FD_CLOEXEC), 0);
+  int ev = events_with("");
+  std::thread reporter([&] {
+    struct pollfd p = {sp[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 5000), 1);  // the question is there: left unread
+    pid_t init = g_init_pid;
+    ASSERT_GT(init, 0);
+    ASSERT_EQ(::kill(init, SIGSTOP), 0);
+    for (int i = 0; i < 500 && !stopped(init); i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_TRUE(stopped(init));
+    EXPECT_EQ(::send(sp[0], "k", 1, 0), 1);
+    ::close(sp[0]);
+    ::kill(init, SIGCONT);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_init(
+                fd.get(), +[] { return 0; }, ev, 0, nullptr, 0, sp[1]),
+            0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  reporter.join();
+  ::close(sp[1]);
 }

@@ -91,8 +91,9 @@ def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, sur
     flag = json.loads((flags_dir / f"{PACK}@{VERSION}.json").read_text())
     assert flag["count"] == 1, flag
     nxt, nev = run_with_events(rt, pack, workdir, "exit=0", name="next.jsonl")
-    assert nxt.rc == 0 and nxt.err.count(f"pack {PACK}@{VERSION} is flagged") == 1, (nxt.rc,
-                                                                                    nxt.err, nev)
+    # A str message: pytest shows all of it (the stderr says which part exited 3).
+    assert nxt.rc == 0 and nxt.err.count(f"pack {PACK}@{VERSION} is flagged") == 1, (
+        f"rc={nxt.rc}\nstderr:\n{nxt.err}\nevents: {nev}")
 
 
 def test_allowed_and_missing_inside_report_nothing(rt, pack, workdir, flags_dir):

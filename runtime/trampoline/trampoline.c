@@ -167,7 +167,13 @@ static long wait_byte(long fd, int ms) {
   } p = {(int)fd, 1 /* POLLIN */, 0};
   char b = 0;
   if (sys6(NR_poll, (long)&p, 1, ms, 0, 0, 0) <= 0) return -1;
-  if (sys6(NR_recvfrom, fd, (long)&b, 1, 0x40 /* MSG_DONTWAIT */, 0, 0) != 1) return -1;
+  long n = sys6(NR_recvfrom, fd, (long)&b, 1, 0x40 /* MSG_DONTWAIT */, 0, 0);
+  /* A reporter that answered and ended with our question still unread in
+   * its socket leaves ECONNRESET on ours, ahead of its answer (af_unix
+   * unix_release_sock): the error is reported once and cleared, the answer
+   * is read next. */
+  if (n == -104 /* ECONNRESET */) n = sys6(NR_recvfrom, fd, (long)&b, 1, 0x40, 0, 0);
+  if (n != 1) return -1;
   return b;
 }
 
