@@ -20,10 +20,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <fstream>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>

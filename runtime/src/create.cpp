@@ -141,8 +141,10 @@ struct CreateCleanup {
 // queued its reason first. Also name the likely cause of a silent death.
 Error child_failure(int sfd, const Error& fallback, const oci::Linux& lx) {
   Msg m;
-  if (::recv(sfd, &m, sizeof m, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof m) &&
-      m.type == MsgType::kError) {
+  ssize_t n = ::recv(sfd, &m, sizeof m, MSG_DONTWAIT);
+  // ECONNRESET (it left ours unread) comes once, ahead of its reason.
+  if (n < 0 && errno == ECONNRESET) n = ::recv(sfd, &m, sizeof m, MSG_DONTWAIT);
+  if (n == static_cast<ssize_t>(sizeof m) && m.type == MsgType::kError) {
     m.text[sizeof m.text - 1] = 0;
     return Error(m.err, m.text);
   }

@@ -45,9 +45,16 @@ int send_msg(int fd, MsgType t, int32_t err, int32_t value, const char* text) no
 }
 
 int recv_msg(int fd, Msg* out) noexcept {
+  bool reset_seen = false;
   for (;;) {
     ssize_t n = ::recv(fd, out, sizeof *out, 0);
     if (n < 0 && errno == EINTR) continue;
+    // A peer that exits with a message of ours unread leaves ECONNRESET
+    // ahead of what it sent last (its kError): reported once, then cleared.
+    if (n < 0 && errno == ECONNRESET && !reset_seen) {
+      reset_seen = true;
+      continue;
+    }
     if (n < 0) return errno == ECONNRESET ? EPIPE : errno;
     if (n != static_cast<ssize_t>(sizeof *out)) return EPIPE;
     out->text[sizeof out->text - 1] = 0;
