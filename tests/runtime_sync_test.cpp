@@ -68,3 +68,19 @@ TEST(Sync, APeerGoneWithNothingSaidIsEpipe) {
   EXPECT_NE(std::string(e.error().what()).find("container init exited before"), std::string::npos)
       << e.error().what();
 }
+
+// create's child_failure(): a non-blocking look for the reason the child
+// queued before it died, also behind a reset; nothing queued is EAGAIN.
+TEST(Sync, NonBlockingReadOfTheChildsReason) {
+  Pair p;
+  cr::Msg m;
+  EXPECT_EQ(cr::recv_msg(p.fd[0], &m, MSG_DONTWAIT), EAGAIN);
+  ASSERT_EQ(cr::send_msg(p.fd[0], cr::MsgType::kGo), 0);  // never read
+  ASSERT_EQ(cr::send_msg(p.fd[1], cr::MsgType::kError, EPERM, 0, "setns: denied"), 0);
+  ::close(p.fd[1]);
+  p.fd[1] = -1;
+  ASSERT_EQ(cr::recv_msg(p.fd[0], &m, MSG_DONTWAIT), 0);
+  EXPECT_EQ(m.type, cr::MsgType::kError);
+  EXPECT_EQ(m.err, EPERM);
+  EXPECT_STREQ(m.text, "setns: denied");
+}

@@ -141,13 +141,8 @@ struct CreateCleanup {
 // queued its reason first. Also name the likely cause of a silent death.
 Error child_failure(int sfd, const Error& fallback, const oci::Linux& lx) {
   Msg m;
-  ssize_t n = ::recv(sfd, &m, sizeof m, MSG_DONTWAIT);
-  // ECONNRESET (it left ours unread) comes once, ahead of its reason.
-  if (n < 0 && errno == ECONNRESET) n = ::recv(sfd, &m, sizeof m, MSG_DONTWAIT);
-  if (n == static_cast<ssize_t>(sizeof m) && m.type == MsgType::kError) {
-    m.text[sizeof m.text - 1] = 0;
+  if (recv_msg(sfd, &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
     return Error(m.err, m.text);
-  }
   bool silent =
       fallback.err() == EPIPE || fallback.message().rfind("container init exited", 0) == 0;
   if (silent && lx.resources && lx.resources->memory && lx.resources->memory->limit)

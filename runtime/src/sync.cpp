@@ -44,10 +44,10 @@ int send_msg(int fd, MsgType t, int32_t err, int32_t value, const char* text) no
   }
 }
 
-int recv_msg(int fd, Msg* out) noexcept {
+int recv_msg(int fd, Msg* out, int flags) noexcept {
   bool reset_seen = false;
   for (;;) {
-    ssize_t n = ::recv(fd, out, sizeof *out, 0);
+    ssize_t n = ::recv(fd, out, sizeof *out, flags);
     if (n < 0 && errno == EINTR) continue;
     // A peer that exits with a message of ours unread leaves ECONNRESET
     // ahead of what it sent last (its kError): reported once, then cleared.

@@ -52,9 +52,9 @@ const char* msg_name(MsgType t);
 // Both return 0 or an errno; EPIPE/ECONNRESET/0-length reads map to EPIPE.
 // recv_msg reads past a peer's ECONNRESET to the message it sent before it
 // exited (a kError): af_unix reports the reset first when the peer left a
-// message of ours unread.
+// message of ours unread. flags: recv(2)'s (MSG_DONTWAIT: EAGAIN when none).
 int send_msg(int fd, MsgType t, int32_t err = 0, int32_t value = 0, const char* text = "") noexcept;
-int recv_msg(int fd, Msg* out) noexcept;
+int recv_msg(int fd, Msg* out, int flags = 0) noexcept;
 
 // Parent side: receive and check the type. kError from the child becomes
 // an Error carrying the child's errno and text.
