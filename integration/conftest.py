@@ -48,27 +48,63 @@ def _private_pack_cache(monkeypatch):
     shutil.rmtree(d, ignore_errors=True)
 
 
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session):
     # The flags registry and the default-rootfs cache live under
     # /var/lib/comet-runtime; tests get private ones, removed at the end.
+    # Each process gets its own (every pytest-xdist worker too): a flag one
+    # test raises must never show in another test's run. A value the
+    # caller set is kept; one that the controller set for itself is not
+    # inherited by its workers (_COMET_SUITE_STATE marks it as ours).
     global _PRIVATE_STATE
     _PRIVATE_STATE = tempfile.mkdtemp(prefix="comet-test-varlib-", dir="/tmp")
-    os.environ.setdefault("COMET_FLAGS_DIR", os.path.join(_PRIVATE_STATE, "flags"))
-    os.environ.setdefault("COMET_ROOTFS_CACHE", os.path.join(_PRIVATE_STATE, "rootfs"))
+    ours = os.environ.get("_COMET_SUITE_STATE")
+    for var, sub in (("COMET_FLAGS_DIR", "flags"), ("COMET_ROOTFS_CACHE", "rootfs")):
+        if var not in os.environ or ours:
+            os.environ[var] = os.path.join(_PRIVATE_STATE, sub)
+    os.environ["_COMET_SUITE_STATE"] = "1"
     global _CACHE_FROM_USER
     _CACHE_FROM_USER = "COMET_CACHE_DIR" in os.environ
     if os.geteuid() != 0:
         pytest.exit("the integration suite must run as root", returncode=4)
     if not (cfg.RUNTIME.is_file() and os.access(cfg.RUNTIME, os.X_OK)):
         pytest.exit(f"runtime binary not found: {cfg.RUNTIME} (set COMET_RUNTIME)", returncode=4)
+    if not _is_xdist_worker(session.config):
+        _BPFFS_AT_START.update(_bpffs_state())
 
 
 def pytest_sessionfinish(session, exitstatus):
     if _PRIVATE_STATE and not os.environ.get("COMET_KEEP"):
         shutil.rmtree(_PRIVATE_STATE, ignore_errors=True)
+    if not _is_xdist_worker(session.config) and _BPFFS_AT_START:
+        _leave_bpffs_as_found(_BPFFS_AT_START)
 
 
+# Parallel runs (pytest-xdist, scripts/itest.sh; integration/README.md
+# "Parallel and serial"): a test file is the unit of distribution, so its
+# module fixtures are made once, on one worker. Tests that look at the whole
+# machine (snapshots of mounts, cgroups, netns, nft tables, processes), the
+# engine suites with their host-wide leak watch, and tests of host-wide
+# singletons carry the `serial` marker and run alone, after the parallel part.
+SERIAL_DIRS = ("reliability", "engines")
+#: test files that share one fixed resource run on one worker, one after
+#: another: the egress suite's test internet takes 10.213.0.0/24 and
+#: fd77::/64 on a host veth (egress/inet.py)
+SHARED_GROUPS = {"egress": "inet"}
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).resolve().parent
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(here)
+        top = rel.parts[0] if len(rel.parts) > 1 else ""
+        if top in SERIAL_DIRS:
+            item.add_marker(pytest.mark.serial)
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(top, str(rel))))
     if not cfg.IS_RUNC:
         return
     skip = pytest.mark.skip(reason="comet_only: runc does not meet this requirement")
@@ -85,21 +121,26 @@ def _bpffs_mounted() -> bool:
         return False
 
 
-@pytest.fixture(scope="session", autouse=True)
-def leave_bpffs_as_found():
+_BPFFS_AT_START: dict = {}
+
+
+def _bpffs_state() -> dict:
+    mine = fswatch.pin_dir()
+    return {"mounted": _bpffs_mounted(), "had_root": fswatch.PINS.exists(),
+            "had_mine": mine is not None and mine.exists(), "attached": fswatch.attached()}
+
+
+def _leave_bpffs_as_found(before: dict) -> None:
     """The fs events program (runtime/src/fswatch.cpp) pins itself under
     /sys/fs/bpf/comet-runtime and mounts bpffs there when nothing has: the
     suite takes away what it added (this build's pins and link, its
     detacher, bpffs), as the machine was before it. Other builds' pins are
-    not this suite's."""
+    not this suite's. Done once, by the process that ran the session (the
+    xdist controller), after every worker has finished: the pins are one per
+    boot and shared by every pack that runs."""
     pins = fswatch.PINS
     mine = fswatch.pin_dir()
-    was_mounted = _bpffs_mounted()
-    had_root = pins.exists()
-    had_mine = mine is not None and mine.exists()
-    was_attached = fswatch.attached()
-    yield
-    if mine is not None and not was_attached:
+    if mine is not None and not before["attached"]:
         # the detacher a pack's end started, by the pid it wrote; then its link
         pid = fswatch.linger_pid()
         if pid is not None:
@@ -107,12 +148,12 @@ def leave_bpffs_as_found():
         (mine / "link").unlink(missing_ok=True)
         for f in (fswatch.linger_file(), fswatch.idle_file()):
             f.unlink(missing_ok=True)
-    if mine is not None and not had_mine:
+    if mine is not None and not before["had_mine"]:
         shutil.rmtree(mine, ignore_errors=True)
-    if not had_root and pins.exists() and not any(pins.iterdir()):
+    if not before["had_root"] and pins.exists() and not any(pins.iterdir()):
         pins.rmdir()
         Path("/run/comet-runtime/fswatch.lock").unlink(missing_ok=True)
-    if not was_mounted and _bpffs_mounted() and not pins.exists():
+    if not before["mounted"] and _bpffs_mounted() and not pins.exists():
         subprocess.run(["umount", "/sys/fs/bpf"], check=False)
 
 

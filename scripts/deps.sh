@@ -9,11 +9,13 @@ COMET_PACKAGES=(
   libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libmount-dev
   libnftables-dev libcli11-dev libgtest-dev libssl-dev libbpf-dev libelf-dev zlib1g-dev
   # run and test
-  busybox-static python3 python3-pytest iproute2 nftables util-linux procps
+  busybox-static python3 python3-pytest python3-pytest-xdist iproute2 nftables util-linux procps
   # egress (docs/egress.md): user-mode network for containers; the egress tests' DNS server
   passt dnsmasq-base
   # reference runtimes for the benchmarks and the engine suites
   runc crun time
+  # the engine suites (integration/engines): podman, containerd and a CRI client
+  podman containerd python3-grpcio protobuf-compiler python3-grpc-tools python3-yaml
 )
 
 missing=()

@@ -247,6 +247,7 @@ def _alive(pid: int, start: int) -> bool:
     return int(stat.rsplit(")", 1)[1].split()[19]) == start and stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+@pytest.mark.serial  # compares the host's links, nft tables and named netns
 @pytest.mark.parametrize("how", ["delete", "init-exit", "fault-after-nft"])
 def test_cleanup_after_delete(internet, make_pack, harness, how):
     pack = make_pack()

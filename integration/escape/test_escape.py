@@ -61,19 +61,40 @@ def target(request, rt, workdir, packprobe):
     return Target(request.param, rt, workdir, packprobe)
 
 
+def _host_mounts() -> list[str]:
+    """The host's mount table, less what tests running beside this one may
+    mount meanwhile (the suite runs in parallel, integration/README.md):
+    anything in a test's scratch dir (/tmp/cmt*: this test's own is checked
+    by the harness's teardown), named netns (/run/netns, which `ip netns`
+    makes a mount point on first use, and the nsfs mounts in it) and the
+    bpffs the fs events program mounts once per boot. Lines carry the mount
+    id and options, so a remount or a new mount anywhere else shows."""
+    keep = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        f = line.split()
+        mp, fstype = f[4], f[f.index("-") + 1]
+        if mp.startswith("/tmp/cmt") or mp == "/run/netns" or \
+                (fstype == "nsfs" and mp.startswith("/run/netns/")) or \
+                (fstype == "bpf" and mp == "/sys/fs/bpf"):
+            continue
+        keep.append(line)
+    return keep
+
+
 def host_fingerprint() -> dict:
     """What an escape would change: the host's mount table, hostname, clock
     offset is not checked here (see test_set_the_clock)."""
-    mounts = Path("/proc/self/mountinfo").read_text()
-    return {"mounts": hashlib.sha256(mounts.encode()).hexdigest(),
-            "hostname": Path("/proc/sys/kernel/hostname").read_text()}
+    return {"mounts": _host_mounts(), "hostname": Path("/proc/sys/kernel/hostname").read_text()}
 
 
 @pytest.fixture(autouse=True)
 def host_unchanged():
     before = host_fingerprint()
     yield
-    assert host_fingerprint() == before, "the host's mounts or hostname changed"
+    after = host_fingerprint()
+    gone = sorted(set(before["mounts"]) - set(after["mounts"]))
+    new = sorted(set(after["mounts"]) - set(before["mounts"]))
+    assert after == before, f"the host's mounts or hostname changed: gone {gone}, new {new}"
 
 
 def test_remount_root_read_write(target):

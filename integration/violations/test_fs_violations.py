@@ -199,6 +199,7 @@ def test_exit_status_3_under_an_engine(rt, workdir, pack_bundle):
             assert [(e["surface"], e["requested"]) for e in events] == want, events
 
 
+@pytest.mark.serial  # kills the reporter it finds by name: another test's would do
 def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
     # enforcement is the mounts': with the reporter gone, the path is still
     # not there and the write still refused (and a denied fork is ENOSYS)
@@ -223,6 +224,7 @@ def test_a_killed_reporter_opens_nothing(rt, pack, workdir, monkeypatch):
     assert res.rc == 3, res  # a reporter that did not finish: fail closed
 
 
+@pytest.mark.serial  # the program is one per boot: any other pack keeps it attached
 def test_the_program_is_detached_once_nothing_is_watched(rt, pack, workdir):
     # attached while a pack runs and for 10 s after the last one (so that
     # back-to-back packs do not pay a re-attach), then the detacher unpins it;
@@ -377,6 +379,7 @@ def test_the_arm_marker_in_the_image_arms_all_the_same(rt, pack, workdir):
     assert fs_events(ev) == [("fs.read", "/home/x")], ev
 
 
+@pytest.mark.serial  # kills the reporter it finds by name: another test's would do
 def test_a_reporter_killed_under_an_engine_is_status_3(rt, workdir, pack_bundle):
     # the init asks the reporter to drain; no answer means events may be
     # missing: 3, as run does for a reporter that did not finish

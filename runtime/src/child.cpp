@@ -859,6 +859,14 @@ int agent_entry(void* arg) noexcept {
 // blocked from here: the init takes them from a signalfd, the agent gets
 // an empty mask. Sanitizer builds fork instead (ASan cannot follow a
 // CLONE_VM child on a stack it did not make).
+// g++ says __SANITIZE_ADDRESS__, clang only __has_feature(address_sanitizer)
+#if defined(__SANITIZE_ADDRESS__)
+#define COMET_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COMET_ASAN 1
+#endif
+#endif
 [[noreturn]] void start_agent_under_init(AgentTail& t) noexcept {
   const ChildContext& c = *g_ctx;
   sigset_t all;
@@ -866,7 +874,7 @@ int agent_entry(void* arg) noexcept {
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
   ::signal(SIGCHLD, SIG_DFL);  // ignored (inherited), the agent would be reaped unseen
   t.init = ::getpid();
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(COMET_ASAN)
   const pid_t agent = ::fork();
   if (agent == 0) {
     (void)agent_entry(&t);

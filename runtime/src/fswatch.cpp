@@ -70,7 +70,8 @@ std::string pin_dir() {
   return std::string(kPinRoot) + "/" + program_hash();
 }
 
-int quiet_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
+__attribute__((format(printf, 2, 0))) int quiet_print(enum libbpf_print_level level,
+                                                      const char* fmt, va_list ap) {
   if (level != LIBBPF_WARN || !log::debug_enabled()) return 0;
   char buf[512];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
@@ -112,7 +113,10 @@ Result<Pinned> pinned() {
   if (p.prog && p.slot_of && p.rings) return p;
   p = {};
   libbpf_set_print(quiet_print);
-  LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "comet_fswatch");
+  // LIBBPF_OPTS without its GNU statement expression (clang -Wpedantic)
+  bpf_object_open_opts opts{};
+  opts.sz = sizeof opts;
+  opts.object_name = "comet_fswatch";
   bpf_object* obj = bpf_object__open_mem(image().data(), image().size(), &opts);
   if (!obj) return Error::sys(errno, "open the fs watch BPF object");
   struct Closer {
