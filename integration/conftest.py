@@ -124,10 +124,14 @@ def _bpffs_mounted() -> bool:
 _BPFFS_AT_START: dict = {}
 
 
+RUN_ROOT = Path("/run/comet-runtime")
+
+
 def _bpffs_state() -> dict:
     mine = fswatch.pin_dir()
     return {"mounted": _bpffs_mounted(), "had_root": fswatch.PINS.exists(),
-            "had_mine": mine is not None and mine.exists(), "attached": fswatch.attached()}
+            "had_mine": mine is not None and mine.exists(), "attached": fswatch.attached(),
+            "had_run_root": RUN_ROOT.exists()}
 
 
 def _leave_bpffs_as_found(before: dict) -> None:
@@ -155,6 +159,14 @@ def _leave_bpffs_as_found(before: dict) -> None:
         Path("/run/comet-runtime/fswatch.lock").unlink(missing_ok=True)
     if not before["mounted"] and _bpffs_mounted() and not pins.exists():
         subprocess.run(["umount", "/sys/fs/bpf"], check=False)
+    # the runtime's default root, made by the tests that run without --root
+    # (sandbox, the seccomp program cache): gone again if it was not there
+    if not before["had_run_root"] and RUN_ROOT.is_dir():
+        shutil.rmtree(RUN_ROOT / "cache", ignore_errors=True)
+        try:
+            RUN_ROOT.rmdir()
+        except OSError:
+            pass
 
 
 @pytest.fixture(scope="session")
