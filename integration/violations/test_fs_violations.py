@@ -71,7 +71,9 @@ PACK, VERSION = "probe-pack", "0.0.1"
     ("symlink=/home:/workdir/out/h", "EACCES", "fs.write", "/workdir/out/h", "symlink",
      "/workdir/out"),
     # relative to a dirfd closed right after: where it was cannot be told
-    ("stat-at=/:home/x", "ENOENT", "fs.read", "home/x", "newfstatat", None),
+    # once it is closed ("home/x"), and can while it is still open
+    # ("/home/x": the reporter was quicker, as under a loaded machine)
+    ("stat-at=/:home/x", "ENOENT", "fs.read", ("home/x", "/home/x"), "newfstatat", None),
 ])
 def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, surface, requested,
                                       syscall, matched):
@@ -83,6 +85,9 @@ def test_fs_surface_reports_one_event(rt, pack, workdir, flags_dir, op, err, sur
     e = ev[0]
     assert e["type"] == "capability_violation"
     assert e["container"].startswith("pack-") and e["pack"] == {"name": PACK, "version": VERSION}
+    if isinstance(requested, tuple):
+        assert e["requested"] in requested, e
+        requested = e["requested"]
     assert (e["surface"], e["requested"], e["syscall"], e["errno"]) == (
         surface, requested, syscall, err), e
     assert e["matched_entry"] == matched, e
