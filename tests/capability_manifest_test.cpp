@@ -116,6 +116,45 @@ TEST(CapabilityManifest, EgressStarForms) {
   EXPECT_FALSE(r->capabilities.egress.any);
 }
 
+TEST(CapabilityManifest, EgressNeverNamesTheHostOrItsLink) {
+  const std::string head =
+      "apiVersion: soyapack/v0\nname: a\nversion: 0.1.0\n"
+      "runtime: {interpreter: /bin/sh, entrypoint: a.sh}\n";
+  auto with = [&](const std::string& host) {
+    return err(head + "capabilities: {egress: [{host: \"" + host +
+               "\", port: 80, protocol: http}], determinism_tier: side-effect}\n");
+  };
+  const std::pair<const char*, const char*> refused[] = {
+      {"169.254.169.254", "a cloud metadata address"},
+      {"fd00:ec2::254", "a cloud metadata address"},
+      {"::ffff:169.254.169.254", "a cloud metadata address"},
+      {"169.254.1.2", "a link-local address"},
+      {"fe80::1", "a link-local address"},
+      {"127.0.0.1", "a loopback address"},
+      {"127.9.9.9", "a loopback address"},
+      {"::1", "a loopback address"},
+      {"::ffff:127.0.0.1", "a loopback address"},
+      {"0.0.0.0", "the unspecified address"},
+      {"::", "the unspecified address"},
+      {"224.0.0.1", "a multicast address"},
+      {"255.255.255.255", "the broadcast address"},
+  };
+  for (const auto& [host, kind] : refused) {
+    std::string e = with(host);
+    EXPECT_NE(e.find(std::string("\"") + host + "\" is " + kind), std::string::npos)
+        << host << ": " << e;
+    EXPECT_NE(e.find("an egress entry can never name it"), std::string::npos) << e;
+  }
+  for (const char* ok : {"10.1.2.3", "192.0.2.1", "2001:db8::1", "api.test", "169.254.example"})
+    EXPECT_EQ(with(ok), "OK") << ok;
+  // the annotation form (an engine's config) is held to the same rule
+  auto a = capabilities_from_json(
+      R"({"egress":[{"host":"169.254.169.254","port":80,"protocol":"http"}],"determinism_tier":"side-effect"})");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find("a cloud metadata address"), std::string::npos)
+      << a.error().message();
+}
+
 TEST(CapabilityManifest, InlineErrorsHaveFileLineColumnAndPath) {
   const std::string head =
       "apiVersion: soyapack/v0\nname: a\nversion: 0.1.0\n"

@@ -74,6 +74,14 @@ TEST(Violations, EnvelopeHasEveryField) {
   EXPECT_TRUE(j["pack"].is_null());
 }
 
+TEST(Violations, TerminalInjectionIsTheTerminalSurface) {
+  auto c = classify(SYS_ioctl, {0, 0x5412});
+  EXPECT_EQ(c.surface, "terminal");
+  EXPECT_EQ(c.requested, "ioctl(TIOCSTI)");
+  EXPECT_EQ(c.syscall, "ioctl");
+  EXPECT_EQ(classify(SYS_ioctl, {3, (1ULL << 32) | 0x541C}).requested, "ioctl(TIOCLINUX)");
+}
+
 TEST(Violations, Classify) {
   EXPECT_EQ(classify(SYS_fork).surface, "process");
   auto c = classify(SYS_clone, {SIGCHLD});

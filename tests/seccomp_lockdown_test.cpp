@@ -134,6 +134,46 @@ TEST(Lockdown, NetworkNone) {
   EXPECT_EQ(run(p, "socket", {(1ULL << 32) | AF_UNIX, SOCK_STREAM}), kEperm);
 }
 
+TEST(Lockdown, SocketFamiliesOnlyTheOnesNetfilterSees) {
+  cs::LockdownOptions o;
+  o.socket_families = true;
+  auto p = compile(o);
+  EXPECT_EQ(cs::check_filter(p.filter), "");
+  for (uint64_t f : {AF_UNIX, AF_INET, AF_INET6}) {
+    EXPECT_EQ(run(p, "socket", {f, SOCK_STREAM}), kAllow) << f;
+    EXPECT_EQ(run(p, "socketpair", {f, SOCK_STREAM}), kAllow) << f;
+  }
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM, 0 /* NETLINK_ROUTE */}), kAllow);
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM, 9 /* NETLINK_AUDIT */}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM, 12 /* NETLINK_NETFILTER */}), kEperm);
+  for (uint64_t f = 0; f < 64; f++) {
+    if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK) continue;
+    EXPECT_EQ(run(p, "socket", {f, SOCK_STREAM}), kEperm) << f;
+    EXPECT_EQ(run(p, "socketpair", {f, SOCK_STREAM}), kEperm) << f;
+  }
+  // AF_VSOCK behind high bits the kernel ignores: still refused
+  EXPECT_EQ(run(p, "socket", {(1ULL << 32) | AF_VSOCK, SOCK_STREAM}), kEperm);
+  EXPECT_EQ(run(p, "socket", {0xffffffffULL, SOCK_STREAM}), kEperm);
+  // off by default (a sandbox profile with an open network)
+  auto q = compile({});
+  EXPECT_EQ(run(q, "socket", {AF_VSOCK, SOCK_STREAM}), kAllow);
+}
+
+TEST(Lockdown, TerminalInjectionIsRefused) {
+  auto p = compile({});
+  constexpr uint64_t kTiocsti = 0x5412, kTioclinux = 0x541C, kTcgets = 0x5401;
+  EXPECT_EQ(run(p, "ioctl", {0, kTiocsti}), kEperm);
+  EXPECT_EQ(run(p, "ioctl", {7, kTioclinux}), kEperm);
+  // the command is an unsigned int: high bits do not hide it
+  EXPECT_EQ(run(p, "ioctl", {0, (1ULL << 32) | kTiocsti}), kEperm);
+  EXPECT_EQ(run(p, "ioctl", {0, kTcgets}), kAllow);
+  cs::LockdownOptions n;
+  n.notify = true;
+  auto q = compile(n);
+  EXPECT_EQ(run(q, "ioctl", {0, kTiocsti}), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(run(q, "ioctl", {0, kTcgets}), kAllow);
+}
+
 TEST(Lockdown, OtherArchitecturesAreKilled) {
   auto p = compile({});
   uint32_t r = cs::evaluate(p.filter, cs::make_seccomp_data(2, {}, AUDIT_ARCH_I386));

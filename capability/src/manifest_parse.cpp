@@ -169,7 +169,7 @@ Result<Egress> parse_egress(const Reader& r, const Field& f, const std::string& 
     TRY(auto m, r.map(it, ipath, kEgressKeys));
     TRYV(r.require(m, {"host", "port", "protocol"}));
     EgressEntry e;
-    TRY(e.host, checked(r, *m.get("host"), child(ipath, "host"), detail::check_host));
+    TRY(e.host, checked(r, *m.get("host"), child(ipath, "host"), detail::check_egress_host));
     const Field& pf = *m.get("port");
     TRY(long long port, r.integer(pf, child(ipath, "port"), "an integer 1..65535"));
     TRYV(r.check(detail::check_port(port), pf.loc, child(ipath, "port")));

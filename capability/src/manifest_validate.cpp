@@ -62,7 +62,7 @@ Status check_shape(const Manifest& m) {
   }
   for (std::size_t i = 0; i < eg.entries.size(); ++i) {
     const std::string path = index("capabilities.egress", i);
-    c.check(check_host(eg.entries[i].host), path + ".host");
+    c.check(check_egress_host(eg.entries[i].host), path + ".host");
     c.check(check_port(eg.entries[i].port), path + ".port");
   }
   if (!m.profile.empty()) c.check(check_name(m.profile), "profile");

@@ -60,6 +60,10 @@ std::optional<std::string> check_interpreter(std::string_view v);
 std::optional<std::string> check_entrypoint(std::string_view v);
 std::optional<std::string> check_env_key(std::string_view v);
 std::optional<std::string> check_host(std::string_view v);
+// check_host, and never an address of the host or its link: loopback,
+// link-local, a cloud metadata address, unspecified, multicast, broadcast
+// (v4-mapped v6 forms too).
+std::optional<std::string> check_egress_host(std::string_view v);
 std::optional<std::string> check_port(long long v);
 // Any absolute or relative path string is syntactically accepted in fs
 // lists; these two are lint rules (and validate errors).

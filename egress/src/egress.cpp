@@ -178,6 +178,30 @@ Result<std::string> engine_netns(const oci::Spec& spec) {
       "enforced in the host's");
 }
 
+Status refuse_host_netns(int fd, const std::string& what) {
+  struct stat ns;
+  if (::fstat(fd, &ns) < 0) return Error::sys(errno, "stat network namespace " + what);
+  // PID 1 may be beyond the runtime's reach (a more privileged init, or one
+  // in another user namespace: ptrace access to it is refused); its
+  // namespace is compared where it can be seen, the runtime's own always.
+  struct Host {
+    const char* path;
+    bool may_be_hidden;
+  };
+  for (const Host& host : {Host{"/proc/self/ns/net", false}, Host{"/proc/1/ns/net", true}}) {
+    struct stat h;
+    if (::stat(host.path, &h) < 0) {
+      if (host.may_be_hidden && (errno == EACCES || errno == EPERM)) continue;
+      return Error::sys(errno, std::string("stat ") + host.path);
+    }
+    if (h.st_dev == ns.st_dev && h.st_ino == ns.st_ino)
+      return Error::msg("network namespace " + what +
+                        " is the host's (the runtime's own or PID 1's): a network policy "
+                        "cannot be enforced there");
+  }
+  return ok();
+}
+
 bool wants_resolver(const capability::Capabilities& caps) {
   return mode_of(Allowlist(caps.egress)) != Mode::none;
 }
@@ -255,10 +279,13 @@ Status setup(const SetupRequest& req, Handles& h,
   // Our own empty namespace under egress: [] has nothing to filter.
   if (mode == Mode::none && !shared) return ok();
 
-  std::string ns_path =
-      shared ? req.engine_netns : "/proc/" + std::to_string(req.init_pid) + "/ns/net";
+  // The namespace the container's init is in, also when an engine named
+  // it: a path can be swapped between the child's join and this open, a
+  // waiting init cannot. (The engine's path is kept for the teardown.)
+  std::string ns_path = "/proc/" + std::to_string(req.init_pid) + "/ns/net";
   Fd netns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!netns.valid()) return Error::sys(errno, "egress: open network namespace " + ns_path);
+  TRYV(refuse_host_netns(netns.get(), shared ? req.engine_netns : ns_path));
 
   // 1. The ruleset, before the namespace has any way out.
   h.table = table_name(req.id, shared);

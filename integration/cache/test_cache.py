@@ -256,7 +256,7 @@ def test_side_effect_and_unrestricted_never_hit(rt, workdir, agent, tier):
 
 def test_egress_needs_allow_upstream(rt, workdir, agent):
     p = Pack(rt, workdir, agent,
-             manifest(egress="[{host: 127.0.0.1, port: 9, protocol: tcp}]"))
+             manifest(egress="[{host: 192.0.2.1, port: 9, protocol: tcp}]"))
     res = p.run("out=x")
     assert res.rc == 0 and cache_lines(res) == [], res
     res = p.run("out=x", extra=("--cache=allow-upstream",))

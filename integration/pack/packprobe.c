@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -359,6 +360,35 @@ int main(int argc, char **argv) {
         } else if (!strcmp(op, "statfs")) {
             char buf[256];
             RES(op, syscall(SYS_statfs, arg, buf));
+        } else if (!strcmp(op, "socket-family")) {  /* socket-family=FAMILY:TYPE:PROTO */
+            int fam = 0, type = 0, proto = 0;
+            sscanf(arg ? arg : "", "%d:%d:%d", &fam, &type, &proto);
+            errno = 0;
+            int s = socket(fam, type, proto);
+            int e = errno;
+            report(op, s >= 0, e, arg);
+            if (s >= 0) close(s);
+        } else if (!strcmp(op, "tiocsti") || !strcmp(op, "tiocsti-devtty")) {
+            /* tiocsti=TEXT: type TEXT and a newline into fd 0;
+             * tiocsti-devtty=TEXT: into the controlling terminal (/dev/tty);
+             * data says which step failed: "open" or "ioctl" */
+            int fd = 0, ok = 1, e = 0;
+            const char *step = "ioctl";
+            if (!strcmp(op, "tiocsti-devtty") && (fd = open("/dev/tty", O_RDWR | O_NOCTTY)) < 0) {
+                ok = 0;
+                e = errno;
+                step = "open";
+            }
+            for (const char *c = arg ? arg : ""; ok; c++) {
+                char ch = *c ? *c : '\n';
+                if (ioctl(fd, TIOCSTI, &ch) < 0) { ok = 0; e = errno; }
+                if (!*c) break;
+            }
+            if (fd > 0) close(fd);
+            report(op, ok, e, ok ? NULL : step);
+        } else if (!strcmp(op, "tioclinux")) {  /* TIOCLINUX selection paste on fd 0 */
+            char sub = 3; /* TIOCL_PASTESEL */
+            RES(op, ioctl(0, TIOCLINUX, &sub));
         } else if (!strcmp(op, "bind-unix")) {
             int s = socket(AF_UNIX, SOCK_STREAM, 0);
             struct sockaddr_un sa;

@@ -1108,8 +1108,11 @@ void write_time_offsets() {
       ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, ctx.keyring_name.c_str()) < 0 &&
       errno != ENOSYS && errno != EDQUOT && errno != EACCES)
     die(errno, "join session keyring");
+  // A session of its own, with or without a terminal (as runc's init): the
+  // caller's terminal is then not the container's controlling terminal, so
+  // TIOCSTI into an inherited stdin needs CAP_SYS_ADMIN (tty_ioctl(4)).
+  if (::setsid() < 0) die(errno, "setsid");
   if (slave >= 0) {
-    if (::setsid() < 0) die(errno, "setsid");
     if (::ioctl(slave, TIOCSCTTY, 0) < 0) die(errno, "set the controlling terminal");
     for (int fd = 0; fd < 3; fd++)
       if (::dup2(slave, fd) < 0) die(errno, "dup2 the pty");
@@ -1200,7 +1203,10 @@ void write_time_offsets() {
       ::ioctl(slave, TIOCSWINSZ, &ws);
     }
     send_pty_master(master);
-    if (::setsid() < 0) die(errno, "setsid");
+  }
+  // A session of its own, as the init's (above).
+  if (::setsid() < 0) die(errno, "setsid");
+  if (slave >= 0) {
     if (::ioctl(slave, TIOCSCTTY, 0) < 0) die(errno, "set the controlling terminal");
     for (int fd = 0; fd < 3; fd++)
       if (::dup2(slave, fd) < 0) die(errno, "dup2 the pty");

@@ -226,6 +226,7 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
   if (p.lockdown) ctx.layers.push_back("seccomp:lockdown");
   if (lo.exec_lock) ctx.layers.push_back("seccomp:exec-lock");
   if (lo.network_none) ctx.layers.push_back("seccomp:network-none");
+  if (lo.socket_families) ctx.layers.push_back("seccomp:socket-families");
   if (lo.notify) ctx.layers.push_back("seccomp:report");
 
   // Read-deny verification lists (child.cpp verify_confinement()).

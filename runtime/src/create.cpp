@@ -295,10 +295,16 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRY(listener, high(std::move(l), min_fd, "seccomp listener"));
   }
   std::vector<UniqueFd> join_fds;
+  // A network policy (capabilities, or a restricted profile) is never
+  // enforced in the host's namespace, however the config names it: checked
+  // on the very fd the child joins.
+  const bool netns_enforced = policy && policy->network != capability::NetworkPolicy::open;
   for (auto& j : ctx.joins) {
     int fd = ::open(j.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Error::sys(errno, "open namespace " + j.path);
     TRY(UniqueFd h, high(UniqueFd(fd), min_fd, j.path));
+    if (netns_enforced && j.clone_flag == CLONE_NEWNET)
+      TRYV(egress::refuse_host_netns(h.get(), j.path));
     j.fd = h.get();
     join_fds.push_back(std::move(h));
   }

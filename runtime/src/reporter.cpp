@@ -181,6 +181,8 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
   lo.namespaces = p.lockdown;
   lo.exec_lock = p.exec.has_value();
   lo.network_none = p.network == capability::NetworkPolicy::none;
+  // Under a network policy only the families netfilter sees (and unix).
+  lo.socket_families = p.network != capability::NetworkPolicy::open;
   const char* env = std::getenv("COMET_VIOLATION_REPORTING");
   lo.notify = !base_has_listener && !(env && std::strcmp(env, "off") == 0);
   return lo;

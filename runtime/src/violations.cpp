@@ -182,6 +182,13 @@ Classified classify(int nr, const std::uint64_t a[6]) {
     c.surface = "device";
     c.requested = std::string((mode & 0170000) == 0060000 ? "block " : "char ") +
                   std::to_string(major) + ":" + std::to_string(minor);
+  } else if (s == "ioctl") {
+    // the lock-down's only ioctl rules: terminal injection
+    const std::uint32_t req = low32(a[1]);
+    c.surface = "terminal";
+    c.requested = req == 0x5412   ? "ioctl(TIOCSTI)"
+                  : req == 0x541C ? "ioctl(TIOCLINUX)"
+                                  : "ioctl(" + std::to_string(req) + ")";
   } else if (s == "unshare") {
     c.surface = "namespace";
     c.requested = "unshare(" + ns_flags(low32(a[0])) + ")";

@@ -198,9 +198,11 @@ constexpr uint64_t kAfUnix = 1;
 constexpr uint64_t kAfPacket = 17;
 constexpr uint64_t kSockTypeMask = 0xf;
 constexpr uint64_t kSockRaw = 3;
-constexpr uint64_t kModeFmt = 0170000;  // S_IFMT
-constexpr uint64_t kModeChr = 0020000;  // S_IFCHR
-constexpr uint64_t kModeBlk = 0060000;  // S_IFBLK
+constexpr uint64_t kModeFmt = 0170000;   // S_IFMT
+constexpr uint64_t kModeChr = 0020000;   // S_IFCHR
+constexpr uint64_t kModeBlk = 0060000;   // S_IFBLK
+constexpr uint64_t kTiocsti = 0x5412;    // TIOCSTI: push input into a terminal
+constexpr uint64_t kTioclinux = 0x541C;  // TIOCLINUX: the console's selection paste
 
 }  // namespace
 
@@ -235,6 +237,12 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
         p.syscalls.push_back(deny({"mknod"}, EPERM, {masked(1, kModeFmt, type)}));
         p.syscalls.push_back(deny({"mknodat"}, EPERM, {masked(2, kModeFmt, type)}));
       }
+      // Terminal injection: a confined process that reaches a terminal it
+      // shares with a person (an inherited stdin) must not type into it
+      // (what it pushes runs as that person when the run ends). The command
+      // is an unsigned int: 32 bits.
+      for (uint64_t req : {kTiocsti, kTioclinux})
+        p.syscalls.push_back(deny({"ioctl"}, EPERM, {masked(1, kLow32, req)}));
     }
     // clone3 keeps its flags behind a pointer: ENOSYS, and libc falls back
     // to clone(2), whose flags the rules above and below can see. Not a
@@ -263,6 +271,24 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       c.names = {"connect"};
       c.action = "SCMP_ACT_NOTIFY";
       p.syscalls.push_back(std::move(c));
+    }
+    if (o.socket_families) {
+      // Families by value: 0 (AF_UNSPEC), 3..9, 11..15 one by one, and 17
+      // (AF_PACKET) and up as one range. A 64-bit >= on the 32-bit family
+      // can only refuse more (junk in the upper half), never less.
+      constexpr uint64_t kAfInet6 = 10, kAfNetlink = 16, kAfFirstAbove = 17;
+      for (const char* call : {"socket", "socketpair"}) {
+        for (uint64_t f = 0; f < kAfFirstAbove; f++) {
+          if (f == kAfUnix || f == 2 /* AF_INET */ || f == kAfInet6 || f == kAfNetlink) continue;
+          p.syscalls.push_back(deny({call}, EPERM, {masked(0, kLow32, f)}));
+        }
+        oci::SeccompArg above = arg(0, kAfFirstAbove, "SCMP_CMP_GE");
+        p.syscalls.push_back(deny({call}, EPERM, {above}));
+      }
+      // NETLINK_ROUTE (0) only: getaddrinfo's AI_ADDRCONFIG, if_nameindex.
+      oci::SeccompArg nl = masked(0, kLow32, kAfNetlink);
+      oci::SeccompArg proto = arg(2, 0, "SCMP_CMP_NE");
+      p.syscalls.push_back(deny({"socket"}, EPERM, {nl, proto}));
     }
     if (o.network_none) {
       // Only AF_UNIX sockets can exist, so connect, bind, listen, accept and

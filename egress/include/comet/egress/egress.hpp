@@ -50,6 +50,14 @@ Result<std::optional<capability::Capabilities>> capabilities_of(const oci::Spec&
 // network namespace at all (an allowlist cannot be enforced in the host's).
 Result<std::string> engine_netns(const oci::Spec& spec);
 
+// An error when the network namespace open at `fd` (named `what` in the
+// message) is the runtime's own or PID 1's: a network policy is enforced
+// inside a namespace of the container's, and the host's can never be one.
+// By identity (st_dev, st_ino of the nsfs inode), so no path names it
+// round the check: /proc/self/ns/net, /proc/<host pid>/ns/net, a symlink,
+// a bind mount of it.
+Status refuse_host_netns(int fd, const std::string& what);
+
 // Whether the container gets a DNS resolver (every mode but "none").
 bool wants_resolver(const capability::Capabilities& caps);
 

@@ -79,11 +79,16 @@ oci::Seccomp docker_default_profile() noexcept;
 //                 unshare, setns, clone with namespace flags, ptrace,
 //                 process_vm_*, pidfd_getfd, bpf, perf_event_open,
 //                 userfaultfd, keyrings, kexec, modules, clock setting,
-//                 io_uring, AF_PACKET and SOCK_RAW sockets: EPERM
+//                 io_uring, AF_PACKET and SOCK_RAW sockets, ioctl TIOCSTI
+//                 and TIOCLINUX (terminal injection): EPERM
 //   clone3        always ENOSYS (libc falls back to clone)
 //   exec_lock     fork, vfork, memfd_create and clone without CLONE_THREAD:
 //                 EPERM (threads still work)
 //   network_none  socket/socketpair of any family but AF_UNIX: EPERM
+//   socket_families  socket/socketpair of any family but AF_UNIX, AF_INET,
+//                 AF_INET6 and AF_NETLINK (NETLINK_ROUTE only, what glibc
+//                 asks for): EPERM. AF_VSOCK, AF_PACKET, AF_BLUETOOTH, ...
+//                 leave the host outside netfilter.
 // Integer arguments are compared as the 32-bit values the kernel reads.
 //   notify        report violations (runtime/src/reporter.hpp): every rule
 //                 above except clone3 is SCMP_ACT_NOTIFY instead of
@@ -100,6 +105,7 @@ struct LockdownOptions {
   bool namespaces = true;
   bool exec_lock = false;
   bool network_none = false;
+  bool socket_families = false;
   bool notify = false;
 };
 inline constexpr const char* kReporterListener = "comet-runtime:reporter";
