@@ -58,14 +58,16 @@ def pytest_sessionstart(session):
     # Each process gets its own (every pytest-xdist worker too): a flag one
     # test raises must never show in another test's run. A value the
     # caller set is kept; one that the controller set for itself is not
-    # inherited by its workers (_COMET_SUITE_STATE marks it as ours).
+    # inherited by its workers (_COMET_SUITE_STATE names the ones it set).
     global _PRIVATE_STATE
     _PRIVATE_STATE = tempfile.mkdtemp(prefix="comet-test-varlib-", dir="/tmp")
-    ours = os.environ.get("_COMET_SUITE_STATE")
+    ours = set(os.environ.get("_COMET_SUITE_STATE", "").split(","))
+    mine = []
     for var, sub in (("COMET_FLAGS_DIR", "flags"), ("COMET_ROOTFS_CACHE", "rootfs")):
-        if var not in os.environ or ours:
+        if var not in os.environ or var in ours:
             os.environ[var] = os.path.join(_PRIVATE_STATE, sub)
-    os.environ["_COMET_SUITE_STATE"] = "1"
+            mine.append(var)
+    os.environ["_COMET_SUITE_STATE"] = ",".join(mine)
     global _CACHE_FROM_USER
     _CACHE_FROM_USER = "COMET_CACHE_DIR" in os.environ
     if os.geteuid() != 0:

@@ -51,6 +51,7 @@ wall=$(((seconds * ${#targets[@]} + cores - 1) / cores))
 
 failed=0
 pids=()
+ran=()
 for t in "${targets[@]}"; do
   bin="$build/tests/fuzz/fuzz_$t"
   seeds="$top/tests/fuzz/corpus/$t"
@@ -74,22 +75,27 @@ for t in "${targets[@]}"; do
   fi
   cp "$seeds"/* "$work/corpus/"
   # 2. fuzzing, all targets at once
-  ("$bin" -max_total_time="$wall" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1
-    echo $? >"$work/rc") &
+  #    (the status is written whatever it is: errexit would end the
+  #    subshell before it, and the target would go unreported)
+  (
+    rc=0
+    "$bin" -max_total_time="$wall" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1 || rc=$?
+    echo "$rc" >"$work/rc"
+  ) &
   pids+=($!)
+  ran+=("$t")
 done
-((${#pids[@]})) && wait "${pids[@]}"
+((${#pids[@]})) && { wait "${pids[@]}" || true; }
 
-for t in "${targets[@]}"; do
+for t in "${ran[@]}"; do
   work="$build/fuzz-work/$t"
-  [[ -f $work/rc ]] || continue
-  rc=$(cat "$work/rc")
+  rc=$(cat "$work/rc" 2>/dev/null || echo "no status")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
   corpus=$(find "$work/corpus" -type f | wc -l)
   mapfile -t crashes < <(find "$work/artifacts" -type f | sort)
   n=${#crashes[@]}
-  if ((rc != 0 && n == 0)); then
+  if [[ $rc != 0 ]] && ((n == 0)); then
     n=1
     crashes=("(exit $rc, no artifact; see $work/log)")
   fi

@@ -138,6 +138,10 @@ TEST(CapabilityManifest, EgressNeverNamesTheHostOrItsLink) {
       {"::", "the unspecified address"},
       {"224.0.0.1", "a multicast address"},
       {"255.255.255.255", "the broadcast address"},
+      {"240.0.0.1", "a reserved address"},
+      {"::ffff:8.8.8.8", "an IPv4-mapped address"},
+      {"64:ff9b::169.254.169.254", "a cloud metadata address (inside a NAT64 address)"},
+      {"2002:7f00:1::1", "a loopback address (inside a 6to4 address)"},
   };
   for (const auto& [host, kind] : refused) {
     std::string e = with(host);

@@ -177,6 +177,16 @@ TEST(EgressAnswer, RebindingToLocalAddressesIsNeverPinned) {
   ASSERT_EQ(d6.pins.size(), 1u);
   EXPECT_EQ(d6.pins[0].address, "fd00::7");
   EXPECT_TRUE(d6.pins[0].v6);
+  // the rule is the manifest literals' (capability/address.hpp): AWS's IPv6
+  // metadata address, and local IPv4 inside NAT64 and 6to4
+  std::vector<uint8_t> imds6 = {0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
+  std::vector<uint8_t> nat64 = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0, 169, 254, 169, 254};
+  std::vector<uint8_t> six2four = {0x20, 0x02, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  auto d7 = answer(pack(), q6,
+                   upstream_for(q6, {a("api.test", imds6), a("api.test", nat64),
+                                     a("api.test", six2four), a("api.test", good)}));
+  ASSERT_EQ(d7.pins.size(), 1u);
+  EXPECT_EQ(d7.pins[0].address, "fd00::7");
 }
 
 TEST(EgressAnswer, UpstreamErrorsAndMismatches) {

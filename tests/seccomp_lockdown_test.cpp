@@ -116,6 +116,14 @@ TEST(Lockdown, SocketsAreComparedAs32BitValues) {
   EXPECT_EQ(run(p, "socket", {(1ULL << 32) | AF_PACKET, SOCK_DGRAM}), kEperm);
   EXPECT_EQ(run(p, "socket", {AF_INET, SOCK_RAW}), kEperm);
   EXPECT_EQ(run(p, "socket", {AF_INET6, SOCK_RAW | SOCK_CLOEXEC}), kEperm);
+  // SOCK_PACKET: a packet socket whatever the family
+  EXPECT_EQ(run(p, "socket", {AF_INET, SOCK_PACKET}), kEperm);
+  // netlink's SOCK_RAW is its datagram type (glibc's getaddrinfo, getifaddrs)
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0}), kAllow);
+  EXPECT_EQ(run(p, "socket", {(1ULL << 32) | AF_NETLINK, SOCK_RAW, 0}), kEperm);
+  // other netlink protocols stay refused as raw sockets, whatever the policy
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_RAW, 12 /* NETLINK_NETFILTER */}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */}), kEperm);
   EXPECT_EQ(run(p, "socket", {AF_INET, SOCK_STREAM}), kAllow);
   EXPECT_EQ(run(p, "socket", {AF_UNIX, SOCK_STREAM}), kAllow);
 }
@@ -144,7 +152,9 @@ TEST(Lockdown, SocketFamiliesOnlyTheOnesNetfilterSees) {
     EXPECT_EQ(run(p, "socketpair", {f, SOCK_STREAM}), kAllow) << f;
   }
   EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM, 0 /* NETLINK_ROUTE */}), kAllow);
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0}), kAllow);  // glibc's
   EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM, 9 /* NETLINK_AUDIT */}), kEperm);
+  EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */}), kEperm);
   EXPECT_EQ(run(p, "socket", {AF_NETLINK, SOCK_DGRAM, 12 /* NETLINK_NETFILTER */}), kEperm);
   for (uint64_t f = 0; f < 64; f++) {
     if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK) continue;
@@ -157,6 +167,40 @@ TEST(Lockdown, SocketFamiliesOnlyTheOnesNetfilterSees) {
   // off by default (a sandbox profile with an open network)
   auto q = compile({});
   EXPECT_EQ(run(q, "socket", {AF_VSOCK, SOCK_STREAM}), kAllow);
+}
+
+TEST(Lockdown, NetworkNoneWithTheFamilyListAsPacksGetIt) {
+  // network none sets both (reporter.cpp lockdown_options): the two sets of
+  // rules on socket's family must not shadow each other in libseccomp's tree
+  for (bool notify : {false, true}) {
+    cs::LockdownOptions o;
+    o.network_none = true;
+    o.socket_families = true;
+    o.exec_lock = true;
+    o.notify = notify;
+    auto p = compile(o);
+    const uint32_t refused = notify ? SECCOMP_RET_USER_NOTIF : kEperm;
+    for (uint64_t f : {AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK, AF_PACKET, 0, 63})
+      for (uint64_t t : {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW}) {
+        EXPECT_EQ(run(p, "socket", {f, t}), refused) << f << " " << t;
+        EXPECT_EQ(run(p, "socketpair", {f, t}), refused) << f << " " << t;
+      }
+    EXPECT_EQ(run(p, "socket", {AF_UNIX, SOCK_STREAM}), kAllow);
+    EXPECT_EQ(run(p, "socket", {AF_UNIX, SOCK_DGRAM}), kAllow);
+    EXPECT_EQ(run(p, "socketpair", {AF_UNIX, SOCK_STREAM}), kAllow);
+    EXPECT_EQ(run(p, "socket", {AF_UNIX, SOCK_RAW}), refused);
+  }
+  // and an egress policy: the family list without network none
+  cs::LockdownOptions e;
+  e.socket_families = true;
+  e.notify = true;
+  auto q = compile(e);
+  EXPECT_EQ(run(q, "socket", {AF_INET, SOCK_STREAM}), kAllow);
+  EXPECT_EQ(run(q, "socket", {AF_INET6, SOCK_DGRAM}), kAllow);
+  EXPECT_EQ(run(q, "socket", {AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0}), kAllow);
+  EXPECT_EQ(run(q, "socket", {AF_INET, SOCK_RAW}), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(run(q, "socket", {AF_VSOCK, SOCK_STREAM}), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(run(q, "socket", {AF_NETLINK, SOCK_RAW, 12}), SECCOMP_RET_USER_NOTIF);
 }
 
 TEST(Lockdown, TerminalInjectionIsRefused) {

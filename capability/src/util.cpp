@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "comet/capability/address.hpp"
 #include "comet/capability/manifest.hpp"
 
 namespace comet::capability::detail {
@@ -279,51 +280,8 @@ bool all_digits_and_dots(std::string_view s) {
 
 }  // namespace
 
-// What an IP literal must never be in an egress entry: an address of the
-// host itself, or of the link the host sits on, where a cloud's metadata
-// service answers (169.254.169.254, AWS's fd00:ec2::254). Nothing in a pack
-// can reach these; naming one is a mistake or an attempt.
-static std::optional<std::string> local_address_kind(std::string_view host) {
-  std::string h(host);
-  if (!h.empty() && h.back() == '.') h.pop_back();
-  in_addr a4{};
-  in6_addr a6{};
-  uint32_t v4 = 0;
-  bool is4 = false;
-  if (inet_pton(AF_INET, h.c_str(), &a4) == 1) {
-    v4 = ntohl(a4.s_addr);
-    is4 = true;
-  } else if (inet_pton(AF_INET6, h.c_str(), &a6) == 1) {
-    const uint8_t* b = a6.s6_addr;
-    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    static const uint8_t kMetadata6[16] = {0xfd, 0, 0x0e, 0xc2, 0, 0, 0,    0,
-                                           0,    0, 0,    0,    0, 0, 0x02, 0x54};
-    if (std::memcmp(b, kMapped, 12) == 0) {
-      v4 = (uint32_t{b[12]} << 24) | (uint32_t{b[13]} << 16) | (uint32_t{b[14]} << 8) | b[15];
-      is4 = true;
-    } else {
-      if (std::memcmp(b, kMetadata6, 16) == 0) return "a cloud metadata address";
-      if (IN6_IS_ADDR_UNSPECIFIED(&a6)) return "the unspecified address";
-      if (IN6_IS_ADDR_LOOPBACK(&a6)) return "a loopback address";
-      if (IN6_IS_ADDR_LINKLOCAL(&a6)) return "a link-local address";
-      if (IN6_IS_ADDR_MULTICAST(&a6)) return "a multicast address";
-      return std::nullopt;
-    }
-  } else {
-    return std::nullopt;
-  }
-  if (!is4) return std::nullopt;
-  if (v4 == 0xa9fea9feU) return "a cloud metadata address";  // 169.254.169.254
-  if ((v4 >> 24) == 0) return "the unspecified address";     // 0.0.0.0/8
-  if ((v4 >> 24) == 127) return "a loopback address";
-  if ((v4 >> 16) == 0xa9fe) return "a link-local address";  // 169.254.0.0/16
-  if ((v4 >> 28) == 0xe) return "a multicast address";      // 224.0.0.0/4
-  if (v4 == 0xffffffffU) return "the broadcast address";
-  return std::nullopt;
-}
-
 std::optional<std::string> check_egress_host(std::string_view v) {
-  if (auto kind = local_address_kind(v))
+  if (auto kind = refused_literal_kind(v))
     return quote(v) + " is " + *kind + ": an egress entry can never name it";
   return check_host(v);
 }

@@ -60,9 +60,8 @@ std::optional<std::string> check_interpreter(std::string_view v);
 std::optional<std::string> check_entrypoint(std::string_view v);
 std::optional<std::string> check_env_key(std::string_view v);
 std::optional<std::string> check_host(std::string_view v);
-// check_host, and never an address of the host or its link: loopback,
-// link-local, a cloud metadata address, unspecified, multicast, broadcast
-// (v4-mapped v6 forms too).
+// check_host, and never an address a pack may not reach
+// (refused_literal_kind, comet/capability/address.hpp).
 std::optional<std::string> check_egress_host(std::string_view v);
 std::optional<std::string> check_port(long long v);
 // Any absolute or relative path string is syntactically accepted in fs

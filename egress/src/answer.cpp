@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <set>
 
+#include "comet/capability/address.hpp"
+
 namespace comet::egress {
 
 using dns::Message;
@@ -41,25 +43,8 @@ Message upstream_query(const Message& q, uint16_t id) {
 }
 
 bool unpinnable(const std::vector<uint8_t>& a) {
-  if (a.size() == 4) {
-    uint8_t b0 = a[0];
-    if (b0 == 0 || b0 == 127) return true;      // this host, loopback
-    if (b0 == 169 && a[1] == 254) return true;  // link-local
-    if (b0 >= 224) return true;                 // multicast, reserved, broadcast
-    return false;
-  }
-  if (a.size() == 16) {
-    static const uint8_t zero[16] = {};
-    if (std::equal(a.begin(), a.end(), zero)) return true;                       // ::
-    if (std::equal(a.begin(), a.begin() + 15, zero) && a[15] == 1) return true;  // ::1
-    if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) return true;                      // fe80::/10
-    if (a[0] == 0xff) return true;                                               // multicast
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (std::equal(a.begin(), a.begin() + 12, mapped)) return true;  // ::ffff:a.b.c.d
-    if (std::equal(a.begin(), a.begin() + 12, zero)) return true;    // ::a.b.c.d (deprecated)
-    return false;
-  }
-  return true;
+  // one rule with the manifest's IP literals (comet/capability/address.hpp)
+  return capability::refused_address_kind(a.data(), a.size()).has_value();
 }
 
 std::string address_text(const std::vector<uint8_t>& a) {

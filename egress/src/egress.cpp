@@ -182,7 +182,8 @@ Status refuse_host_netns(int fd, const std::string& what) {
   struct stat ns;
   if (::fstat(fd, &ns) < 0) return Error::sys(errno, "stat network namespace " + what);
   // PID 1 may be beyond the runtime's reach (a more privileged init, or one
-  // in another user namespace: ptrace access to it is refused); its
+  // in another user namespace: ptrace access to it is refused; a procfs
+  // mounted hidepid=invisible does not show it); its
   // namespace is compared where it can be seen, the runtime's own always.
   struct Host {
     const char* path;
@@ -191,7 +192,7 @@ Status refuse_host_netns(int fd, const std::string& what) {
   for (const Host& host : {Host{"/proc/self/ns/net", false}, Host{"/proc/1/ns/net", true}}) {
     struct stat h;
     if (::stat(host.path, &h) < 0) {
-      if (host.may_be_hidden && (errno == EACCES || errno == EPERM)) continue;
+      if (host.may_be_hidden && (errno == EACCES || errno == EPERM || errno == ENOENT)) continue;
       return Error::sys(errno, std::string("stat ") + host.path);
     }
     if (h.st_dev == ns.st_dev && h.st_ino == ns.st_ino)

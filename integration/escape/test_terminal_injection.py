@@ -134,7 +134,10 @@ def test_plain_run_process_cannot_type_into_the_callers_terminal(rt, bundle, wor
     screen = in_a_terminal(cmd, workdir)
     assert not marker.exists(), f"the container typed into the caller's terminal:\n{screen}"
     refused(screen, "tiocsti-devtty")
-    assert report_of(screen, "tiocsti")["errno"] == "EPERM", screen  # stdin is the terminal
+    # stdin is the terminal: EPERM (not the controlling terminal, no
+    # CAP_SYS_ADMIN), or EIO where the kernel has TIOCSTI off altogether
+    # (dev.tty.legacy_tiocsti=0)
+    assert report_of(screen, "tiocsti")["errno"] in ("EPERM", "EIO"), screen
     assert "RC=0 DONE" in screen, screen
 
 

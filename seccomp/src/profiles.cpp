@@ -198,6 +198,8 @@ constexpr uint64_t kAfUnix = 1;
 constexpr uint64_t kAfPacket = 17;
 constexpr uint64_t kSockTypeMask = 0xf;
 constexpr uint64_t kSockRaw = 3;
+constexpr uint64_t kSockPacket = 10;
+constexpr uint64_t kAfNetlink = 16;
 constexpr uint64_t kModeFmt = 0170000;   // S_IFMT
 constexpr uint64_t kModeChr = 0020000;   // S_IFCHR
 constexpr uint64_t kModeBlk = 0060000;   // S_IFBLK
@@ -229,7 +231,27 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       for (uint64_t f : kCloneNamespaceFlags)
         p.syscalls.push_back(deny({"clone"}, EPERM, {masked(kCloneFlagsArg, f, f)}));
       p.syscalls.push_back(deny({"socket"}, EPERM, {masked(0, kLow32, kAfPacket)}));
-      p.syscalls.push_back(deny({"socket"}, EPERM, {masked(1, kSockTypeMask, kSockRaw)}));
+      // SOCK_RAW, but for NETLINK_ROUTE, where SOCK_RAW is the ordinary
+      // datagram type glibc opens (getaddrinfo's AI_ADDRCONFIG, getifaddrs):
+      // it reads this netns's links and addresses, and changing them needs
+      // CAP_NET_ADMIN. The families one by one below netlink and as a
+      // range (>=) above it: libseccomp cannot stack a "!=" on the family
+      // with the network-none rule's own "!=" (the second would never be
+      // reached; Lockdown.NetworkNone catches it). A 64-bit ">=" on the
+      // 32-bit family can only refuse more (junk in the upper half). And
+      // SOCK_PACKET (10), which the kernel turns into a packet socket
+      // whatever the family says.
+      for (uint64_t f = 0; f < kAfNetlink + 1; f++)
+        if (f != kAfNetlink)
+          p.syscalls.push_back(
+              deny({"socket"}, EPERM, {masked(0, kLow32, f), masked(1, kSockTypeMask, kSockRaw)}));
+      p.syscalls.push_back(
+          deny({"socket"}, EPERM,
+               {arg(0, kAfNetlink + 1, "SCMP_CMP_GE"), masked(1, kSockTypeMask, kSockRaw)}));
+      p.syscalls.push_back(deny({"socket"}, EPERM,
+                                {masked(1, kSockTypeMask, kSockRaw), masked(0, kLow32, kAfNetlink),
+                                 arg(2, 0, "SCMP_CMP_NE")}));
+      p.syscalls.push_back(deny({"socket"}, EPERM, {masked(1, kSockTypeMask, kSockPacket)}));
       // Device nodes: no capability allows them here (EPERM anyway); as a
       // rule they are reported (surface "device"). The kernel reads the
       // mode as 16 bits, and the file-type bits are inside those.
@@ -276,7 +298,7 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       // Families by value: 0 (AF_UNSPEC), 3..9, 11..15 one by one, and 17
       // (AF_PACKET) and up as one range. A 64-bit >= on the 32-bit family
       // can only refuse more (junk in the upper half), never less.
-      constexpr uint64_t kAfInet6 = 10, kAfNetlink = 16, kAfFirstAbove = 17;
+      constexpr uint64_t kAfInet6 = 10, kAfFirstAbove = 17;
       for (const char* call : {"socket", "socketpair"}) {
         for (uint64_t f = 0; f < kAfFirstAbove; f++) {
           if (f == kAfUnix || f == 2 /* AF_INET */ || f == kAfInet6 || f == kAfNetlink) continue;
