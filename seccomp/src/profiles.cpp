@@ -4,6 +4,8 @@
 // CAP_SYS_PTRACE, CAP_SYS_MODULE, ...) and a kernel >= 4.8.
 #include <algorithm>
 #include <cerrno>
+#include <initializer_list>
+#include <optional>
 #include <string_view>
 
 #include "comet/seccomp/seccomp.hpp"
@@ -199,12 +201,39 @@ constexpr uint64_t kAfPacket = 17;
 constexpr uint64_t kSockTypeMask = 0xf;
 constexpr uint64_t kSockRaw = 3;
 constexpr uint64_t kSockPacket = 10;
+constexpr uint64_t kAfInet = 2;
+constexpr uint64_t kAfInet6 = 10;
 constexpr uint64_t kAfNetlink = 16;
 constexpr uint64_t kModeFmt = 0170000;   // S_IFMT
 constexpr uint64_t kModeChr = 0020000;   // S_IFCHR
 constexpr uint64_t kModeBlk = 0060000;   // S_IFBLK
 constexpr uint64_t kTiocsti = 0x5412;    // TIOCSTI: push input into a terminal
 constexpr uint64_t kTioclinux = 0x541C;  // TIOCLINUX: the console's selection paste
+
+// Rules (names and conditions; the caller picks the action) that match
+// `call` with a socket family other than the `allowed` ones, each also with
+// `extra` when given. Every allowed family is below AF_PACKET (17): the
+// families under it one by one, 17 and up as one ">=" range. Equalities
+// and a range, never "!=": libseccomp cannot stack a "!=" on the family
+// beside another rule's "!=" (network none's), the second is never reached.
+// A 64-bit compare of the 32-bit family can only refuse more (junk in the
+// upper half), never less.
+std::vector<oci::SeccompSyscall> refuse_families(const char* call,
+                                                 std::initializer_list<uint64_t> allowed,
+                                                 std::optional<oci::SeccompArg> extra = {}) {
+  std::vector<oci::SeccompSyscall> out;
+  auto rule = [&](oci::SeccompArg family) {
+    oci::SeccompSyscall r;
+    r.names = {call};
+    r.args = {std::move(family)};
+    if (extra) r.args.push_back(*extra);
+    out.push_back(std::move(r));
+  };
+  for (uint64_t f = 0; f < kAfPacket; f++)
+    if (std::find(allowed.begin(), allowed.end(), f) == allowed.end()) rule(masked(0, kLow32, f));
+  rule(arg(0, kAfPacket, "SCMP_CMP_GE"));
+  return out;
+}
 
 }  // namespace
 
@@ -234,20 +263,11 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       // SOCK_RAW, but for NETLINK_ROUTE, where SOCK_RAW is the ordinary
       // datagram type glibc opens (getaddrinfo's AI_ADDRCONFIG, getifaddrs):
       // it reads this netns's links and addresses, and changing them needs
-      // CAP_NET_ADMIN. The families one by one below netlink and as a
-      // range (>=) above it: libseccomp cannot stack a "!=" on the family
-      // with the network-none rule's own "!=" (the second would never be
-      // reached; Lockdown.NetworkNone catches it). A 64-bit ">=" on the
-      // 32-bit family can only refuse more (junk in the upper half). And
+      // CAP_NET_ADMIN (refuse_families: why not a "!=" on the family). And
       // SOCK_PACKET (10), which the kernel turns into a packet socket
       // whatever the family says.
-      for (uint64_t f = 0; f < kAfNetlink + 1; f++)
-        if (f != kAfNetlink)
-          p.syscalls.push_back(
-              deny({"socket"}, EPERM, {masked(0, kLow32, f), masked(1, kSockTypeMask, kSockRaw)}));
-      p.syscalls.push_back(
-          deny({"socket"}, EPERM,
-               {arg(0, kAfNetlink + 1, "SCMP_CMP_GE"), masked(1, kSockTypeMask, kSockRaw)}));
+      for (auto& r : refuse_families("socket", {kAfNetlink}, masked(1, kSockTypeMask, kSockRaw)))
+        p.syscalls.push_back(deny(r.names, EPERM, r.args));
       p.syscalls.push_back(deny({"socket"}, EPERM,
                                 {masked(1, kSockTypeMask, kSockRaw), masked(0, kLow32, kAfNetlink),
                                  arg(2, 0, "SCMP_CMP_NE")}));
@@ -295,18 +315,9 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       p.syscalls.push_back(std::move(c));
     }
     if (o.socket_families) {
-      // Families by value: 0 (AF_UNSPEC), 3..9, 11..15 one by one, and 17
-      // (AF_PACKET) and up as one range. A 64-bit >= on the 32-bit family
-      // can only refuse more (junk in the upper half), never less.
-      constexpr uint64_t kAfInet6 = 10, kAfFirstAbove = 17;
-      for (const char* call : {"socket", "socketpair"}) {
-        for (uint64_t f = 0; f < kAfFirstAbove; f++) {
-          if (f == kAfUnix || f == 2 /* AF_INET */ || f == kAfInet6 || f == kAfNetlink) continue;
-          p.syscalls.push_back(deny({call}, EPERM, {masked(0, kLow32, f)}));
-        }
-        oci::SeccompArg above = arg(0, kAfFirstAbove, "SCMP_CMP_GE");
-        p.syscalls.push_back(deny({call}, EPERM, {above}));
-      }
+      for (const char* call : {"socket", "socketpair"})
+        for (auto& r : refuse_families(call, {kAfUnix, kAfInet, kAfInet6, kAfNetlink}))
+          p.syscalls.push_back(deny(r.names, EPERM, r.args));
       // NETLINK_ROUTE (0) only: getaddrinfo's AI_ADDRCONFIG, if_nameindex.
       oci::SeccompArg nl = masked(0, kLow32, kAfNetlink);
       oci::SeccompArg proto = arg(2, 0, "SCMP_CMP_NE");
