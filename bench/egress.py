@@ -98,7 +98,7 @@ def env():
 def run_container(root: Path, bundle: Path, cid: str, work: Path, unfilter: bool) -> list[dict]:
     out = work / f"{cid}.out"
     with open(out, "w") as f:
-        subprocess.run([str(COMET), "--root", str(root), "create", "--bundle", str(bundle), cid],
+        subprocess.run([str(COMET), "--root", str(root), "create", "--net-helper", "--bundle", str(bundle), cid],
                        stdout=f, stderr=subprocess.STDOUT, check=True, env=env(), timeout=30)
     try:
         if unfilter:
@@ -121,7 +121,7 @@ def run_container(root: Path, bundle: Path, cid: str, work: Path, unfilter: bool
 
 def ruleset_ms(root: Path, bundle: Path, cid: str) -> float:
     # stdio to /dev/null: the init inherits it (a pipe would never close)
-    subprocess.run([str(COMET), "--root", str(root), "create", "--bundle", str(bundle), cid],
+    subprocess.run([str(COMET), "--root", str(root), "create", "--net-helper", "--bundle", str(bundle), cid],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=True, env=env(), timeout=30)
     try:
@@ -258,7 +258,7 @@ def engine_bulk(net: Internet, work: Path, root: Path, egress: list[str], netpro
 def container_ruleset(root: Path, bundle: Path, cid: str) -> str:
     """The ruleset as the runtime loaded it, from a created (never started)
     container: its sets are still empty."""
-    subprocess.run([str(COMET), "--root", str(root), "create", "--bundle", str(bundle), cid],
+    subprocess.run([str(COMET), "--root", str(root), "create", "--net-helper", "--bundle", str(bundle), cid],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=True, env=env(), timeout=30)
     try:

@@ -136,8 +136,13 @@ TEST(FsClassify, AFailedWriteInsideFsWriteIsNotAViolation) {
 }
 
 TEST(FsClassify, RenameAndLinkCheckBothPaths) {
+  // EXDEV (across mounts, said before the kernel looks at a read-only
+  // target): judged like any other write of the two paths
   auto v = c(SYS_rename, 0, EXDEV, "/workdir/out/a", "/etc/a");
-  EXPECT_FALSE(v);  // EXDEV is not the sandbox's
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->requested, "/etc/a");
+  EXPECT_FALSE(c(SYS_rename, 0, EXDEV, "/workdir/out/a", "/workdir/out/b"));
+  EXPECT_FALSE(c(SYS_openat, O_WRONLY, EXDEV, "/etc/a"));  // only a rename or link says it
   v = c(SYS_renameat2, 0, EROFS, "/workdir/out/a", "/etc/a");
   ASSERT_TRUE(v);
   EXPECT_EQ(v->requested, "/etc/a");
@@ -475,6 +480,43 @@ TEST_F(FsResolve, AnUnknownPathIsLeftAlone) {
   FsPath p = resolve_in_root(root_.get(), gone);
   EXPECT_FALSE(p.known);
   EXPECT_EQ(p.resolved, "");
+}
+
+}  // namespace
+}  // namespace comet::runtime
+
+namespace comet::runtime {
+namespace {
+
+TEST(FsOnFd, CallsOnTheFdItself) {
+  EXPECT_TRUE(fs_on_fd_itself(SYS_fchmod, 0));
+  EXPECT_TRUE(fs_on_fd_itself(SYS_fchown, 0));
+  EXPECT_TRUE(fs_on_fd_itself(SYS_fsetxattr, 0));
+  EXPECT_TRUE(fs_on_fd_itself(SYS_utimensat, 0));
+  EXPECT_TRUE(fs_on_fd_itself(452, AT_EMPTY_PATH));  // fchmodat2
+  EXPECT_FALSE(fs_on_fd_itself(452, 0));
+  EXPECT_TRUE(fs_on_fd_itself(SYS_fchownat, AT_EMPTY_PATH));
+  EXPECT_FALSE(fs_on_fd_itself(SYS_openat, 0));
+}
+
+TEST(FsOnFd, WhatTheFdNamesOrFailClosed) {
+  UniqueFd f(::open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(f);
+  FsPath p = fd_in_task(::gettid(), f.get());
+  EXPECT_TRUE(p.known);
+  EXPECT_EQ(p.path, "/etc/hostname");
+  int n = f.get();
+  f.reset();
+  p = fd_in_task(::gettid(), n);
+  EXPECT_FALSE(p.known);  // closed: unknown, a violation
+  EXPECT_EQ(p.path, "fd " + std::to_string(n));
+  int pp[2];
+  ASSERT_EQ(::pipe2(pp, O_CLOEXEC), 0);
+  p = fd_in_task(::gettid(), pp[0]);
+  EXPECT_FALSE(p.known);  // a pipe is no path of the sandbox
+  EXPECT_EQ(p.path.rfind("fd ", 0), 0u);
+  ::close(pp[0]);
+  ::close(pp[1]);
 }
 
 }  // namespace

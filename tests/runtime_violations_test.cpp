@@ -255,3 +255,37 @@ TEST(ViolationsLockdown, ReportableListExcludesClone3) {
   EXPECT_FALSE(has("clone3"));
   EXPECT_FALSE(has("execve"));
 }
+
+// Issue 21, item 10: a flood of one surface cannot push another's first
+// events out of the record; what is dropped is counted per surface.
+TEST(Violations, EventBudgetKeepsEverySurfacesFirstEvents) {
+  v::EventBudget b;
+  std::uint64_t size = 0;
+  long written = 0;
+  for (int i = 0; i < 20000; i++) {
+    if (b.admit("namespace", true, size, 400)) {
+      size += 400;
+      written++;
+    }
+  }
+  // free up to 1 MiB, then first-of-key lines up to the hard cap
+  EXPECT_LE(size, v::kMaxEventsBytesHard);
+  EXPECT_GT(size, v::kMaxEventsBytesHard - 400);
+  EXPECT_EQ(b.dropped(), 20000 - written);
+  // repeats past the soft cap: dropped
+  EXPECT_FALSE(b.admit("namespace", false, size, 400));
+  // another surface: its first v::kKeepPerSurface events are written, past any cap
+  for (long i = 0; i < v::kKeepPerSurface; i++)
+    EXPECT_TRUE(b.admit("exec", true, size + 10000000, 400));
+  EXPECT_FALSE(b.admit("exec", true, size + 10000000, 400));
+  EXPECT_EQ(b.dropped_by_surface().at("namespace"), 20000 - written + 1);
+  EXPECT_EQ(b.dropped_by_surface().at("exec"), 1);
+  auto j = nlohmann::json::parse(b.truncated_line("T", "c"));
+  EXPECT_EQ(j["type"], "events_truncated");
+  EXPECT_EQ(j["dropped"], b.dropped());
+  EXPECT_EQ(j["dropped_by_surface"]["exec"], 1);
+  // under the soft cap everything goes in, repeats too
+  v::EventBudget fresh;
+  EXPECT_TRUE(fresh.admit("fs.read", false, 0, 100));
+  EXPECT_EQ(fresh.dropped(), 0);
+}

@@ -311,8 +311,9 @@ Status setup(const SetupRequest& req, Handles& h,
     return ok();
   }
 
-  // 2. A way out, for a namespace we made.
-  if (!shared) {
+  // 2. A way out, for a namespace we made, when the caller made the bundle
+  // (pack run, sandbox) or asked for it (--net-helper).
+  if (!shared && req.net_helper) {
     TRY(Helper net,
         start_pasta(netns.get(), req.state_dir + "/pasta.pid", req.state_dir + "/pasta.log"));
     h.net_pid = net.pid;

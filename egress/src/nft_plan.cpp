@@ -94,6 +94,27 @@ std::string ruleset_text(const Allowlist& a, std::string_view table, bool replac
   s += "\t\tmeta l4proto udp " + log_stmt(kNflogPrefixEgress) +
        "reject with icmpx type port-unreachable\n";
   s += "\t\t" + log_stmt(kNflogPrefixEgress) + "reject with icmpx type admin-prohibited\n";
+  s += "\t}\n\n";
+  // Inbound: only replies to what the agent opened (and loopback). A new
+  // connection or datagram from a peer is refused; when it was for a
+  // socket of the container's (the socket lookup finds a listener or a
+  // bound UDP socket: the agent opened a way in), it is logged and
+  // reported. Packets for no socket are refused unreported (a port scan
+  // is not the agent's doing), and so are broadcast and multicast.
+  s += "\tchain input {\n";
+  s += "\t\ttype filter hook input priority filter; policy drop;\n";
+  s += "\t\tiif \"lo\" accept\n";
+  s += "\t\tct state established,related accept\n";
+  s += "\t\ticmpv6 type { nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert } accept\n";
+  s += "\t\tmeta pkttype != host drop\n";
+  for (const char* tr : {"0", "1"})
+    s += std::string("\t\tmeta l4proto tcp socket transparent ") + tr + " " +
+         log_stmt(kNflogPrefixInbound) + "reject with tcp reset\n";
+  for (const char* tr : {"0", "1"})
+    s += std::string("\t\tmeta l4proto udp socket transparent ") + tr + " " +
+         log_stmt(kNflogPrefixInbound) + "reject with icmpx type port-unreachable\n";
+  s += "\t\tmeta l4proto tcp reject with tcp reset\n";
+  s += "\t\tmeta l4proto udp reject with icmpx type port-unreachable\n";
   s += "\t}\n}\n";
   return s;
 }

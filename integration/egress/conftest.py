@@ -93,7 +93,10 @@ class Pack:
         JSON lines it printed."""
         self.set_commands(*cmds)
         cid = self.h.rt.new_id("eg")
-        res = self.h.rt("run", "--bundle", str(self.bundle), cid, env=dns_env(), timeout=timeout)
+        # --net-helper: the way `pack run` runs its own bundle (pasta attached);
+        # a config alone never gets connectivity (test_network_none_is_not_widened)
+        res = self.h.rt("run", "--net-helper", "--bundle", str(self.bundle), cid, env=dns_env(),
+                        timeout=timeout)
         # 3: the run ended with a capability violation reported (issue 6)
         assert res.rc in (0, 3), res
         lines = [json.loads(l) for l in res.out.splitlines() if l.startswith("{")]

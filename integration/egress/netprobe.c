@@ -611,6 +611,48 @@ static void cmd_dnsbench(const char *pattern, const char *n_s) {
   free(v);
 }
 
+/* listen PORT SECS: a TCP listener on 0.0.0.0:PORT (and a UDP socket bound
+ * to it), then wait SECS for a connection or a datagram from anyone:
+ * "accepted"/"received" (with the peer), or "timeout". A file
+ * /tmp/listening is not made: the test waits a fixed time. */
+static void cmd_listen(const char *port_s, const char *secs_s) {
+  int port = atoi(port_s);
+  int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  if (t < 0 || u < 0) { out("listen", port_s, ename(errno), NULL); return; }
+  setsockopt(t, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(t, (struct sockaddr *)&sa, sizeof sa) || listen(t, 4) ||
+      bind(u, (struct sockaddr *)&sa, sizeof sa)) {
+    out("listen", port_s, ename(errno), NULL);
+    return;
+  }
+  struct pollfd p[2] = {{t, POLLIN, 0}, {u, POLLIN, 0}};
+  int r = poll(p, 2, (int)(atof(secs_s) * 1000));
+  char extra[128] = "";
+  const char *res = "timeout";
+  if (r > 0) {
+    struct sockaddr_in peer;
+    socklen_t pl = sizeof peer;
+    char buf[64];
+    if (p[0].revents & POLLIN) {
+      int c = accept(t, (struct sockaddr *)&peer, &pl);
+      res = c >= 0 ? "accepted" : ename(errno);
+      if (c >= 0) { (void)!write(c, "agent-here\n", 11); close(c); }
+    } else {
+      ssize_t n = recvfrom(u, buf, sizeof buf, 0, (struct sockaddr *)&peer, &pl);
+      res = n >= 0 ? "received" : ename(errno);
+    }
+    char a[INET_ADDRSTRLEN] = "";
+    inet_ntop(AF_INET, &peer.sin_addr, a, sizeof a);
+    snprintf(extra, sizeof extra, "\"peer\":\"%s:%d\"", a, ntohs(peer.sin_port));
+  }
+  out("listen", port_s, res, extra[0] ? extra : NULL);
+  close(t);
+  close(u);
+}
+
 int main(int argc, char **argv) {
   int i = 2; /* argv[1]: the pack's entrypoint */
   while (i < argc) {
@@ -630,6 +672,7 @@ int main(int argc, char **argv) {
       else if (!strcmp(a[0], "unshare")) cmd_unshare();
       else if (!strcmp(a[0], "sleep") && n >= 2) { usleep((useconds_t)(atof(a[1]) * 1e6)); out("sleep", a[1], "ok", NULL); }
       else if (!strcmp(a[0], "waitfile") && n >= 2) cmd_waitfile(a[1]);
+      else if (!strcmp(a[0], "listen") && n >= 3) cmd_listen(a[1], a[2]);
       else if (!strcmp(a[0], "connbench") && n >= 4) cmd_connbench(a[1], a[2], a[3]);
       else if (!strcmp(a[0], "bulk") && n >= 4) cmd_bulk(a[1], a[2], a[3]);
       else if (!strcmp(a[0], "dnsbench") && n >= 3) cmd_dnsbench(a[1], a[2]);

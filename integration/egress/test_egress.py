@@ -165,7 +165,7 @@ def test_dns_rebinding(internet, make_pack, harness):
                       ["tcp", new, "443"], ["resolve", "api.test"], ["tcp", new, "443"],
                       ["tcp", "api.test", "443"])
     cid = harness.rt.new_id("rebind")
-    p = subprocess.Popen([str(cfg.RUNTIME), "--root", str(harness.rt.root), "run", "--bundle",
+    p = subprocess.Popen([str(cfg.RUNTIME), "--root", str(harness.rt.root), "run", "--net-helper", "--bundle",
                           str(pack.bundle), cid], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=dns_env(), text=True)
     try:
@@ -204,7 +204,7 @@ def test_no_egress_gets_no_network(internet, make_pack, harness):
     assert r[1]["result"] == "NONAMESERVER", r[1]  # no resolver, resolv.conf untouched
     pack.set_commands(["sleep", "30"])
     cid = harness.rt.new_id("none")
-    harness.rt("create", "--bundle", str(pack.bundle), cid, env=dns_env()).expect_ok()
+    harness.rt("create", "--net-helper", "--bundle", str(pack.bundle), cid, env=dns_env()).expect_ok()
     rec = _state_record(harness, cid)
     assert rec["egress_resolver_pid"] == 0 and rec["egress_net_pid"] == 0, rec
     pid = rec["pid"]
@@ -257,10 +257,10 @@ def test_cleanup_after_delete(internet, make_pack, harness, how):
     env = dns_env()
     if how == "fault-after-nft":
         env["COMET_FAULT"] = "create-after-nft"
-        res = harness.rt("create", "--bundle", str(pack.bundle), cid, env=env)
+        res = harness.rt("create", "--net-helper", "--bundle", str(pack.bundle), cid, env=env)
         assert res.rc != 0  # SIGKILLed at the fault point
     else:
-        harness.rt("create", "--bundle", str(pack.bundle), cid, env=env).expect_ok()
+        harness.rt("create", "--net-helper", "--bundle", str(pack.bundle), cid, env=env).expect_ok()
         harness.rt("start", cid).expect_ok()
     rec = _state_record(harness, cid)
     resolver = (rec["egress_resolver_pid"], rec["egress_resolver_start"])
@@ -313,12 +313,36 @@ def test_dns_upstream_flag_overrides_env(internet, make_pack, harness):
     dead = f"{ADDR['dns']}:5399"  # nothing listens there: no answer
     env = dict(os.environ, COMET_DNS_UPSTREAM=dead)
     # control: with only the env's dead upstream, the allowed name does not resolve
-    res = harness.rt("run", "--bundle", str(pack.bundle), harness.rt.new_id("up"), env=env,
+    res = harness.rt("run", "--net-helper", "--bundle", str(pack.bundle), harness.rt.new_id("up"), env=env,
                      timeout=30)
     line = json.loads(next(l for l in res.out.splitlines() if l.startswith("{")))
     assert line["result"] not in ("NOERROR", "ok"), line
-    res = harness.rt("run", "--dns-upstream", ADDR["dns"], "--bundle", str(pack.bundle),
+    res = harness.rt("run", "--net-helper", "--dns-upstream", ADDR["dns"], "--bundle", str(pack.bundle),
                      harness.rt.new_id("up"), env=env, timeout=30)
     assert res.rc == 0, res
     line = json.loads(next(l for l in res.out.splitlines() if l.startswith("{")))
     assert line["result"] == "NOERROR" and line["addrs"] == [ADDR["api.test"]], line
+
+
+def test_network_none_is_not_widened(internet, make_pack, harness):
+    """A config alone (what an engine passes: a new network namespace, no
+    path, an egress list) gets no connectivity helper: the namespace keeps
+    loopback only, filtered. Only `pack run`, `sandbox` and `--net-helper`
+    attach pasta (issue 21, item 13; podman's --network none is tested in
+    engines/test_podman.py)."""
+    pack = make_pack()
+    pack.set_commands(["tcp", "api.test", "443"], ["tcp", ADDR["api.test"], "443"], ["sleep", "30"])
+    cid = harness.rt.new_id("nohelper")
+    harness.rt("create", "--bundle", str(pack.bundle), cid, env=dns_env()).expect_ok()
+    try:
+        rec = _state_record(harness, cid)
+        assert rec["egress_net_pid"] == 0 and rec["egress_resolver_pid"] > 0, rec
+    finally:
+        harness.rt("delete", "--force", cid)
+    pack.set_commands(["tcp", "api.test", "443"], ["tcp", ADDR["api.test"], "443"])
+    res = harness.rt("run", "--bundle", str(pack.bundle), harness.rt.new_id("nohelper"),
+                     env=dns_env(), timeout=30)
+    lines = [json.loads(l) for l in res.out.splitlines() if l.startswith("{")]
+    # the name may resolve (the resolver answers from its pins) or not (no
+    # upstream reachable); either way nothing leaves the namespace
+    assert lines[0]["result"] != "ok" and lines[1]["result"] == "ENETUNREACH", lines

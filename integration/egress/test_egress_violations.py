@@ -19,7 +19,7 @@ def run_with_events(pack, *cmds):
     pack.set_commands(*cmds)
     cid = pack.h.rt.new_id("egv")
     ev = pack.h.path(f"{cid}.events.jsonl")
-    res = pack.h.rt("run", "--events", str(ev), "--bundle", str(pack.bundle), cid,
+    res = pack.h.rt("run", "--net-helper", "--events", str(ev), "--bundle", str(pack.bundle), cid,
                     env=dns_env(), timeout=60)
     lines = [json.loads(l) for l in res.out.splitlines() if l.startswith("{")]
     events = [json.loads(l) for l in ev.read_text().splitlines()] if ev.exists() else []
@@ -140,6 +140,7 @@ def test_the_containers_own_status_is_3_under_an_engine(internet, make_pack, har
     from lib.reaper import engine_run
     p = make_pack()
     p.set_commands(cmd)
-    seen, got = engine_run(harness.rt, p.bundle, harness.workdir, env=dns_env())
+    seen, got = engine_run(harness.rt, p.bundle, harness.workdir, env=dns_env(),
+                           create_args=("--net-helper",))
     assert seen["status"] == status, (seen, got)
     assert [(e["surface"], e["requested"]) for e in got] == events, got

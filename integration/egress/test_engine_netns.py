@@ -17,13 +17,16 @@ filter's)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from .conftest import dns_env
-from .inet import ADDR, Pod, sh
+from .inet import ADDR, POD_NET, Pod, sh
+from .test_egress_violations import run_with_events
 
 pytestmark = pytest.mark.comet_only
 
@@ -121,3 +124,73 @@ def test_engine_netns_second_pack_fails_closed(internet, make_pack, harness):
         assert pod.connect(ADDR["other.test"], 443).startswith("hello")
         assert sh("ip", "netns", "list").stdout.count(pod.ns) == 1
         assert sh("nft", "list", "tables").stdout == host_tables
+
+
+def _peer(internet, code: str, *args) -> str:
+    r = sh("ip", "netns", "exec", internet.ns, "python3", "-c", code, *map(str, args), check=False)
+    return (r.stdout.strip() or r.stderr.strip().splitlines()[-1]) if (r.stdout or r.stderr) else ""
+
+
+_TCP = ("import socket,sys\n"
+        "try:\n"
+        " s=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=1)\n"
+        " print('got:'+s.recv(100).decode().strip())\n"
+        "except OSError as e: print(type(e).__name__)\n")
+_UDP = ("import socket,sys\n"
+        "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+        "s.sendto(b'hi',(sys.argv[1],int(sys.argv[2])))\n"
+        "print('sent')\n")
+
+
+def test_inbound_connections_are_refused_and_reported(internet, make_pack):
+    """Attack (issue 21, item 3): a peer on the pod network connects to a
+    port the agent listens on, and sends it a datagram. On 4dba8cb the
+    output chain accepted the listener's replies (established) and the
+    agent got the connection: a two-way channel nobody reported. Now a new
+    inbound connection is refused (the peer sees a reset) and reported as
+    surface egress, `inbound from ADDR:PORT/tcp to port N`."""
+    pod_addr = f"{POD_NET}.2"
+    with Pod(internet) as pod:
+        # positive control: a listener in the pod namespace itself, no container
+        srv = ("import socket\n"
+               "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+               "s.bind(('0.0.0.0',8081)); s.listen(1); s.settimeout(5)\n"
+               "c,_=s.accept(); c.send(b'pod-here\\n'); c.close()\n")
+        p = subprocess.Popen(["ip", "netns", "exec", pod.ns, "python3", "-c", srv])
+        try:
+            got = ""
+            for _ in range(20):
+                got = _peer(internet, _TCP, pod_addr, 8081)
+                if got.startswith("got:"):
+                    break
+                time.sleep(0.1)
+            assert got == "got:pod-here", got
+        finally:
+            p.kill()
+            p.wait()
+
+        pack = make_pack()
+        join(pack, pod)
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_with_events(pack, ["listen", "8080", "3"])))
+        t.start()
+        tries = []
+        try:
+            time.sleep(0.5)
+            deadline = time.time() + 2
+            while time.time() < deadline:
+                tries.append(_peer(internet, _TCP, pod_addr, 8080))
+                _peer(internet, _UDP, pod_addr, 8080)
+                time.sleep(0.2)
+        finally:
+            t.join()
+        res, lines, events, _ = out["r"]
+        assert lines[0]["cmd"] == "listen" and lines[0]["result"] == "timeout", lines
+        assert tries and all(x == "ConnectionRefusedError" for x in tries), tries
+        inbound = [e for e in events if e["requested"].startswith("inbound from ")]
+        tcp = [e for e in inbound if e["requested"].endswith("/tcp to port 8080")]
+        udp = [e for e in inbound if e["requested"].endswith("/udp to port 8080")]
+        assert tcp and udp, events
+        assert tcp[0]["surface"] == "egress" and tcp[0]["requested"].startswith(f"inbound from {POD_NET}.1:"), tcp
+        assert res.rc == 3, res
+        assert pod.tables() == []

@@ -43,7 +43,7 @@ def test_running_resolver_is_confined(internet, make_pack, harness):
     pack = make_pack()
     pack.set_commands(["resolve", "api.test"], ["sleep", "60"])
     cid = harness.rt.new_id("rconf")
-    harness.rt("create", "--bundle", str(pack.bundle), cid, env=dns_env()).expect_ok()
+    harness.rt("create", "--net-helper", "--bundle", str(pack.bundle), cid, env=dns_env()).expect_ok()
     rec = json.loads((harness.rt.root / cid / "state.json").read_text())
     pid = rec["egress_resolver_pid"]
     assert pid > 0, rec

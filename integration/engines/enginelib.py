@@ -39,6 +39,10 @@ BB_IMAGE = "localhost/comet-bb:test"
 #: comet-runtime's start race (test_podman.py START_RACE_BUG), which only
 #: test_start_of_a_container_that_exits_at_once is about
 SETTLE = "sleep 0.2; "
+#: the same for a shell under the exec lock (capabilities by annotation),
+#: which cannot fork `sleep`: a builtin read that times out on a fresh pty
+#: master (no data ever comes)
+SETTLE_NOFORK = "read -t 0.2 _ < /dev/ptmx; "
 PAUSE_IMAGE = "localhost/comet-pause:test"
 
 

@@ -213,6 +213,37 @@ def test_exec_sync_gets_the_containers_oom_score_adj(env):
         pod.teardown()
 
 
+@pytest.mark.parametrize("script,said", [
+    ("/probe exit 0; exit 0", "can't fork"),      # a second process: fork EPERM
+    ("exec /probe exit 0", "Permission denied"),  # another binary: execve EACCES (Landlock)
+])
+def test_exec_lock_under_a_pods_capabilities_annotation(env, script, said):
+    """Attack (issue 21, item 2), the Kubernetes way: a container whose only
+    confinement is the capabilities annotation (passed by the runtime
+    class's container_annotations). Only its own command may run (sh,
+    found on the image's PATH); a fork or an exec of another binary is
+    refused, reported (the pack is flagged), and the container exits 3.
+    On 4dba8cb both ran and it exited 0."""
+    caps = json.dumps({"egress": [], "determinism_tier": "read-only"})
+    flag_file = env.wrapper.dir / "flags" / f"{PACK}.json"
+    before = json.loads(flag_file.read_text())["count"] if flag_file.exists() else 0
+    pod = env.new_pod()
+    try:
+        pod.run()
+        spec = {"name": "locked", "image": env.pod_yaml["spec"]["containers"][0]["image"],
+                "command": ["sh", "-c", el.SETTLE_NOFORK + script]}
+        cid = pod.start_container(spec, annotations={"org.soyaos.comet.capabilities": caps})
+        st = pod.wait_exited(cid)
+        assert st["exit_code"] == 3, (st, pod.log("locked"))
+        assert said in pod.log("locked"), pod.log("locked")
+        ann = env.wrapper.config_of(cid)["annotations"]
+        assert ann.get("org.soyaos.comet.capabilities") == caps, ann
+    finally:
+        pod.teardown()
+    # the flag is written when the engine deletes the container
+    assert el.wait_for(lambda: flag_file.exists() and json.loads(flag_file.read_text())["count"] > before, 10)
+
+
 STATS_BUG = (
     "comet-runtime on this hybrid-cgroup host joins a v1 hierarchy only for the limits it enforces: for the "
     "kubelet's BestEffort container (`create --bundle B --pid-file B/init.pid ID`, cgroupsPath "

@@ -483,7 +483,8 @@ PACK_CAPS = json.dumps({"egress": [], "determinism_tier": "read-only"})
 
 
 @pytest.mark.parametrize("script,status", [
-    ("mount -t tmpfs none /tmp; echo mount=$?; exit 0", 3),  # the lock-down refuses mount: reported
+    # the exec lock: the shell cannot start /probe (fork: EPERM), reported
+    ("/probe info; exit 0", 3),
     ("echo clean; exit 5", 5),
 ])
 def test_pack_violation_is_exit_status_3(pm, script, status):
@@ -493,15 +494,54 @@ def test_pack_violation_is_exit_status_3(pm, script, status):
     caps_arg = '"org.soyaos.comet.capabilities=' + PACK_CAPS.replace('"', '""') + '"'
     p = pm("run", "--rm", *NET, "--cidfile", cidfile, "--annotation", caps_arg,
            "--annotation", "org.soyaos.comet.pack=engines-test@0.0.1",
-           IMAGE, "sh", "-c", el.SETTLE + script)
+           IMAGE, "sh", "-c", el.SETTLE_NOFORK + script)
     assert p.returncode == status, f"{p}\ncalls:\n{pm.wrapper.dump()}"
     if status == 3:
-        assert "mount=1" in p.stdout, p.stdout
+        assert "can't fork" in p.stderr, p  # the agent saw an ordinary failure (EPERM)
         # the engine's delete flagged the version (violations.hpp flag_at_delete)
         flag = json.loads((pm.wrapper.dir / "flags" / "engines-test@0.0.1.json").read_text())
-        assert flag["count"] >= 1, flag  # the agent saw an ordinary failure (EPERM)
+        assert flag["count"] >= 1, flag
+    else:
+        assert "clean" in p.stdout, p
     cid = cidfile.read_text().strip()
     assert pm.wrapper.config_of(cid)["annotations"]["org.soyaos.comet.capabilities"] == PACK_CAPS
+
+
+@pytest.mark.parametrize("script,said", [
+    ("/probe exit 0; exit 0", "can't fork"),         # a second process: fork EPERM
+    ("exec /probe exit 0", "Permission denied"),     # another binary: execve EACCES (Landlock)
+])
+def test_exec_lock_under_an_annotation_alone(pm, script, said):
+    """Attack (issue 21, item 2): a config with only the capabilities
+    annotation, as podman --annotation passes it. Only the config's own
+    command (sh: busybox, found on the image's PATH) may run: the shell can
+    neither start a second process nor exec another binary. Each refusal is
+    reported and the container's status is 3. On 4dba8cb both ran: exit 0."""
+    pack = f"engines-exec-{pm.name('p')}@0.0.1"
+    caps_arg = '"org.soyaos.comet.capabilities=' + PACK_CAPS.replace('"', '""') + '"'
+    p = pm("run", "--rm", *NET, "--annotation", caps_arg, "--annotation", f"org.soyaos.comet.pack={pack}",
+           IMAGE, "sh", "-c", el.SETTLE_NOFORK + script)
+    assert p.returncode == 3, f"{p}\ncalls:\n{pm.wrapper.dump()}"
+    assert said in p.stderr, p
+    flag = json.loads((pm.wrapper.dir / "flags" / f"{pack}.json").read_text())
+    assert flag["count"] >= 1, flag
+
+
+def test_network_none_is_not_widened_by_an_egress_annotation(pm):
+    """Attack (issue 21, item 13): podman --network none makes no network
+    namespace path; with an egress list in the capabilities annotation,
+    4dba8cb attached its connectivity helper (pasta) to that namespace, and
+    the container reached hosts. An engine's choice of network is never
+    widened: the container has loopback only (read with shell builtins: the
+    exec lock allows no other program)."""
+    caps = json.dumps({"egress": [{"host": "api.test", "port": 443, "protocol": "https"}],
+                       "determinism_tier": "read-only"})
+    caps_arg = '"org.soyaos.comet.capabilities=' + caps.replace('"', '""') + '"'
+    script = "while read -r l; do echo \"dev:$l\"; done < /proc/net/dev"
+    p = pm("run", "--rm", *NET, "--annotation", caps_arg, IMAGE, "sh", "-c", el.SETTLE_NOFORK + script)
+    assert p.returncode == 0, f"{p}\ncalls:\n{pm.wrapper.dump()}"
+    devs = [l.split(":", 2)[1].strip() for l in p.stdout.splitlines() if l.startswith("dev:") and ":" in l[4:]]
+    assert devs == ["lo"], p.stdout
 
 
 # ------------------------------------------------------------------ leaks (keep last)

@@ -16,8 +16,9 @@ import ctypes, json, os, signal, subprocess, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
 rt, root, bundle, cid, out, sig = sys.argv[1:7]
+extra = json.loads(sys.argv[7])
 with open(out, "w") as f:
-    subprocess.run([rt, "--root", root, "create", "--bundle", bundle, cid], check=True,
+    subprocess.run([rt, "--root", root, "create", *extra, "--bundle", bundle, cid], check=True,
                    stdin=subprocess.DEVNULL, stdout=f, stderr=f)
 st = json.loads(subprocess.run([rt, "--root", root, "state", cid], check=True,
                                capture_output=True, text=True).stdout)
@@ -52,7 +53,7 @@ print(json.dumps(seen))
 
 
 def engine_run(rt, bundle: Path, workdir: Path, sig: str = "-", env: dict | None = None,
-               timeout: float = 60) -> tuple[dict, list]:
+               timeout: float = 60, create_args: tuple = ()) -> tuple[dict, list]:
     """create + start BUNDLE under a subreaper; `kill SIG` 0.3 s after start
     unless SIG is "-". Returns (what the engine saw: "status" the init's exit
     status as os.waitstatus_to_exitcode gives it, "cmdline" argv[0] of the
@@ -62,7 +63,7 @@ def engine_run(rt, bundle: Path, workdir: Path, sig: str = "-", env: dict | None
     out = Path(workdir) / f"{cid}.out"
     try:
         r = subprocess.run([sys.executable, "-c", ENGINE, str(rt.binary), str(rt.root), str(bundle),
-                            cid, str(out), sig], capture_output=True, text=True, timeout=timeout,
+                            cid, str(out), sig, json.dumps(list(create_args))], capture_output=True, text=True, timeout=timeout,
                            env=env if env is not None else dict(os.environ))
         assert r.returncode == 0, (r, out.read_text() if out.exists() else "")
         seen = json.loads(r.stdout)

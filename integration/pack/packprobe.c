@@ -30,6 +30,7 @@
 #include <sys/time.h>
 #include <sys/timex.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -328,8 +329,48 @@ int main(int argc, char **argv) {
             RES(op, utimensat(AT_FDCWD, arg, NULL, AT_SYMLINK_NOFOLLOW));
         } else if (!strcmp(op, "futimens")) {  /* utimensat(fd, NULL): no path */
             int fd = open(arg, O_RDONLY);
-            RES(op, futimens(fd, NULL));
+            RES(op, futimens(fd, NULL));  /* fd left open: the reporter names the file */
+        } else if (!strcmp(op, "fchmod") || !strcmp(op, "fchown") || !strcmp(op, "fsetxattr") ||
+                   !strcmp(op, "fchmodat2-empty") || !strcmp(op, "fchownat-empty")) {
+            /* writes through an fd opened read-only: no path in the call */
+            int fd = open(arg, O_RDONLY);
+            if (fd < 0) { report(op, 0, errno, "open"); continue; }
+            if (!strcmp(op, "fchmod")) RES(op, fchmod(fd, 0600));
+            else if (!strcmp(op, "fchown")) RES(op, fchown(fd, 0, 0));
+            else if (!strcmp(op, "fsetxattr")) RES(op, fsetxattr(fd, "user.x", "1", 1, 0));
+            else if (!strcmp(op, "fchmodat2-empty")) RES(op, syscall(452, fd, "", 0600, AT_EMPTY_PATH));
+            else RES(op, fchownat(fd, "", 0, 0, AT_EMPTY_PATH));
+            /* left open: the reporter names the file while the fd lives */
+        } else if (!strcmp(op, "flood-mount")) {
+            /* flood-mount=N:LEN: N refused mount(2)s, each on a distinct
+             * path of about LEN bytes (N distinct events); data "FAILS" */
+            int n = atoi(arg), len = strchr(arg, ':') ? atoi(strchr(arg, ':') + 1) : 64, fails = 0;
+            char path[4096];
+            if (len > 4000) len = 4000;
+            for (int k = 0; k < n; k++) {
+                int o = snprintf(path, sizeof path, "/tmp/%08d-", k);
+                while (o < len) path[o++] = 'x';
+                path[o] = 0;
+                fails += mount("none", path, "tmpfs", 0, NULL) != 0;
+            }
+            char data[32];
+            snprintf(data, sizeof data, "%d", fails);
+            report(op, fails == n, 0, data);
+        } else if (!strcmp(op, "exec-fd")) {  /* execveat(fd, "", AT_EMPTY_PATH) */
+            int fd = open(arg, O_RDONLY);
+            if (fd < 0) { report(op, 0, errno, "open"); continue; }
+            char *av[] = {arg, NULL};
+            syscall(SYS_execveat, fd, "", av, environ, AT_EMPTY_PATH);
+            report(op, 0, errno, arg);
             close(fd);
+        } else if (!strcmp(op, "clock_adjtime-setoffset")) {
+            struct timex tx = {0};
+            tx.modes = ADJ_SETOFFSET | ADJ_NANO;
+            RES(op, clock_adjtime(CLOCK_REALTIME, &tx));
+        } else if (!strcmp(op, "adjtimex-freq")) {
+            struct timex tx = {0};
+            tx.modes = ADJ_FREQUENCY;
+            RES(op, syscall(SYS_adjtimex, &tx));  /* glibc's adjtimex() is clock_adjtime */
         } else if (!strcmp(op, "mknod")) {
             RES(op, mknod(arg, S_IFCHR | 0666, makedev(1, 3)));
         } else if (!strcmp(op, "mknod-block")) {

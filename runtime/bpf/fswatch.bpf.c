@@ -115,8 +115,11 @@ static __always_inline __u64 reg(const void *regs, int off) {
   return *(const __u64 *)((const char *)regs + off);
 }
 
+/* EPERM ENOENT EACCES ENOTDIR EROFS, and EXDEV (-18): a rename or link
+ * across mounts, which the kernel refuses before it looks at whether the
+ * target is read-only (kept for the two-path calls only, in fs_exit). */
 static __always_inline int wanted(long ret) {
-  return ret == -1 || ret == -2 || ret == -13 || ret == -20 || ret == -30;
+  return ret == -1 || ret == -2 || ret == -13 || ret == -20 || ret == -30 || ret == -18;
 }
 
 /* Argument i (0..4) of the call, from the five loaded up front. */
@@ -215,6 +218,9 @@ static __always_inline int shape_of(long nr, struct shape *s) {
               p = 0; break;
     case 463: case 466: p = 1; d = 0; f = 2; break;               /* setxattrat, removexattrat */
     case 469: p = 1; d = 0; f = 4; break;                         /* file_setattr */
+    /* on the fd itself: no path, the reporter reads what the fd names */
+    case 91:  case 93: d = 0; break;                              /* fchmod, fchown */
+    case 190: case 199: d = 0; break;                             /* fsetxattr, fremovexattr */
     default:  return 0;
   }
   s->p = p; s->d = d; s->p2 = p2; s->d2 = d2; s->f = f; s->rd = rd;
@@ -328,6 +334,7 @@ int fs_exit(unsigned long long *ctx) {
   if (!wanted(ret) && nr != 21) return 0;
   struct shape s;
   if (!shape_of(nr, &s)) return 0;
+  if (ret == -18 && s.p2 < 0) return 0; /* EXDEV: only a rename or link says it */
   const __u64 a[5] = {reg(regs, DI), reg(regs, SI), reg(regs, DX), reg(regs, R10), reg(regs, R8)};
   return record(nr, a, ret, &s);
 }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include <seccomp.h>
 
@@ -186,6 +187,47 @@ Result<std::string> elf_interpreter(std::string_view b) {
     return s;
   }
   return std::string();
+}
+
+namespace {
+
+// An executable regular file at `path` inside the rootfs (symlinks
+// resolved inside it), as execve's PATH search would take it.
+bool executable_in_root(int rootfd, const std::string& path) {
+  struct open_how how = {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, rootfd, path.c_str(), &how, sizeof how)));
+  struct stat st;
+  return fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+}  // namespace
+
+Result<std::string> command_in_rootfs(const oci::Process& proc, const std::string& rootfs) {
+  if (proc.args.empty() || proc.args[0].empty()) return Error::msg("process.args: empty");
+  const std::string& cmd = proc.args[0];
+  if (cmd.find('/') != std::string::npos) {
+    if (cmd[0] == '/') return cmd;
+    std::string cwd = proc.cwd.empty() ? "/" : proc.cwd;
+    return (std::filesystem::path(cwd) / cmd).lexically_normal().string();
+  }
+  // execvp's search, with the process's own PATH (runc's default without one).
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const std::string& e : proc.env)
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return Error::sys(errno, "open rootfs " + rootfs);
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t e = path.find(':', pos);
+    std::string dir = path.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    pos = e == std::string::npos ? path.size() + 1 : e + 1;
+    if (dir.empty() || dir[0] != '/') continue;  // "" and relative entries: never the cwd
+    std::string cand = join_path(dir, cmd);
+    if (executable_in_root(root.get(), cand)) return cand;
+  }
+  return Error(ENOENT, "process.args[0] \"" + cmd + "\": not found in the rootfs on PATH " + path);
 }
 
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,

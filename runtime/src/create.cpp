@@ -242,6 +242,13 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
     ctx.has_seccomp = true;
   }
+  // Capabilities enforced (an engine's annotation) with no exec list of a
+  // policy's: only the config's own command may be executed (docs/policy.md).
+  if (policy && !policy->exec && spec.process &&
+      spec.annotations.count(std::string(capability::kAnnotationCapabilities))) {
+    TRY(std::string cmd, command_in_rootfs(*spec.process, rootfs));
+    policy->exec = std::vector<std::string>{cmd};
+  }
   if (policy) TRYV(plan_confinement(*policy, rootfs, lx, ctx));
   if (policy && egress_caps && ctx.landlock_abi >= 1) {
     ctx.landlock_no_symlinks = true;  // fs events (docs/events.md)
@@ -388,6 +395,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     rr.deliver = events_to;
     rr.lockdown = lockdown_options(*policy, false);
     rr.exec_allow = ctx.exec_allow;
+    if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
+      rr.trampoline_dev = ts.st_dev;
+      rr.trampoline_ino = ts.st_ino;
+    }
     rr.fs_ring = fsw.ring.get();
     rr.fs_cgroup = fsw.cgroup;
     rr.fs_view = std::move(fs_view);
@@ -495,6 +506,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     er.state_dir = dir.path();
     er.caps = *egress_caps;
     er.engine_netns = egress_netns;
+    er.net_helper = o.net_helper;
     er.init_pid = init_pid;
     er.upstreams = egress_upstreams;
     // DNS violations (docs/events.md): the resolver reports what it answers
@@ -525,32 +537,49 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
         e.container = cid;
         e.pack = pack;
         const bool dns = b.prefix == egress::kNflogPrefixDns;
+        // A peer's new connection to a socket of the agent's: the local
+        // end is the destination.
+        const bool inbound = b.prefix == egress::kNflogPrefixInbound;
         e.surface = dns ? "dns" : "egress";
         const char* proto = b.l4 == IPPROTO_TCP ? "tcp" : b.l4 == IPPROTO_UDP ? "udp" : nullptr;
         std::string host = b.v6 ? "[" + b.dst + "]" : b.dst;
         e.requested = proto ? host + ":" + std::to_string(b.dport) + "/" + proto
                             : host + "/proto " + std::to_string(b.l4);
+        if (inbound)
+          e.requested = "inbound from " + (b.v6 ? "[" + b.src + "]" : b.src) + ":" +
+                        std::to_string(b.sport) + (proto ? std::string("/") + proto : "") +
+                        " to port " + std::to_string(b.dport);
         e.syscall = proto ? proto : "ip";  // the transport, as for dns
         const bool loopback = b.dst.rfind("127.", 0) == 0 || b.dst == "::1";
-        // What the rule that refused it makes the agent see.
+        // What the rule that refused it makes the agent see (inbound: the
+        // peer; the agent's listener sees nothing).
         e.err = dns || loopback ? ETIMEDOUT : proto ? ECONNREFUSED : EHOSTUNREACH;
         sockaddr_storage src = {};
+        const std::string& local = inbound ? b.dst : b.src;
+        const uint16_t local_port = inbound ? b.dport : b.sport;
         if (b.v6) {
           auto* a = reinterpret_cast<sockaddr_in6*>(&src);
           a->sin6_family = AF_INET6;
-          a->sin6_port = htons(b.sport);
-          ::inet_pton(AF_INET6, b.src.c_str(), &a->sin6_addr);
+          a->sin6_port = htons(local_port);
+          ::inet_pton(AF_INET6, local.c_str(), &a->sin6_addr);
         } else {
           auto* a = reinterpret_cast<sockaddr_in*>(&src);
           a->sin_family = AF_INET;
-          a->sin_port = htons(b.sport);
-          ::inet_pton(AF_INET, b.src.c_str(), &a->sin_addr);
+          a->sin_port = htons(local_port);
+          ::inet_pton(AF_INET, local.c_str(), &a->sin_addr);
         }
         int owner = proto ? violations::socket_owner(ipid, src, b.l4 == IPPROTO_TCP) : 0;
+        if (owner <= 0 && proto && inbound) {  // a listener on the any-address
+          if (b.v6)
+            reinterpret_cast<sockaddr_in6*>(&src)->sin6_addr = in6addr_any;
+          else
+            reinterpret_cast<sockaddr_in*>(&src)->sin_addr.s_addr = htonl(INADDR_ANY);
+          owner = violations::socket_owner(ipid, src, b.l4 == IPPROTO_TCP);
+        }
         e.pid = owner > 0 ? owner : ipid;
         out->report(e);
       };
-      er.on_resolver_exit = [out] { out->flush(); };
+      er.on_resolver_exit = [out] { out->finish(); };
     }
     // The resolver parses the agent's queries: once set up it keeps only
     // CAP_NET_ADMIN, a read-only tree but its state dir, and a seccomp deny

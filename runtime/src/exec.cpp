@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/capability/compile.hpp"
 #include "comet/capability/policy.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
@@ -150,6 +151,13 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     if (ctx.seccomp.needs_listener)
       return Error::msg("exec: a seccomp notify listener cannot be attached to an exec'd process");
   }
+  // Capabilities enforced (an engine's annotation) with no exec list of a
+  // policy's: only the config's own command may be executed (docs/policy.md).
+  if (policy && !policy->exec && spec.process &&
+      spec.annotations.count(std::string(capability::kAnnotationCapabilities))) {
+    TRY(std::string cmd, command_in_rootfs(*spec.process, rec.rootfs));
+    policy->exec = std::vector<std::string>{cmd};
+  }
   if (policy) TRYV(plan_confinement(*policy, rec.rootfs, lx, ctx));
   // As the pack's own processes (create.cpp): no symlinks (docs/events.md).
   if (policy && ctx.landlock_abi >= 1 && spec.annotations.count("org.soyaos.comet.capabilities")) {
@@ -206,6 +214,10 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     if (auto t = read_file(dir.file("events.deliver")); t.ok()) rr.deliver = *t;
     rr.lockdown = lockdown_options(*policy, false);
     rr.exec_allow = ctx.exec_allow;
+    if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
+      rr.trampoline_dev = ts.st_dev;
+      rr.trampoline_ino = ts.st_ino;
+    }
     TRY(reporter, start_reporter(rr, 3 + o.preserve_fds));
     ctx.lockdown_listener_sock = reporter.child_sock.get();
   }

@@ -469,6 +469,10 @@ Kind kind_of(int nr, std::uint64_t flags) {
     case kSysRemovexattrat:
     case kSysFileSetattr:
     case SYS_bind:
+    case SYS_fchmod:
+    case SYS_fchown:
+    case SYS_fsetxattr:
+    case SYS_fremovexattr:
       return Kind::write;
     default:
       return Kind::skip;
@@ -501,7 +505,12 @@ bool is_nscd_socket(const std::string& p) {
 
 std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, const FsPath& path,
                                        const FsPath& path2, const FsView& view) {
-  if (err != EPERM && err != ENOENT && err != EACCES && err != ENOTDIR && err != EROFS)
+  // EXDEV: a rename or link across mounts (the kernel says so before it
+  // looks at a read-only target); judged like any other write of the two.
+  const bool two_paths = nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2 ||
+                         nr == SYS_link || nr == SYS_linkat;
+  if (err != EPERM && err != ENOENT && err != EACCES && err != ENOTDIR && err != EROFS &&
+      !(err == EXDEV && two_paths))
     return std::nullopt;
   const Kind k = kind_of(nr, flags);
   if (k == Kind::skip) return std::nullopt;
@@ -559,6 +568,49 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
     if (p->opaque) return make(clean_path(p->path), nullptr, k);
   }
   return std::nullopt;
+}
+
+bool fs_on_fd_itself(int nr, std::uint64_t flags) {
+  constexpr std::uint64_t kAtEmptyPath = 0x1000;
+  switch (nr) {
+    case SYS_fchmod:
+    case SYS_fchown:
+    case SYS_fsetxattr:
+    case SYS_fremovexattr:
+    case SYS_utimensat:  // utimensat(fd, NULL): futimens
+      return true;
+    case kSysFchmodat2:
+    case SYS_fchownat:
+    case kSysSetxattrat:
+    case kSysRemovexattrat:
+    case kSysFileSetattr:
+    case SYS_linkat:
+      return (flags & kAtEmptyPath) != 0;
+    default:
+      return false;
+  }
+}
+
+FsPath fd_in_task(int tid, std::int64_t dfd) {
+  FsPath out;
+  const int fd = static_cast<int>(dfd);
+  std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
+  char buf[4096];
+  ssize_t n = fd >= 0 ? ::readlink(link.c_str(), buf, sizeof buf - 1) : -1;
+  if (n > 0 && buf[0] == '/') {
+    out.path.assign(buf, static_cast<std::size_t>(n));
+    // A removed file: where it was is still what the call wrote to.
+    constexpr std::string_view kDeleted = " (deleted)";
+    if (out.path.size() > kDeleted.size() &&
+        out.path.compare(out.path.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0)
+      out.path.resize(out.path.size() - kDeleted.size());
+    return out;
+  }
+  // Closed since, or not a file (a pipe, a socket: never a path of the
+  // sandbox's mounts); unknown, so it fails closed.
+  out.path = "fd " + std::to_string(fd) + (n > 0 ? " (" + std::string(buf, n) + ")" : "");
+  out.known = false;
+  return out;
 }
 
 FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, const FsCwd& at_call,

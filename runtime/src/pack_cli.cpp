@@ -701,6 +701,7 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
   CreateOptions co;
   co.id = id;
   co.bundle = bundle;
+  co.net_helper = true;  // a bundle this runtime made: connectivity for its egress list
   auto status = run_container(g, co, /*detach=*/false);
   bool captured = capture.finish();
   if (!status.ok()) return report(status.error().what());

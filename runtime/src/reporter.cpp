@@ -69,27 +69,31 @@ class Writer {
     struct stat st;
     if (fd_ && ::fstat(fd_.get(), &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
   }
-  // Bounded: past kMaxEventsBytes lines are counted, not written.
-  // deliver=false: the caller delivers it later (deliver()), so that a
-  // slow delivery target never holds up the answer to the agent.
-  bool line(const std::string& l, bool force = false, bool deliver = true) {
-    if (!force && bytes_ + l.size() + 1 > violations::kMaxEventsBytes) {
-      dropped_++;
-      return false;
-    }
-    std::string s = l + "\n";
-    if (fd_ && ::write(fd_.get(), s.data(), s.size()) > 0) bytes_ += s.size();
+  // Bounded (violations::EventBudget): past kMaxEventsBytes only the first
+  // events of each surface and first events of a key are written; the
+  // rest is counted per surface. deliver=false: the caller delivers it
+  // later (deliver()), so that a slow delivery target never holds up the
+  // answer to the agent.
+  bool line(const std::string& l, const std::string& surface, bool first_of_key,
+            bool deliver = true) {
+    if (!budget_.admit(surface, first_of_key, bytes_, l.size() + 1)) return false;
+    raw(l);
     if (deliver) violations::deliver_line(deliver_, l);
     return true;
   }
+  // Always written (the events_truncated line).
+  void raw(const std::string& l) {
+    std::string s = l + "\n";
+    if (fd_ && ::write(fd_.get(), s.data(), s.size()) > 0) bytes_ += s.size();
+  }
   void deliver(const std::string& l) { violations::deliver_line(deliver_, l); }
-  long dropped() const { return dropped_; }
+  const violations::EventBudget& budget() const { return budget_; }
 
  private:
   UniqueFd fd_;
   std::string deliver_;
   uint64_t bytes_ = 0;
-  long dropped_ = 0;
+  violations::EventBudget budget_;
 };
 
 // A NUL-terminated string of the stopped task (the execve path). Read
@@ -142,7 +146,27 @@ struct Target {
   dev_t dev = 0;
   ino_t ino = 0;
   mode_t mode = 0;
+  std::string name;  // exec_fd_target: what /proc/PID/fd/N names
 };
+
+// What the task's fd N is open on (execveat(N, "", AT_EMPTY_PATH)).
+Target exec_fd_target(int pid, int fd) {
+  Target t;
+  std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  struct stat st;
+  if (fd < 0 || ::stat(link.c_str(), &st) < 0) {
+    t.err = fd < 0 ? EBADF : errno;
+    return t;
+  }
+  t.dev = st.st_dev;
+  t.ino = st.st_ino;
+  t.mode = st.st_mode;
+  char buf[512];
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n > 0) t.name.assign(buf, static_cast<size_t>(n));
+  return t;
+}
+
 Target resolve_in_task(int pid, const std::string& path, int dirfd_arg, bool at) {
   Target t;
   std::string proc = "/proc/" + std::to_string(pid);
@@ -410,7 +434,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       if (p.count == 0) continue;
       p.last.repeated = p.count;
       p.count = 0;
-      out.line(violations::to_json_line(p.last));
+      out.line(violations::to_json_line(p.last), p.last.surface, /*first_of_key=*/false);
     }
   };
   // One event: the first of a (surface, requested, syscall) is written at
@@ -427,7 +451,7 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     }
     if (seen.size() < kMaxKeys) seen[key].last = e;
     std::string l = violations::to_json_line(e);
-    bool written = out.line(l, false, /*deliver=*/false);
+    bool written = out.line(l, e.surface, /*first_of_key=*/true, /*deliver=*/false);
     after_write();
     if (written) out.deliver(l);
   };
@@ -442,7 +466,9 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       const int tid = static_cast<int>(rec.tid);
       last_fs_tid = tid;
       const FsCwd at_call{(rec.info & kFsCwdMoved) != 0, rec.cwd_dev, rec.cwd_ino};
-      FsPath a = absolute_in_task(tid, rec.dfd, p, at_call, r.fs_view.cwd);
+      FsPath a = p.empty() && !(rec.info & kFsPathFault) && fs_on_fd_itself(rec.nr, rec.flags)
+                     ? fd_in_task(tid, rec.dfd)
+                     : absolute_in_task(tid, rec.dfd, p, at_call, r.fs_view.cwd);
       FsPath b = absolute_in_task(tid, rec.dfd2, p2, at_call, r.fs_view.cwd);
       a.cut = rec.info & kFsPathCut;
       if (rec.info & kFsPathFault) {
@@ -500,7 +526,9 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     e.syscall = "";
     e.pid = last_fs_tid > 0 ? last_fs_tid : 1;
     e.err = ENOBUFS;
-    out.line(violations::to_json_line(e), /*force=*/true);
+    const std::string l = violations::to_json_line(e);  // always: it stands for what is lost
+    out.raw(l);
+    out.deliver(l);
   };
   bool sock_open = fs;  // the init's barrier (reporter.hpp fs_ring)
   auto last_flush = std::chrono::steady_clock::now();
@@ -601,12 +629,23 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       if (is_exec) {
         bool at = req.data.nr == SYS_execveat;
         exec_path = read_remote_string(static_cast<int>(req.pid), req.data.args[at ? 1 : 0]);
-        // execveat(fd, "", AT_EMPTY_PATH): the runtime's own trampoline (and
-        // an fd the agent opened, which Landlock refuses unreported).
-        exec_skip = at && exec_path.empty();
-        if (!exec_skip) {
+        // execveat(fd, "", AT_EMPTY_PATH): the file the fd is open on. The
+        // runtime's own trampoline is the one such exec that is not the
+        // agent's; any other is checked like an exec by path, and named by
+        // what the fd points at.
+        const bool by_fd = at && exec_path.empty() && (req.data.args[4] & AT_EMPTY_PATH);
+        if (by_fd) {
+          exec_target =
+              exec_fd_target(static_cast<int>(req.pid), static_cast<int>(req.data.args[0]));
+          exec_skip = exec_target.err == 0 && r.trampoline_ino != 0 &&
+                      exec_target.dev == r.trampoline_dev && exec_target.ino == r.trampoline_ino;
+          exec_path = "fd " + std::to_string(static_cast<int>(req.data.args[0])) +
+                      (exec_target.name.empty() ? "" : " (" + exec_target.name + ")");
+        } else {
           exec_target = resolve_in_task(static_cast<int>(req.pid), exec_path,
                                         static_cast<int>(req.data.args[0]), at);
+        }
+        if (!exec_skip) {
           if (exec_target.err == 0) {
             if (allowed_ids.empty())
               for (const std::string& a : allow) {
@@ -682,11 +721,11 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   if (sock_open) (void)::send(sock, "k", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
   flush();
   mark_done();
-  if (out.dropped() > 0)
-    out.line("{\"type\":\"events_truncated\",\"time\":\"" + rfc3339_now(true) +
-                 "\",\"container\":" + nlohmann::json(container).dump() +
-                 ",\"dropped\":" + std::to_string(out.dropped()) + "}",
-             /*force=*/true);
+  if (out.budget().dropped() > 0) {
+    const std::string l = out.budget().truncated_line(rfc3339_now(true), container);
+    out.raw(l);
+    out.deliver(l);
+  }
   return 0;
 }
 

@@ -337,6 +337,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   CreateOptions co;
   co.id = id;
   co.bundle = bundle;
+  co.net_helper = true;  // a bundle this runtime made: connectivity for its egress list
   auto rc = run_container(g, co, /*detach=*/false);
   if (!rc.ok()) return exit_for(rc.error());
   return *rc;

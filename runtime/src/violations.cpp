@@ -162,9 +162,14 @@ Classified classify(int nr, const std::uint64_t a[6]) {
     c.surface = "process";
     c.requested = "memfd_create";
   } else if (s == "settimeofday" || s == "stime" || s == "clock_settime" ||
-             s == "clock_settime64") {
+             s == "clock_settime64" || s == "adjtimex" || s == "clock_adjtime" ||
+             s == "clock_adjtime64") {
+    // adjtimex and clock_adjtime are refused whatever their modes (the
+    // struct timex is behind a pointer a filter cannot read): the kernel
+    // would refuse a change without CAP_SYS_TIME unreported.
     c.surface = "clock";
-    c.requested = s == "clock_settime" || s == "clock_settime64"
+    c.requested = s == "clock_settime" || s == "clock_settime64" || s == "clock_adjtime" ||
+                          s == "clock_adjtime64"
                       ? s + "(clock " + std::to_string(low32(a[0])) + ")"
                       : s;
   } else if (s == "socket" || s == "socketpair") {
@@ -232,6 +237,33 @@ Status pin_delivery_target(const std::string& target) {
   return {};
 }
 
+bool EventBudget::admit(const std::string& surface, bool first_of_key, std::uint64_t file_bytes,
+                        std::size_t bytes) {
+  long& w = written_[surface];
+  const bool ok = file_bytes + bytes <= kMaxEventsBytes || (first_of_key && w < kKeepPerSurface) ||
+                  (first_of_key && file_bytes + bytes <= kMaxEventsBytesHard);
+  if (ok) {
+    w++;
+  } else {
+    dropped_[surface]++;
+    dropped_total_++;
+  }
+  return ok;
+}
+
+std::string EventBudget::truncated_line(const std::string& time,
+                                        const std::string& container) const {
+  nlohmann::ordered_json j;
+  j["type"] = "events_truncated";
+  j["time"] = time;
+  j["container"] = container;
+  j["dropped"] = dropped_total_;
+  nlohmann::ordered_json by = nlohmann::ordered_json::object();
+  for (const auto& [s, n] : dropped_) by[s] = n;
+  j["dropped_by_surface"] = by;
+  return j.dump();
+}
+
 Status append_event(const std::string& state_dir, const Event& e) {
   std::string line = to_json_line(e);
   std::string path = join_path(state_dir, kEventsFile);
@@ -243,6 +275,20 @@ Status append_event(const std::string& state_dir, const Event& e) {
   write_all(fd.get(), line + "\n");
   if (auto t = read_file(join_path(state_dir, "events.deliver")); t.ok()) deliver_line(*t, line);
   return {};
+}
+
+bool append_event(const std::string& state_dir, const Event& e, EventBudget& budget,
+                  bool first_of_key) {
+  std::string line = to_json_line(e);
+  std::string path = join_path(state_dir, kEventsFile);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  struct stat st;
+  std::uint64_t size =
+      fd && ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  if (!budget.admit(e.surface, first_of_key, size, line.size() + 1)) return false;
+  if (fd) write_all(fd.get(), line + "\n");
+  if (auto t = read_file(join_path(state_dir, "events.deliver")); t.ok()) deliver_line(*t, line);
+  return true;
 }
 
 namespace {
@@ -260,9 +306,10 @@ void RateLimited::report(const Event& e) {
   constexpr std::size_t kMaxKeys = 1024;
   const std::string key = e.surface + '\0' + e.requested + '\0' + e.syscall;
   auto it = seen_.find(key);
+  if (container_.empty()) container_ = e.container;
   if (it == seen_.end()) {
     if (seen_.size() < kMaxKeys) seen_[key].last = e;
-    (void)append_event(dir_, e);
+    (void)append_event(dir_, e, budget_, /*first_of_key=*/true);
     return;
   }
   it->second.count++;
@@ -277,8 +324,18 @@ void RateLimited::flush() {
     Event e = p.last;
     e.repeated = p.count;
     p.count = 0;
-    (void)append_event(dir_, e);
+    (void)append_event(dir_, e, budget_, /*first_of_key=*/false);
   }
+}
+
+void RateLimited::finish() {
+  flush();
+  if (budget_.dropped() == 0) return;
+  std::string path = join_path(dir_, kEventsFile);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  const std::string line = budget_.truncated_line(rfc3339_now(true), container_);
+  if (fd) write_all(fd.get(), line + "\n");
+  if (auto t = read_file(join_path(dir_, "events.deliver")); t.ok()) deliver_line(*t, line);
 }
 
 namespace {

@@ -189,7 +189,8 @@ constexpr std::string_view kLockdownDenied =
     "perf_event_open userfaultfd keyctl add_key request_key kexec_load kexec_file_load "
     "init_module finit_module delete_module open_by_handle_at swapon swapoff reboot acct "
     "quotactl quotactl_fd lookup_dcookie iopl ioperm syslog vhangup nfsservctl "
-    "settimeofday clock_settime clock_settime64 stime io_uring_setup io_uring_enter "
+    "settimeofday clock_settime clock_settime64 stime adjtimex clock_adjtime clock_adjtime64 "
+    "io_uring_setup io_uring_enter "
     "io_uring_register";
 
 constexpr uint64_t kCloneNamespaceFlags[] = {0x00020000, 0x02000000, 0x04000000, 0x08000000,

@@ -72,6 +72,9 @@ struct SetupRequest {
   std::string state_dir;
   capability::Capabilities caps;
   std::string engine_netns;  // engine_netns()
+  // pasta for a namespace the runtime made (CreateOptions::net_helper);
+  // without it the namespace keeps only loopback: filtered, never widened.
+  bool net_helper = false;
   int init_pid = 0;
   std::vector<std::string> upstreams;  // "" entries ignored; empty: the host's
   // The resolver's report hooks (ResolverConfig), run in its process.

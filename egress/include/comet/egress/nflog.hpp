@@ -20,6 +20,9 @@ namespace comet::egress {
 inline constexpr uint16_t kNflogGroup = 17229;  // "CM"; groups are per netns
 inline constexpr const char* kNflogPrefixEgress = "comet-egress";
 inline constexpr const char* kNflogPrefixDns = "comet-dns";
+// A new inbound connection or datagram to a socket of the container's
+// (the input chain): reported as "inbound from ADDR:PORT".
+inline constexpr const char* kNflogPrefixInbound = "comet-inbound";
 inline constexpr unsigned kNflogSnaplen = 128;  // the IP and L4 headers
 
 // One refused packet, decoded from its headers.

@@ -37,6 +37,14 @@ Result<std::string> elf_interpreter(std::string_view bytes);
 Result<seccomp::Program> compile_cached(const oci::Seccomp& profile,
                                         const seccomp::CompileOptions& o);
 
+// The file a config's command names, as the exec lock sees it:
+// process.args[0] when it has a slash (joined to process.cwd when
+// relative), else found on the process's PATH inside the rootfs (an
+// executable regular file, symlinks resolved inside it). The exec lock of a
+// config whose capabilities came without a policy `exec` list (an engine's:
+// podman --annotation, pod annotations) is this file and what it loads.
+Result<std::string> command_in_rootfs(const oci::Process& proc, const std::string& rootfs);
+
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx);
 

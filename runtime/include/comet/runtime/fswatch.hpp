@@ -148,6 +148,13 @@ struct FsCwd {
   std::uint32_t dev = 0;
   std::uint64_t ino = 0;
 };
+// Whether a call with an empty path acts on its fd itself: fchmod,
+// fchown, fsetxattr, fremovexattr, utimensat(fd, NULL), and the *at calls
+// with AT_EMPTY_PATH. Such a record is judged on what the fd names.
+bool fs_on_fd_itself(int nr, std::uint64_t flags);
+// What the task's fd names (/proc/TID/fd/N), as a path in the container;
+// not known (fail closed) once the fd is closed, or for a pipe or socket.
+FsPath fd_in_task(int tid, std::int64_t dfd);
 FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, const FsCwd& at_call,
                         const std::string& cwd);
 

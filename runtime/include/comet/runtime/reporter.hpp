@@ -45,6 +45,10 @@ struct ReporterRequest {
   std::string deliver;    // --events FILE|unix:PATH, or ""
   seccomp::LockdownOptions lockdown;
   std::vector<std::string> exec_allow;  // the Landlock exec lock's files (in the rootfs)
+  // The runtime's own exec trampoline (a sealed memfd): its
+  // execveat(fd, "", AT_EMPTY_PATH) is the one exec by fd that is not the
+  // agent's. Any other exec by fd is checked like one by path.
+  std::uint64_t trampoline_dev = 0, trampoline_ino = 0;
   // fs events (fswatch.hpp): the container's ring buffer (the reporter
   // takes a dup; -1 without), the cgroup it is filed under, and what the
   // container may touch. Records from before the listener arrives are the

@@ -25,9 +25,35 @@ namespace comet::runtime::violations {
 inline constexpr const char* kEventsFile = "events.jsonl";
 inline constexpr const char* kEventsAnnotation = "org.soyaos.comet.events";
 inline constexpr int kViolationExit = 3;
-// An events file never grows past this (the reporter stops writing and,
-// at exit, writes one "events_truncated" line).
+// An events file is written freely up to kMaxEventsBytes. Past it, a flood
+// of cheap violations must not push a later, real one out of the record
+// (EventBudget): the first kKeepPerSurface events of every surface are
+// always written, and so is the first event of a new (surface, requested,
+// syscall) while the file is under kMaxEventsBytesHard. The rest is
+// counted per surface, and the writer that dropped them ends with one
+// "events_truncated" line.
 inline constexpr std::uint64_t kMaxEventsBytes = 1 << 20;
+inline constexpr std::uint64_t kMaxEventsBytesHard = 2 << 20;
+inline constexpr long kKeepPerSurface = 16;
+
+// Pure: which lines a writer keeps (above). One per writer (the reporter,
+// the resolver): each keeps the first events of the surfaces it writes.
+class EventBudget {
+ public:
+  // Whether a line of `bytes` for `surface` is written to a file now
+  // `file_bytes` long; `first_of_key`: the first of its (surface,
+  // requested, syscall) (not a repeat summary). Counts either way.
+  bool admit(const std::string& surface, bool first_of_key, std::uint64_t file_bytes,
+             std::size_t bytes);
+  long dropped() const { return dropped_total_; }
+  const std::map<std::string, long>& dropped_by_surface() const { return dropped_; }
+  // {"type":"events_truncated",...,"dropped":N,"dropped_by_surface":{...}}
+  std::string truncated_line(const std::string& time, const std::string& container) const;
+
+ private:
+  std::map<std::string, long> written_, dropped_;
+  long dropped_total_ = 0;
+};
 
 struct PackId {
   std::string name, version;
@@ -62,6 +88,9 @@ Classified classify(int nr, const std::uint64_t args[6]);
 // delivery target recorded next to it). For other reporting sources (the
 // egress helper, the DNS resolver): state_dir is <root>/<id>.
 Status append_event(const std::string& state_dir, const Event& e);
+// The same, through a writer's budget (EventBudget): false when dropped.
+bool append_event(const std::string& state_dir, const Event& e, EventBudget& budget,
+                  bool first_of_key);
 // Rate-limited appends for a long-lived source other than the reporter
 // (the DNS resolver), with the reporter's rule: the first event of a
 // (surface, requested, syscall) is written at once; identical ones are
@@ -73,15 +102,21 @@ class RateLimited {
   explicit RateLimited(std::string state_dir);
   void report(const Event& e);
   void flush();
+  // flush(), then the events_truncated line when anything was dropped
+  // (once, at the writer's end).
+  void finish();
 
  private:
   struct Pending {
     Event last;
     long count = 0;
   };
+  void write(const Event& e, bool first_of_key);
   std::string dir_;
   std::map<std::string, Pending> seen_;
   long long last_flush_ns_ = 0;
+  EventBudget budget_;
+  std::string container_;
 };
 
 // The pid of a process of the network namespace of NETNS_PID that holds
