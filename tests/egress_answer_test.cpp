@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "comet/egress/answer.hpp"
+#include "comet/egress/host_addrs.hpp"
 #include "comet/egress/pasta.hpp"
 #include "comet/egress/resolver.hpp"
 
@@ -187,6 +188,34 @@ TEST(EgressAnswer, RebindingToLocalAddressesIsNeverPinned) {
                                      a("api.test", six2four), a("api.test", good)}));
   ASSERT_EQ(d7.pins.size(), 1u);
   EXPECT_EQ(d7.pins[0].address, "fd00::7");
+}
+
+// Issue 21, item 5: an address of the host, on any interface, is never
+// pinned (the resolver passes the host's addresses as they are now).
+TEST(EgressAnswer, AnAddressOfTheHostIsNeverPinned) {
+  Message q = query("api.test");
+  std::vector<std::vector<uint8_t>> host = {{10, 213, 0, 1}, {172, 17, 0, 1}};
+  auto d = answer(pack(), q,
+                  upstream_for(q, {a("api.test", {172, 17, 0, 1}), a("api.test", {10, 1, 2, 3})}),
+                  TtlPolicy{}, host);
+  ASSERT_EQ(d.pins.size(), 1u);
+  EXPECT_EQ(d.pins[0].address, "10.1.2.3");
+  ASSERT_EQ(d.reply.answers.size(), 1u);  // the host's address is not passed on either
+}
+
+// The host's addresses through a NETLINK_ROUTE socket (no privilege needed):
+// this namespace's loopback is among them.
+TEST(EgressHostAddrs, DumpIncludesLoopback) {
+  auto fd = open_route_socket();
+  ASSERT_TRUE(fd.ok()) << fd.error().what();
+  auto addrs = interface_addresses(fd->get());
+  ASSERT_TRUE(addrs.ok()) << addrs.error().what();
+  EXPECT_TRUE(is_host_address({127, 0, 0, 1}, *addrs));
+  EXPECT_FALSE(is_host_address({192, 0, 2, 77}, *addrs));
+  // twice through one socket: sequence numbers keep the dumps apart
+  auto again = interface_addresses(fd->get());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), addrs->size());
 }
 
 TEST(EgressAnswer, UpstreamErrorsAndMismatches) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "comet/capability/address.hpp"
+#include "comet/egress/host_addrs.hpp"
 
 namespace comet::egress {
 
@@ -55,7 +56,7 @@ std::string address_text(const std::vector<uint8_t>& a) {
 }
 
 AnswerDecision answer(const Allowlist& a, const Message& query, const Message& up,
-                      const TtlPolicy& ttl) {
+                      const TtlPolicy& ttl, const std::vector<std::vector<uint8_t>>& host) {
   AnswerDecision d;
   const dns::Question& q = query.questions.front();
   bool same_question = up.response() && up.questions.size() == 1 &&
@@ -96,7 +97,7 @@ AnswerDecision answer(const Allowlist& a, const Message& query, const Message& u
   if (q.type == dns::kTypeA || q.type == dns::kTypeAaaa) {
     for (const dns::Record& rr : up.answers) {
       if (rr.type != q.type || rr.rclass != dns::kClassIn || rr.name != cur) continue;
-      if (unpinnable(rr.rdata)) continue;
+      if (unpinnable(rr.rdata) || is_host_address(rr.rdata, host)) continue;
       dns::Record k = rr;
       k.ttl = cap(rr.ttl);
       uint32_t timeout =

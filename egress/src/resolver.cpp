@@ -17,6 +17,7 @@
 #include <optional>
 #include <tuple>
 
+#include "comet/egress/host_addrs.hpp"
 #include "comet/egress/nft_load.hpp"
 #include "comet/egress/proc.hpp"
 
@@ -227,6 +228,16 @@ class Resolver {
         st = std::move(n).error();
     }
     if (::setns(fds_.host_netns, CLONE_NEWNET) < 0) return Error::sys(errno, "setns (host)");
+    // The host's addresses are read through this socket at every pin
+    // (host_addrs.hpp): opened here, in the host's namespace, before the
+    // seccomp filter refuses new netlink sockets.
+    if (st.ok()) {
+      auto r = open_route_socket();
+      if (r.ok())
+        route_.emplace(std::move(*r));
+      else
+        st = std::move(r).error();
+    }
     return st;
   }
 
@@ -292,6 +303,7 @@ class Resolver {
   Fd udp_, tcp_;
   std::optional<Nft> nft_;
   std::optional<NflogSocket> nflog_;
+  std::optional<Fd> route_;  // NETLINK_ROUTE in the host's namespace
   std::vector<Pending> pending_;
   std::vector<TcpConn> conns_;
   int next_key_ = 1;
@@ -467,7 +479,23 @@ void Resolver::finish(Pending& p, const Message* up) {
     reply(p.client, dns::error_reply(p.query, dns::kServFail));
     return;
   }
-  AnswerDecision d = answer(allow_, p.query, *up, cfg_.ttl);
+  // Never an address of the host, on any interface, as it is now
+  // (issue 21, item 5). Not known: SERVFAIL (fail closed).
+  std::vector<std::vector<uint8_t>> host;
+  const bool has_addresses =
+      std::any_of(up->answers.begin(), up->answers.end(), [](const dns::Record& r) {
+        return r.type == dns::kTypeA || r.type == dns::kTypeAaaa;
+      });
+  if (has_addresses) {
+    auto h = route_ ? interface_addresses(route_->get())
+                    : Result<std::vector<std::vector<uint8_t>>>(Error::msg("no route socket"));
+    if (!h.ok()) {
+      reply(p.client, dns::error_reply(p.query, dns::kServFail));
+      return;
+    }
+    host = std::move(*h);
+  }
+  AnswerDecision d = answer(allow_, p.query, *up, cfg_.ttl, host);
   if (!pin(d.pins)) {
     reply(p.client, dns::error_reply(p.query, dns::kServFail));
     return;

@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pytest
 from lib import config as cfg
 
 from .conftest import ISSUE_EGRESS, dns_env
-from .inet import ADDR, sh
+from .inet import ADDR, HOST_IP, sh
 
 pytestmark = pytest.mark.comet_only
 
@@ -346,3 +347,44 @@ def test_network_none_is_not_widened(internet, make_pack, harness):
     # the name may resolve (the resolver answers from its pins) or not (no
     # upstream reachable); either way nothing leaves the namespace
     assert lines[0]["result"] != "ok" and lines[1]["result"] == "ENETUNREACH", lines
+
+
+def test_an_allowed_name_answering_with_a_host_address_is_not_pinned(internet, make_pack):
+    """Attack (issue 21, item 5): api.test (allowed) answers with one of the
+    host's own addresses on another interface (here the host's end of the
+    test internet's veth, where a host service listens). On 4dba8cb the
+    resolver pinned it and the agent reached the host service through
+    pasta. Now an address of the host, on any interface, is never pinned:
+    the answer leaves it out, and a connect to it is refused."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((HOST_IP, 443))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            c.sendall(b"host-service\n")
+            c.close()
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        assert host_connect(HOST_IP, 443).startswith("host-service")  # the host service is there
+        internet.repoint_api(HOST_IP)
+        pack = make_pack()
+        r = pack.run(["resolve", "api.test"], ["tcp", "api.test", "443"], ["tcp", HOST_IP, "443"])
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+        internet.write_hosts()
+        internet.repoint_api(ADDR["api.test"])
+    assert HOST_IP not in r[0].get("addrs", []), r[0]
+    assert r[1]["result"] != "ok" and "host-service" not in json.dumps(r[1]), r[1]
+    assert r[2]["result"] == "ECONNREFUSED", r[2]

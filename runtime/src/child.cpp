@@ -106,7 +106,15 @@ int openat2_in_root(int rootfd, const std::string& path, int flags, unsigned lon
   std::string rel = path;
   while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
   if (rel.empty()) rel = ".";
-  return static_cast<int>(::syscall(SYS_openat2, rootfd, rel.c_str(), &how, sizeof how));
+  // EAGAIN: a rename or mount anywhere on the host raced a ".." walk under
+  // RESOLVE_IN_ROOT/BENEATH and the kernel could not prove it safe; the
+  // documented answer is to retry (openat2(2)).
+  int fd = -1;
+  for (int i = 0; i < 128; i++) {
+    fd = static_cast<int>(::syscall(SYS_openat2, rootfd, rel.c_str(), &how, sizeof how));
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
+  return fd;
 }
 
 constexpr unsigned long long kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;

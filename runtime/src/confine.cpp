@@ -63,11 +63,22 @@ long ll_create(const RulesetAttr* a, size_t size, uint32_t flags) noexcept {
 
 // Reads at most `limit` bytes of rootfs/path, resolved inside the rootfs
 // (symlinks and .. cannot leave it).
+// openat2(2), again on EAGAIN (a rename or mount elsewhere raced the
+// RESOLVE_IN_ROOT walk; the kernel asks the caller to retry).
+int openat2_retry(int dirfd, const char* path, const struct open_how& how) {
+  int fd = -1;
+  for (int i = 0; i < 128; i++) {
+    fd = static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
+  return fd;
+}
+
 Result<std::string> read_in_root(int rootfd, const std::string& path, size_t limit) {
   struct open_how how = {};
   how.flags = O_RDONLY | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, rootfd, path.c_str(), &how, sizeof how)));
+  UniqueFd fd(openat2_retry(rootfd, path.c_str(), how));
   if (!fd) return Error::sys(errno, "open " + path + " in the rootfs");
   std::string out(limit, '\0');
   size_t got = 0;
@@ -197,7 +208,7 @@ bool executable_in_root(int rootfd, const std::string& path) {
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, rootfd, path.c_str(), &how, sizeof how)));
+  UniqueFd fd(openat2_retry(rootfd, path.c_str(), how));
   struct stat st;
   return fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
 }

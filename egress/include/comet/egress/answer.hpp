@@ -53,8 +53,11 @@ struct AnswerDecision {
   std::vector<Pin> pins;  // to add to the set before the reply is sent
 };
 
+// host: the host's own addresses (host_addrs.hpp); an answer naming one is
+// left out like an unpinnable address: never pinned, never passed on.
 AnswerDecision answer(const Allowlist& a, const dns::Message& query, const dns::Message& upstream,
-                      const TtlPolicy& ttl = {});
+                      const TtlPolicy& ttl = {},
+                      const std::vector<std::vector<uint8_t>>& host = {});
 
 // An address a name may never be pinned to (see above). addr: 4 or 16 octets.
 bool unpinnable(const std::vector<uint8_t>& addr);
