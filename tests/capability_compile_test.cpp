@@ -141,7 +141,16 @@ TEST(CapabilityCompile, SecurityPropertiesOfTheConfig) {
   }
   std::sort(ns.begin(), ns.end());
   EXPECT_EQ(ns, (std::vector<std::string>{"cgroup", "ipc", "mount", "network", "pid", "uts"}));
-  EXPECT_EQ(s.linux_->masked_paths, default_masked_paths());
+  // runc's list, and what would identify the host (issue 21, item 12)
+  std::vector<std::string> masked = default_masked_paths();
+  masked.push_back("/proc/cmdline");
+  masked.push_back("/proc/sys/kernel/random/boot_id");
+  EXPECT_EQ(s.linux_->masked_paths, masked);
+  // every pack has limits (manifest.hpp Resources defaults)
+  ASSERT_TRUE(s.linux_->resources && s.linux_->resources->pids && s.linux_->resources->memory);
+  EXPECT_EQ(s.linux_->resources->pids->limit, 128);
+  EXPECT_EQ(*s.linux_->resources->memory->limit, 1LL << 30);
+  EXPECT_EQ(*s.linux_->resources->memory->swap, 1LL << 30);
   EXPECT_EQ(s.linux_->readonly_paths, default_readonly_paths());
   EXPECT_TRUE(has(s.linux_->masked_paths, "/proc/kcore"));
   EXPECT_TRUE(has(s.linux_->readonly_paths, "/proc/sys"));

@@ -142,8 +142,9 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
                              {"rbind", "ro", "nosuid", "nodev", "noexec"}));
     for (const Bind& b : binds) {
       if (b.source.empty()) {
-        s.mounts.push_back(mount(b.dest, "tmpfs", "tmpfs",
-                                 {"nosuid", "nodev", "noexec", "mode=1777", "size=65536k"}));
+        s.mounts.push_back(mount(
+            b.dest, "tmpfs", "tmpfs",
+            {"nosuid", "nodev", "noexec", "mode=1777", "size=" + std::to_string(m.resources.tmp)}));
       } else {
         s.mounts.push_back(mount(b.dest, "bind", b.source,
                                  {"bind", b.write ? "rw" : "ro", "nosuid", "nodev", "noexec"}));
@@ -155,8 +156,20 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
       l.namespaces.push_back(oci::Namespace{ns, ""});
     }
     l.masked_paths = kMasked;
+    // What would tell a pack about the host beyond the kernel it runs on:
+    // the boot command line (the host's devices and init) and the boot id
+    // (one host across runs and containers). Issue 21, item 12.
+    for (const char* hidden : {"/proc/cmdline", "/proc/sys/kernel/random/boot_id"})
+      l.masked_paths.push_back(hidden);
     l.readonly_paths = kReadonly;
     oci::Resources res;
+    // The pack's limits (manifest.hpp Resources): pids and memory by its
+    // cgroup, no swap on top; tmpfs pages it writes are charged there too.
+    res.pids = oci::Pids{m.resources.pids};
+    oci::Memory mem;
+    mem.limit = m.resources.memory;
+    mem.swap = m.resources.memory;
+    res.memory = mem;
     oci::DeviceCgroup deny_all;
     deny_all.allow = false;
     deny_all.access = "rwm";

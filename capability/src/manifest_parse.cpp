@@ -1,5 +1,7 @@
 // soyapack.yaml -> Manifest. Every error is "file:line:col: path: problem".
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "manifest_internal.hpp"
 #include "util.hpp"
@@ -15,9 +17,74 @@ using detail::suggest;
 
 namespace {
 
-const std::vector<std::string_view> kTopKeys = {"apiVersion",  "name",         "version",
-                                                "description", "runtime",      "tools",
-                                                "examples",    "capabilities", "profile"};
+const std::vector<std::string_view> kTopKeys = {
+    "apiVersion", "name",     "version",      "description", "runtime",
+    "tools",      "examples", "capabilities", "profile",     "resources"};
+const std::vector<std::string_view> kResourceKeys = {"pids", "memory", "tmp", "output",
+                                                     "cache_entry"};
+
+// "64Mi", "1G", "512k", 1048576: bytes; nullopt for anything else.
+std::optional<long long> parse_size(const std::string& t) {
+  if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0]))) return std::nullopt;
+  std::size_t i = 0;
+  long long v = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) {
+    if (v > (1LL << 50)) return std::nullopt;
+    v = v * 10 + (t[i++] - '0');
+  }
+  std::string unit = t.substr(i);
+  long long mul = unit == ""                   ? 1
+                  : unit == "k" || unit == "K" ? 1000
+                  : unit == "M"                ? 1000 * 1000
+                  : unit == "G"                ? 1000LL * 1000 * 1000
+                  : unit == "Ki"               ? 1LL << 10
+                  : unit == "Mi"               ? 1LL << 20
+                  : unit == "Gi"               ? 1LL << 30
+                                               : 0;
+  if (!mul || v > (1LL << 50) / mul) return std::nullopt;
+  return v * mul;
+}
+
+Result<Resources> parse_resources(const Reader& r, const Field& f) {
+  const std::string path = "resources";
+  TRY(auto m, r.map(f, path, kResourceKeys));
+  Resources res;
+  if (const Field* p = m.get("pids")) {
+    TRY(long long n,
+        r.integer(*p, child(path, "pids"),
+                  "an integer " + std::to_string(kMinPids) + ".." + std::to_string(kMaxPids)));
+    if (n < kMinPids || n > kMaxPids)
+      return r.error(p->loc, child(path, "pids"),
+                     "expected an integer " + std::to_string(kMinPids) + ".." +
+                         std::to_string(kMaxPids) + ", got " + std::to_string(n));
+    res.pids = n;
+  }
+  struct Size {
+    const char* key;
+    long long* out;
+    long long min;
+  };
+  for (Size z :
+       {Size{"memory", &res.memory, kMinMemory}, Size{"tmp", &res.tmp, 1LL << 20},
+        Size{"output", &res.output, 1LL << 20}, Size{"cache_entry", &res.cache_entry, 0}}) {
+    const Field* v = m.get(z.key);
+    if (!v) continue;
+    std::string t;
+    if (auto str = r.string(*v, child(path, z.key)); str.ok()) {
+      t = *str;
+    } else {
+      TRY(long long n, r.integer(*v, child(path, z.key), "a size (bytes, or 64Mi, 1Gi ...)"));
+      t = std::to_string(n);
+    }
+    auto b = parse_size(t);
+    if (!b || *b < z.min)
+      return r.error(v->loc, child(path, z.key),
+                     "expected a size of at least " + std::to_string(z.min) +
+                         " bytes (bytes, or with a suffix k M G Ki Mi Gi), got \"" + t + "\"");
+    *z.out = *b;
+  }
+  return res;
+}
 const std::vector<std::string_view> kRuntimeKeys = {"interpreter", "entrypoint", "args", "env"};
 const std::vector<std::string_view> kToolKeys = {"name", "kind", "url", "path", "description"};
 const std::vector<std::string_view> kExampleKeys = {"name", "args", "covers", "description"};
@@ -256,6 +323,9 @@ Result<Manifest> parse_manifest(std::string_view yaml_text, std::string_view fil
     TRY(man.capabilities, detail::parse_capabilities(r, *m.get("capabilities"), "capabilities"));
     if (const Field* p = m.get("profile")) {
       TRY(man.profile, checked(r, *p, "profile", detail::check_name));
+    }
+    if (const Field* rs = m.get("resources")) {
+      TRY(man.resources, parse_resources(r, *rs));
     }
     return man;
   });

@@ -56,7 +56,9 @@ Result<std::vector<std::vector<uint8_t>>> interface_addresses(int route_fd) {
       }
       if (nh->nlmsg_type != RTM_NEWADDR) continue;
       auto* ifa = static_cast<ifaddrmsg*>(NLMSG_DATA(nh));
-      const std::size_t want = ifa->ifa_family == AF_INET ? 4 : ifa->ifa_family == AF_INET6 ? 16 : 0;
+      const std::size_t want = ifa->ifa_family == AF_INET    ? 4
+                               : ifa->ifa_family == AF_INET6 ? 16
+                                                             : 0;
       if (!want) continue;
       int rlen = static_cast<int>(IFA_PAYLOAD(nh));
       for (auto* rta = IFA_RTA(ifa); RTA_OK(rta, rlen); rta = RTA_NEXT(rta, rlen)) {

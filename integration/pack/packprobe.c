@@ -54,6 +54,7 @@ static const char *ename(int e) {
     case ECONNREFUSED: return "ECONNREFUSED";
     case EXDEV: return "EXDEV";
     case ENOSPC: return "ENOSPC";
+    case EAGAIN: return "EAGAIN";
     case ETIMEDOUT: return "ETIMEDOUT";
     case ENODATA: return "ENODATA";
     case EADDRINUSE: return "EADDRINUSE";
@@ -63,6 +64,12 @@ static const char *ename(int e) {
         return buf;
     }
     }
+}
+
+static void *sleeper(void *a) {
+    (void)a;
+    for (;;) pause();
+    return NULL;
 }
 
 static void report(const char *op, int ok, int err, const char *data) {
@@ -220,6 +227,21 @@ int main(int argc, char **argv) {
             RES(op, socket(AF_INET, SOCK_STREAM, 0));
         } else if (!strcmp(op, "socket-unix")) {
             RES(op, socket(AF_UNIX, SOCK_STREAM, 0));
+        } else if (!strcmp(op, "cat")) {  /* cat=PATH: the file, raw, on stdout; then the result */
+            int fd = open(arg, O_RDONLY);
+            int e = errno;
+            char buf[4096];
+            ssize_t n, total = 0;
+            fflush(stdout);
+            while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0) {
+                (void)!write(1, buf, (size_t)n);
+                total += n;
+            }
+            if (fd >= 0) close(fd);
+            char d[32];
+            snprintf(d, sizeof d, "%zd", total);
+            printf("\n");
+            report(op, fd >= 0, fd >= 0 ? 0 : e, d);
         } else if (!strcmp(op, "open-read")) {
             int fd = open(arg, O_RDONLY);
             char buf[16];
@@ -296,6 +318,53 @@ int main(int argc, char **argv) {
             char d[32];
             snprintf(d, sizeof d, "%lld", total);
             report(op, e == 0, e, d);
+        } else if (!strcmp(op, "fill-keep")) {  /* fill-keep=PATH:MIB: up to MIB MiB, kept */
+            char path[256];
+            const char *colon = strchr(arg, ':');
+            snprintf(path, sizeof path, "%.*s", colon ? (int)(colon - arg) : 0, arg);
+            int mib = colon ? atoi(colon + 1) : 1;
+            int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) { report(op, 0, errno, path); continue; }
+            static char kbuf[1 << 20];
+            memset(kbuf, 'x', sizeof kbuf);
+            long long total = 0;
+            int e = 0;
+            for (int k = 0; k < mib; k++) {
+                ssize_t n = write(fd, kbuf, sizeof kbuf);
+                if (n < 0) { e = errno; break; }
+                total += n;
+                if (n < (ssize_t)sizeof kbuf) { e = ENOSPC; break; }
+            }
+            close(fd);
+            char d[32];
+            snprintf(d, sizeof d, "%lld", total);
+            report(op, e == 0, e, d);
+        } else if (!strcmp(op, "sparse")) {  /* sparse=PATH:MIB: a hole of MIB MiB, then 1 byte */
+            char path[256];
+            const char *colon = strchr(arg, ':');
+            snprintf(path, sizeof path, "%.*s", colon ? (int)(colon - arg) : 0, arg);
+            long long size = (colon ? atoll(colon + 1) : 1) << 20;
+            int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) { report(op, 0, errno, path); continue; }
+            RES(op, pwrite(fd, "e", 1, size - 1));
+            close(fd);
+        } else if (!strcmp(op, "threads")) {  /* threads=N: start N sleeping threads; data: how many */
+            int n = atoi(arg), made = 0, e = 0;
+            for (int k = 0; k < n; k++) {
+                pthread_t t;
+                int r = pthread_create(&t, NULL, sleeper, NULL);
+                if (r) { e = r; break; }
+                made++;
+            }
+            char d[32];
+            snprintf(d, sizeof d, "%d", made);
+            report(op, e == 0, e, d);
+        } else if (!strcmp(op, "alloc")) {  /* alloc=MIB: touch MIB MiB of memory */
+            long long mib = atoll(arg);
+            char *p = malloc((size_t)mib << 20);
+            if (!p) { report(op, 0, ENOMEM, "malloc"); continue; }
+            for (long long k = 0; k < (mib << 20); k += 4096) p[k] = 1;
+            report(op, 1, 0, "touched");
         } else if (!strcmp(op, "connect-unix")) {
             int s = socket(AF_UNIX, SOCK_STREAM, 0);
             struct sockaddr_un sa;

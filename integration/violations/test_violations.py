@@ -137,7 +137,7 @@ def test_killed_reporter_leaves_everything_denied(rt, pack, workdir, flags_dir, 
     holder = {}
 
     def go():
-        holder["res"] = pack_run(rt, pack, "wait-file=/workdir/go", "fork", "unshare-user",
+        holder["res"] = pack_run(rt, pack, "wait-file=/workdir/out/go", "fork", "unshare-user",
                                  "clock_settime", "exec=/bin/busybox", "exec=/usr/bin/packprobe",
                                  extra=("--id", cid, "--events", str(ev)))
 
@@ -167,7 +167,7 @@ def test_killed_reporter_leaves_everything_denied(rt, pack, workdir, flags_dir, 
             try:
                 # packprobe splits "op=arg" in place: the '=' is a NUL by now
                 cmd = Path(f"/proc/{d}/cmdline").read_bytes() if d.isdigit() else b""
-                if b"wait-file\x00/workdir/go" in cmd and \
+                if b"wait-file\x00/workdir/out/go" in cmd and \
                         Path(f"/proc/{d}/comm").read_text().strip() == "packprobe":
                     return True
             except OSError:
@@ -181,7 +181,7 @@ def test_killed_reporter_leaves_everything_denied(rt, pack, workdir, flags_dir, 
     while Path(f"/proc/{pid}").exists():
         time.sleep(0.01)
     # the pack's /workdir is the run dir's copy, bind-mounted
-    (Path(rt.root) / "packs" / cid / "workdir" / "go").write_text("")
+    (Path(rt.root) / "packs" / cid / "w0" / "go").write_text("")  # /workdir/out
     t.join(60)
     res = holder["res"]
     r = results(res)
@@ -204,7 +204,7 @@ def test_killed_run_with_its_reporter_thread_leaves_everything_denied(rt, pack, 
 
     def go():
         # the results go to a file: the killed run's output tee goes with it
-        holder["res"] = pack_run(rt, pack, "stdout=/workdir/out/results", "wait-file=/workdir/go",
+        holder["res"] = pack_run(rt, pack, "stdout=/workdir/out/results", "wait-file=/workdir/out/go",
                                  "fork", "unshare-user", "clock_settime", "exec=/bin/busybox",
                                  extra=("--id", cid))
 
@@ -244,7 +244,7 @@ def test_killed_run_with_its_reporter_thread_leaves_everything_denied(rt, pack, 
         os.kill(run_pid, signal.SIGKILL)
         t.join(30)
         assert holder["res"].rc == -signal.SIGKILL, holder["res"]
-        (Path(rt.root) / "packs" / cid / "workdir" / "go").write_text("")
+        (Path(rt.root) / "packs" / cid / "w0" / "go").write_text("")  # /workdir/out
         while time.time() < deadline + 20 and Path(f"/proc/{init}").exists():
             time.sleep(0.02)
         assert not Path(f"/proc/{init}").exists(), "the agent did not finish"

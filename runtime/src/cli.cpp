@@ -461,6 +461,9 @@ int cli_main(int argc, char** argv) {
   }
   if (*del) {
     Status st = delete_container(g, id, force);
+    // What a killed `pack run` left (pack_cli.cpp RunMounts): its run
+    // directory and the tmpfs and overlay views mounted under it.
+    if (force) remove_pack_run_dir(g, id);
     return st.ok() ? 0 : fail(st.error());
   }
   if (*list) return print_list(g, format, quiet);

@@ -178,6 +178,14 @@ Status kill_container(const Globals& g, const std::string& id, int sig, bool all
   return ok();
 }
 
+void remove_pack_run_dir(const Globals& g, const std::string& id) {
+  if (!validate_id(id).ok()) return;
+  const std::string run = join_path(join_path(g.root, "packs"), id);
+  if (!path_exists(run)) return;
+  unmount_under(run);
+  if (Status st = remove_tree(run); !st.ok()) log::warn("delete " + id + ": " + st.error().what());
+}
+
 Status delete_container(const Globals& g, const std::string& id, bool force) {
   TRYV(validate_id(id));
   ContainerDir dir(g.root, id);

@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -248,7 +250,49 @@ namespace {
 // Copies the agent's output tree into DST: directories and regular files
 // only (a symlink or device the agent made is skipped and named), never
 // following anything. DST is created if needed.
-Status collect_output(const std::string& src, const std::string& dst) {
+// Copies one file keeping its holes (SEEK_DATA/SEEK_HOLE): a 1 GiB sparse
+// file the agent made stays sparse on the host. budget: the data bytes that
+// may still be written; past it the copy stops with an error.
+Status copy_sparse(const std::string& from, const std::string& to, std::uint64_t& budget) {
+  UniqueFd in(::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!in) return Error::sys(errno, "open " + from);
+  struct stat st;
+  if (::fstat(in.get(), &st) < 0) return Error::sys(errno, "stat " + from);
+  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!out) return Error::sys(errno, "create " + to);
+  off_t pos = 0;
+  std::vector<char> buf(1 << 16);
+  while (pos < st.st_size) {
+    off_t data = ::lseek(in.get(), pos, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // only a hole is left
+    if (data < 0) return Error::sys(errno, "seek " + from);
+    off_t hole = ::lseek(in.get(), data, SEEK_HOLE);
+    if (hole < 0) return Error::sys(errno, "seek " + from);
+    if (static_cast<std::uint64_t>(hole - data) > budget)
+      return Error::msg("the output is over its limit (resources.output): stopped at " + from);
+    budget -= static_cast<std::uint64_t>(hole - data);
+    for (off_t off = data; off < hole;) {
+      ssize_t n = ::pread(in.get(), buf.data(),
+                          static_cast<std::size_t>(std::min<off_t>(hole - off, buf.size())), off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error::sys(n < 0 ? errno : EIO, "read " + from);
+      for (ssize_t w = 0; w < n;) {
+        ssize_t k = ::pwrite(out.get(), buf.data() + w, static_cast<std::size_t>(n - w), off + w);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return Error::sys(errno, "write " + to);
+        w += k;
+      }
+      off += n;
+    }
+    pos = hole;
+  }
+  if (::ftruncate(out.get(), st.st_size) < 0) return Error::sys(errno, "truncate " + to);
+  return {};
+}
+
+Status collect_output(const std::string& src, const std::string& dst,
+                      std::uint64_t limit = UINT64_MAX) {
+  std::uint64_t budget = limit;
   namespace fs = std::filesystem;
   TRYV(mkdir_p(dst, 0755));
   std::error_code ec;
@@ -260,7 +304,8 @@ Status collect_output(const std::string& src, const std::string& dst) {
     if (fs::is_directory(st)) {
       fs::create_directory(to, ec);
     } else if (fs::is_regular_file(st)) {
-      fs::copy_file(it->path(), to, fs::copy_options::overwrite_existing, ec);
+      Status c = copy_sparse(it->path().string(), to.string(), budget);
+      if (!c.ok()) return c;
     } else {
       log::warn("pack run: output " + it->path().lexically_relative(src).string() +
                 " is not a regular file or directory; not collected");
@@ -284,16 +329,86 @@ std::string random_suffix() {
   return s;
 }
 
-// The per-run directory and everything under it, removed on every path out.
+// The per-run directory and everything under it, removed on every path out
+// (the mounts made under it first: RunMounts).
 struct RunDir {
   std::string path;
   bool keep = false;
   ~RunDir() {
     if (!path.empty() && !keep) {
+      unmount_under(path);
       auto st = remove_tree(path);
       if (!st.ok()) log::warn("pack run: " + st.error().what());
     }
   }
+};
+
+// What the agent must not learn (issue 21, item 12): /proc/self/mountinfo
+// shows, for every bind mount, the source's path inside its file system
+// (the run directory under the state root, --input, --rootfs). So nothing a
+// pack sees is a bind of a host directory: what it reads is an overlay
+// whose layers are named "/proc/self/fd/N" (an fd of this process at mount
+// time: the string is all mountinfo keeps), and what it writes is a tmpfs
+// of its own, sized by the pack's limits. All of it under the run
+// directory, unmounted (MNT_DETACH) when the run ends; `delete --force ID`
+// does the same for a run that was killed.
+class RunMounts {
+ public:
+  ~RunMounts() {
+    for (auto it = points_.rbegin(); it != points_.rend(); ++it)
+      (void)::umount2(it->c_str(), MNT_DETACH);
+  }
+  // A tmpfs at DIR (made if missing): size bytes, owned by uid:gid.
+  Status tmpfs(const std::string& dir, std::uint64_t size, uint32_t uid, uint32_t gid) {
+    if (::mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
+      return Error::sys(errno, "create " + dir);
+    std::string data = "size=" + std::to_string(size) + ",mode=0755,uid=" + std::to_string(uid) +
+                       ",gid=" + std::to_string(gid);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data.c_str()) < 0)
+      return Error::sys(errno, "mount a tmpfs on " + dir);
+    points_.push_back(dir);
+    return {};
+  }
+  // A read-only view of LOWER at DIR: an overlay of LOWER and an empty
+  // directory (overlayfs wants two lower layers without an upper one).
+  // upper: a writable view instead (a tmpfs holds the upper layer: the
+  // runtime makes its mount points there, LOWER is never written).
+  Status view(const std::string& dir, const std::string& lower, const std::string& scratch,
+              bool upper) {
+    if (::mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
+      return Error::sys(errno, "create " + dir);
+    UniqueFd l(::open(lower.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!l) return Error::sys(errno, "open " + lower);
+    std::string data;
+    UniqueFd e, u, w;
+    if (upper) {
+      TRYV(tmpfs(scratch, 16u << 20, 0, 0));
+      for (const char* d : {"/u", "/w"})
+        if (::mkdir((scratch + d).c_str(), 0755) < 0)
+          return Error::sys(errno, "mkdir " + scratch + d);
+      u.reset(::open((scratch + "/u").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      w.reset(::open((scratch + "/w").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!u || !w) return Error::sys(errno, "open " + scratch);
+      data = "lowerdir=" + fd_name(l.get()) + ",upperdir=" + fd_name(u.get()) +
+             ",workdir=" + fd_name(w.get());
+    } else {
+      if (::mkdir(scratch.c_str(), 0500) < 0 && errno != EEXIST)
+        return Error::sys(errno, "create " + scratch);
+      e.reset(::open(scratch.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!e) return Error::sys(errno, "open " + scratch);
+      data = "lowerdir=" + fd_name(l.get()) + ":" + fd_name(e.get());
+    }
+    unsigned long flags = MS_NOSUID | MS_NODEV | (upper ? 0 : MS_RDONLY);
+    if (::mount("overlay", dir.c_str(), "overlay", flags, data.c_str()) < 0)
+      return Error::sys(errno, "mount an overlay view of " + lower + " on " + dir +
+                                   " (the pack must not see host paths)");
+    points_.push_back(dir);
+    return {};
+  }
+
+ private:
+  static std::string fd_name(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+  std::vector<std::string> points_;
 };
 
 }  // namespace
@@ -566,7 +681,11 @@ struct PendingEntry {
 
 }  // namespace
 
-int pack_run(const Globals& g, const PackRunOptions& o) {
+int pack_run(const Globals& g, const PackRunOptions& o_in) {
+  PackRunOptions o = o_in;
+  // Absolute now: the output is collected after the run, wherever this
+  // process's working directory is by then.
+  if (!o.output.empty()) o.output = abs_path(o.output);
   TRY_EXIT(Loaded l, load(o.pack, /*validate=*/true, 2, 1));
   // Usage first: nothing is built, looked up or run for a refused command.
   const auto& rd = l.man.capabilities.fs.read;
@@ -660,28 +779,46 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
       return fail(Error::sys(errno, "create the run directory " + base));
     run.path = base;
   }
+  RunMounts mounts;  // before the run dir goes: see RunMounts
+  const cap::Resources& lim = l.man.resources;
   cap::CompileInputs in;
-  in.rootfs = abs_path(rootfs);
+  // Nothing the pack sees is a bind of a host directory (RunMounts): the
+  // rootfs, the pack's files and --input are overlay views, every fs.write
+  // place a tmpfs of the pack's size.
+  in.rootfs = join_path(run.path, "rootfs");
+  if (Status v = mounts.view(in.rootfs, abs_path(rootfs), join_path(run.path, "rootfs-rw"), true);
+      !v.ok())
+    return fail(v.error());
   in.pack_dir = join_path(run.path, "workdir");
   if (o.args) in.args = *o.args;
-  // Every fs.write entry is fed from a fresh per-run directory the agent's
-  // user owns; /workdir/inputs from --input (read-only) when given.
+  // Every fs.write entry is fed from a fresh per-run tmpfs the agent's user
+  // owns (/workdir/out: the output limit; the others: tmp); /workdir/inputs
+  // from --input (read-only) when given.
   std::string out_dir;
   int n = 0;
   for (const std::string& w : wr) {
     if (w == "/tmp") continue;
     std::string d = join_path(run.path, "w" + std::to_string(n++));
-    if (::mkdir(d.c_str(), 0755) < 0 || ::chown(d.c_str(), in.uid, in.gid) < 0)
-      return fail(Error::sys(errno, "create the per-run directory " + d));
+    Status t = mounts.tmpfs(
+        d, static_cast<std::uint64_t>(w == "/workdir/out" ? lim.output : lim.tmp), in.uid, in.gid);
+    if (!t.ok()) return fail(t.error());
     in.host_dirs[w] = d;
     if (w == "/workdir/out") out_dir = d;
   }
-  if (!o.input.empty()) in.host_dirs["/workdir/inputs"] = abs_path(o.input);
+  if (!o.input.empty()) {
+    std::string v = join_path(run.path, "inputs");
+    if (Status st = mounts.view(v, abs_path(o.input), join_path(run.path, "empty"), false);
+        !st.ok())
+      return fail(st.error());
+    in.host_dirs["/workdir/inputs"] = v;
+  }
   auto spec = cap::compile(l.man, in);
   if (!spec.ok()) return fail(spec.error());
   std::string bundle = join_path(run.path, "bundle");
   Status st = mkdir_p(bundle, 0700);
-  if (st.ok()) st = stage_workdir(l.dir, in.pack_dir, in.host_dirs);
+  const std::string staged = join_path(run.path, "workdir-src");
+  if (st.ok()) st = stage_workdir(l.dir, staged, in.host_dirs);
+  if (st.ok()) st = mounts.view(in.pack_dir, staged, join_path(run.path, "empty"), false);
   if (st.ok())
     st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(*spec, 2) + "\n", 0600,
                            Sync::none);
@@ -705,11 +842,38 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
   auto status = run_container(g, co, /*detach=*/false);
   bool captured = capture.finish();
   if (!status.ok()) return report(status.error().what());
+  // The output limit reached: its tmpfs is full, so the agent's last
+  // writes failed (ENOSPC). A resource violation, reported and exit 3.
+  int result = *status;
+  if (!out_dir.empty()) {
+    struct statvfs sv;
+    if (::statvfs(out_dir.c_str(), &sv) == 0 &&
+        static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < 64 * 1024) {
+      violations::Event e;
+      e.container = id;
+      e.pack = violations::PackId{l.man.name, l.man.version};
+      e.surface = "resource";
+      e.requested =
+          "/workdir/out over its limit (resources.output " + std::to_string(lim.output) + " bytes)";
+      e.syscall = "write";
+      e.pid = 1;
+      e.err = ENOSPC;
+      violations::deliver_line(violations::delivery(), violations::to_json_line(e));
+      (void)violations::record_flag(*e.pack, 1, rfc3339_now(true), rfc3339_now(true));
+      log::error("pack run: /workdir/out reached its limit of " + std::to_string(lim.output) +
+                 " bytes (resources.output); the agent's writes past it failed with ENOSPC");
+      result = violations::kViolationExit;
+    }
+  }
   if (!o.output.empty()) {
-    Status c = collect_output(out_dir, o.output);
+    Status c = collect_output(out_dir, o.output, static_cast<std::uint64_t>(lim.output));
     if (!c.ok()) return fail(c.error());
   }
-  if (pending.temp.empty()) return *status;
+  if (pending.temp.empty()) return result;
+  if (result != *status) {
+    say("cache not stored " + pending.key + ": /workdir/out reached its limit");
+    return result;
+  }
 
   // Record only a run whose result is the pack's: no violation (exit 3),
   // not killed by a signal (a ^C or the OOM killer is not a result), the
@@ -725,8 +889,13 @@ int pack_run(const Globals& g, const PackRunOptions& o) {
   else if (!out_dir.empty() && !plain_tree(out_dir))
     why = "/workdir/out holds something other than files and directories";
   if (why.empty() && !out_dir.empty()) {
-    Status c = collect_output(out_dir, join_path(pending.temp, "out"));
-    if (!c.ok()) why = c.error().what();
+    // resources.cache_entry: what one entry may hold (its output here; the
+    // streams are capped on their own)
+    Status c = collect_output(out_dir, join_path(pending.temp, "out"),
+                              static_cast<std::uint64_t>(lim.cache_entry));
+    if (!c.ok())
+      why = "the output is over resources.cache_entry (" + std::to_string(lim.cache_entry) +
+            " bytes)";
   }
   if (!why.empty()) {
     say("cache not stored " + pending.key + ": " + why);

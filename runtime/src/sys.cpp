@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <chrono>
@@ -123,6 +125,40 @@ Status remove_tree(const std::string& path) {
   int r = remove_at(AT_FDCWD, path.c_str(), st.st_dev);
   if (r) return Error::sys(r, "remove " + path);
   return ok();
+}
+
+void unmount_under(const std::string& path) {
+  auto text = read_file("/proc/self/mountinfo");
+  if (!text.ok()) return;
+  std::string base = path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  std::vector<std::string> points;
+  std::size_t pos = 0;
+  while (pos < text->size()) {
+    std::size_t e = text->find('\n', pos);
+    std::string line = text->substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    pos = e == std::string::npos ? text->size() : e + 1;
+    // id parent major:minor root MOUNTPOINT ...; octal escapes (\040) in it
+    std::size_t f = 0;
+    for (int i = 0; i < 4 && f != std::string::npos; i++) f = line.find(' ', f + 1);
+    if (f == std::string::npos) continue;
+    std::size_t g = line.find(' ', f + 1);
+    std::string raw = line.substr(f + 1, g == std::string::npos ? std::string::npos : g - f - 1);
+    std::string mp;
+    for (std::size_t i = 0; i < raw.size(); i++) {
+      if (raw[i] == '\\' && i + 3 < raw.size()) {
+        mp += static_cast<char>(((raw[i + 1] - '0') << 6) | ((raw[i + 2] - '0') << 3) |
+                                (raw[i + 3] - '0'));
+        i += 3;
+      } else {
+        mp += raw[i];
+      }
+    }
+    if (mp == base || mp.rfind(base + "/", 0) == 0) points.push_back(mp);
+  }
+  std::sort(points.begin(), points.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const std::string& m : points) (void)::umount2(m.c_str(), MNT_DETACH);
 }
 
 bool path_exists(const std::string& path) {

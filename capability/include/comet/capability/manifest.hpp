@@ -127,6 +127,22 @@ struct Example {
   std::string description;
 };
 
+// resources: what one run of the pack may take from the host (issue 21,
+// item 11). Every pack has them: these defaults, or the manifest's
+// `resources:` block (sizes as bytes or with a K/M/G or Ki/Mi/Gi suffix).
+// Enforced by the pack's cgroup (pids, memory; tmpfs pages are charged to
+// it too) and by tmpfs size= (every fs.write place, /workdir/out), checked
+// again when the output is collected and when a run is cached.
+struct Resources {
+  long long pids = 128;                // processes and threads (pids.max)
+  long long memory = 1024LL << 20;     // memory.max, no swap on top
+  long long tmp = 64LL << 20;          // each writable tmpfs but /workdir/out
+  long long output = 256LL << 20;      // /workdir/out (its tmpfs, and --output)
+  long long cache_entry = 64LL << 20;  // one cache entry (output + stdout + stderr)
+};
+inline constexpr long long kMinPids = 8, kMaxPids = 32768;
+inline constexpr long long kMinMemory = 16LL << 20;
+
 struct Manifest {
   std::string api_version{kApiVersion};
   std::string name;
@@ -137,6 +153,7 @@ struct Manifest {
   std::vector<Example> examples;
   Capabilities capabilities;
   std::string profile;  // optional sandbox profile name (profile.hpp)
+  Resources resources;
 
   // Where the manifest came from, for messages. locations maps a field path
   // ("capabilities.egress[1].port", "tools[0]") to the position of its value.

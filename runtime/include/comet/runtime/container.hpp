@@ -61,6 +61,9 @@ Result<int> run_container(const Globals& g, const CreateOptions& o, bool detach)
 Result<int> exec_container(const Globals& g, const ExecOptions& o);
 Status kill_container(const Globals& g, const std::string& id, int sig, bool all);
 Status delete_container(const Globals& g, const std::string& id, bool force);
+// `delete --force ID` of a `pack run` that was killed: its run directory
+// (<root>/packs/ID) and the mounts under it. Never called by a live run.
+void remove_pack_run_dir(const Globals& g, const std::string& id);
 Result<oci::State> container_state(const Globals& g, const std::string& id);
 Status pause_container(const Globals& g, const std::string& id, bool pause);
 

@@ -33,6 +33,9 @@ Result<UniqueFd> open_fd(const std::string& path, int flags, mode_t mode = 0);
 Status mkdir_p(const std::string& path, mode_t mode = 0755);
 // rm -rf that never follows symlinks and never crosses a mount point.
 Status remove_tree(const std::string& path);
+// Detaches (MNT_DETACH) every mount of this mount namespace at PATH or
+// beneath it, deepest first; what cannot be read or unmounted is left.
+void unmount_under(const std::string& path);
 bool path_exists(const std::string& path);
 std::string join_path(std::string_view a, std::string_view b);
 // Clean a path lexically (collapse //, ., ..) without touching the disk.

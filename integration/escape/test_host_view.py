@@ -1,0 +1,115 @@
+"""What a pack may learn of the host, and take from it (issue 21, items 11
+and 12). On 4dba8cb /proc/self/mountinfo inside a pack named the run
+directory under the state root and the caller's --input, --output and
+--rootfs paths; /proc/cmdline and the boot id were readable; a pack had no
+pids or memory limit, its writable places were host disk, and a sparse file
+became a full one in --output."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from lib.packs import MANIFEST, build_packprobe, make_pack, one, pack_run, results, run_with_events
+
+pytestmark = pytest.mark.comet_only
+
+
+@pytest.fixture(scope="session")
+def packprobe(session_dir):
+    return build_packprobe(session_dir)
+
+
+def manifest_with(resources: str, write: str = "[/workdir/out]") -> str:
+    m = MANIFEST.replace("    write: [/workdir/out]", f"    write: {write}")
+    return m + "resources:\n" + "".join(f"  {line}\n" for line in resources.strip().splitlines())
+
+
+def raw_before(res, marker: str) -> str:
+    """The raw text a `cat` op printed (everything before its result line)."""
+    return res.out
+
+
+def test_no_host_path_in_mounts_and_no_host_identity(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe)
+    inp, out = workdir / "my-inputs", workdir / "my-output"
+    inp.mkdir()
+    (inp / "data.txt").write_text("in\n")
+    res = pack_run(rt, pack, "cat=/proc/self/mountinfo", "cat=/proc/self/mounts",
+                   "cat=/proc/1/mountinfo", "cat=/proc/cmdline", "cat=/proc/sys/kernel/random/boot_id",
+                   "open-read=/workdir/inputs/data.txt",
+                   extra=("--input", str(inp), "--output", str(out)))
+    assert res.rc == 0, res
+    r = results(res)
+    assert one(r, "open-read")["ok"] is True, r  # the input is there
+    text = res.out
+    for host_path in (str(workdir), str(rt.root), str(pack[1]), str(inp), str(out), "/tmp/"):
+        assert host_path not in text, f"{host_path} visible inside the pack:\n{text}"
+    cats = r["cat"]
+    assert [c["ok"] for c in cats] == [True] * 5, cats
+    assert cats[3]["data"] == "0" and cats[4]["data"] == "0", cats  # cmdline, boot_id: empty
+    # nothing left on the host: no mount under the state root, no run dir
+    mounts = open("/proc/self/mountinfo").read()
+    assert str(rt.root) not in mounts, mounts
+    assert not list((rt.root / "packs").iterdir()) if (rt.root / "packs").exists() else True
+
+
+def test_pids_limit(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe, manifest_with("pids: 16"))
+    res = pack_run(rt, pack, "threads=64")
+    t = one(results(res), "threads")
+    assert t["errno"] == "EAGAIN" and int(t["data"]) < 16, t
+
+
+def test_memory_limit(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe, manifest_with("memory: 32Mi"))
+    res = pack_run(rt, pack, "alloc=16")  # under the limit: fine
+    assert one(results(res), "alloc")["ok"] is True, res
+    res = pack_run(rt, pack, "alloc=96")  # over: the cgroup's OOM killer
+    assert res.rc == 137 and "alloc" not in results(res), res
+
+
+def test_writable_places_are_bounded_tmpfs(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe,
+                     manifest_with("tmp: 4Mi", write="[/workdir/out, /workdir/scratch]"))
+    res = pack_run(rt, pack, "fill-keep=/workdir/scratch/big:16", "statfs=/workdir/scratch")
+    f = one(results(res), "fill-keep")
+    assert f["errno"] == "ENOSPC" and int(f["data"]) <= 4 << 20, f
+
+
+def test_output_limit_is_reported_and_holes_are_kept(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe, manifest_with("output: 4Mi"))
+    out = workdir / "collected"
+    res, ev = run_with_events(rt, pack, workdir, "sparse=/workdir/out/sparse:1024",
+                              "fill-keep=/workdir/out/big:16", extra=("--output", str(out)))
+    r = results(res)
+    assert one(r, "sparse")["ok"] is True, r  # 1 GiB apparent, no blocks: fits
+    assert one(r, "fill-keep")["errno"] == "ENOSPC", r
+    assert res.rc == 3, res
+    assert [(e["surface"], e["errno"]) for e in ev] == [("resource", "ENOSPC")], ev
+    assert "resources.output" in ev[0]["requested"], ev
+    assert "/workdir/out reached its limit" in res.err, res.err
+    st = os.stat(out / "sparse")
+    assert st.st_size == 1 << 30 and st.st_blocks * 512 < 1 << 20, (st.st_size, st.st_blocks)
+    assert os.stat(out / "big").st_size <= 4 << 20
+
+
+def test_cache_entry_limit(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe, manifest_with("cache_entry: 1Mi"))
+    res = pack_run(rt, pack, "fill-keep=/workdir/out/two:2")
+    assert res.rc == 0, res
+    assert "cache not stored" in res.out + res.err and "cache_entry" in res.out + res.err, res
+
+
+@pytest.mark.parametrize("block,said", [
+    ("pids: 0", "resources.pids: expected an integer 8..32768"),
+    ("memory: lots", "resources.memory: expected a size"),
+    ("memory: 1Mi", "resources.memory: expected a size of at least"),
+    ("disk: 1Gi", "resources"),
+])
+def test_bad_resources_fail_validate(rt, workdir, packprobe, block, said):
+    pack = make_pack(workdir, packprobe, manifest_with(block))
+    res = rt("pack", "validate", str(pack[0]))
+    assert res.rc != 0 and said in res.err, res
