@@ -136,8 +136,10 @@ Result<oci::Spec> compile(const Manifest& m, const CompileInputs& in) {
     s.mounts.push_back(
         mount("/dev/pts", "devpts", "devpts",
               {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}));
+    // /dev/shm is read-only: a pack writes only where fs.write says, and
+    // fs.write may not name /dev (red team, issue 21: it took writes).
     s.mounts.push_back(mount("/dev/shm", "tmpfs", "shm",
-                             {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}));
+                             {"ro", "nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}));
     s.mounts.push_back(mount(std::string(kWorkdir), "bind", in.pack_dir,
                              {"rbind", "ro", "nosuid", "nodev", "noexec"}));
     for (const Bind& b : binds) {

@@ -1,5 +1,8 @@
 // Egress setup and teardown for one container (see egress.hpp).
 #include "comet/egress/egress.hpp"
+#include "comet/egress/host_addrs.hpp"
+
+#include <arpa/inet.h>
 #include "comet/base/fault.hpp"
 
 #include <fcntl.h>
@@ -205,6 +208,30 @@ Status refuse_host_netns(int fd, const std::string& what) {
 
 bool wants_resolver(const capability::Capabilities& caps) {
   return mode_of(Allowlist(caps.egress)) != Mode::none;
+}
+
+Status refuse_host_literals(const capability::Capabilities& caps) {
+  std::vector<std::vector<uint8_t>> host;
+  bool have = false;
+  for (const capability::EgressEntry& e : caps.egress.entries) {
+    std::vector<uint8_t> a(16);
+    std::string h = e.host;
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    if (::inet_pton(AF_INET, h.c_str(), a.data()) == 1)
+      a.resize(4);
+    else if (::inet_pton(AF_INET6, h.c_str(), a.data()) != 1)
+      continue;  // a name: the resolver checks its answers
+    if (!have) {
+      TRY(Fd fd, open_route_socket());
+      TRY(host, interface_addresses(fd.get()));
+      have = true;
+    }
+    if (is_host_address(a, host))
+      return Error::msg("egress entry " + e.host + ":" + std::to_string(e.port) +
+                        ": an address of this host; a pack may not reach the host's own "
+                        "services (name a host that is not this machine)");
+  }
+  return {};
 }
 
 void prepare_spec(oci::Spec& spec, const capability::Capabilities& caps,

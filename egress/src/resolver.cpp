@@ -482,10 +482,9 @@ void Resolver::finish(Pending& p, const Message* up) {
   // Never an address of the host, on any interface, as it is now
   // (issue 21, item 5). Not known: SERVFAIL (fail closed).
   std::vector<std::vector<uint8_t>> host;
-  const bool has_addresses =
-      std::any_of(up->answers.begin(), up->answers.end(), [](const dns::Record& r) {
-        return r.type == dns::kTypeA || r.type == dns::kTypeAaaa;
-      });
+  const bool has_addresses = std::any_of(
+      up->answers.begin(), up->answers.end(),
+      [](const dns::Record& r) { return r.type == dns::kTypeA || r.type == dns::kTypeAaaa; });
   if (has_addresses) {
     auto h = route_ ? interface_addresses(route_->get())
                     : Result<std::vector<std::vector<uint8_t>>>(Error::msg("no route socket"));

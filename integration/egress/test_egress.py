@@ -388,3 +388,18 @@ def test_an_allowed_name_answering_with_a_host_address_is_not_pinned(internet, m
     assert HOST_IP not in r[0].get("addrs", []), r[0]
     assert r[1]["result"] != "ok" and "host-service" not in json.dumps(r[1]), r[1]
     assert r[2]["result"] == "ECONNREFUSED", r[2]
+
+
+def test_an_egress_literal_that_is_a_host_address_is_refused(internet, make_pack, harness):
+    """Red team (issue 21): a manifest listing one of the host's own
+    addresses as an IP literal (here the host's end of the test internet's
+    veth) passed validation and the agent reached a host-only service. The
+    literal is checked against the host's addresses at create, like every
+    DNS answer, and the run is refused with the entry named."""
+    pack = make_pack(f"    - {{host: {HOST_IP}, port: 8082, protocol: tcp}}\n")
+    pack.set_commands(["tcp", HOST_IP, "8082"])
+    res = harness.rt("run", "--net-helper", "--bundle", str(pack.bundle), harness.rt.new_id("lit"),
+                     env=dns_env(), timeout=30)
+    assert res.rc == 1, res
+    assert f"egress entry {HOST_IP}:8082: an address of this host" in res.err, res.err
+    assert '"cmd"' not in res.out, res.out  # the agent never ran

@@ -77,3 +77,19 @@ def test_an_engine_netns_that_is_not_the_host_is_accepted(rt, bundle, harness):
     cid = rt.new_id("enginenet")
     rt.create(cid, b).expect_ok()
     rt("delete", "--force", cid).expect_ok()
+
+
+@pytest.mark.parametrize("ns", ["pid", "mount", "ipc", "uts", "cgroup"])
+def test_a_confined_container_never_joins_a_host_namespace(rt, bundle, ns):
+    """Red team (issue 21): with the capabilities annotation and a pid
+    namespace path of a host process, the agent listed every host process
+    and read their command lines. A confined container may not join any of
+    the host's namespaces (by identity, as the network namespace)."""
+    proc = {"mount": "mnt"}.get(ns, ns)
+    b = bundle().probe("exit", "0").annotations(**{"org.soyaos.comet.capabilities": NONE})
+    b.add_namespace(ns, f"/proc/{os.getpid()}/ns/{proc}")
+    cid = rt.new_id("hostns")
+    res = rt.create(cid, b)
+    assert res.rc != 0, f"joining the host's {ns} namespace was accepted"
+    assert f"{proc} namespace /proc/{os.getpid()}/ns/{proc} is the host's" in res.error, res.error
+    assert not (rt.root / cid).exists()

@@ -113,3 +113,14 @@ def test_bad_resources_fail_validate(rt, workdir, packprobe, block, said):
     pack = make_pack(workdir, packprobe, manifest_with(block))
     res = rt("pack", "validate", str(pack[0]))
     assert res.rc != 0 and said in res.err, res
+
+
+def test_dev_shm_is_not_a_place_to_write(rt, workdir, packprobe):
+    """Red team (issue 21): /dev/shm took writes although fs.write did not
+    list it (and cannot: fs.write may not name /dev). It is read-only, and a
+    refused write there is an fs.write event."""
+    pack = make_pack(workdir, packprobe)
+    res, ev = run_with_events(rt, pack, workdir, "write=/dev/shm/x")
+    assert one(results(res), "write")["errno"] == "EROFS", res.out
+    assert res.rc == 3, res
+    assert [(e["surface"], e["requested"]) for e in ev] == [("fs.write", "/dev/shm/x")], ev

@@ -120,6 +120,26 @@ def test_pack_run_agent_cannot_type_into_the_callers_terminal(rt, workdir, packp
                    ("terminal", "ioctl(TIOCSTI)", "EPERM")], ev
 
 
+def test_pack_run_agent_cannot_read_or_drive_the_callers_terminal(rt, workdir, packprobe):
+    """Red team (issue 21): with no cache in the way, the agent's stdin was
+    the caller's terminal. It turned echo off (left off after the run), read
+    what the user typed, and its escape sequences (an OSC 52 clipboard
+    write, a cleared screen with a fake prompt) reached the terminal. Now
+    the agent's stdin is /dev/null and its output goes through a pipe whose
+    reader shows control characters as ^[ and the like."""
+    pack, rootfs = make_pack(workdir, packprobe)
+    cmd = " ".join(shlex.quote(str(a)) for a in [
+        cfg.RUNTIME, "--root", rt.root, "pack", "run", pack, "--rootfs", rootfs, "--no-cache",
+        "--", "term-steal"]) + "; stty -a | tr ' ' '\\n' | grep -x -e echo -e -echo"
+    screen = in_a_terminal(cmd, workdir)
+    r = report_of(screen, "term-steal")
+    assert not r["ok"] and r["errno"] in ("ENOTTY", "E25"), r  # stdin is no terminal
+    assert r["data"] == "read 0", r  # /dev/null: nothing the user typed
+    assert "\x1b]52" not in screen and "\x1b[2J" not in screen, repr(screen)
+    assert "^[]52;c;cHduZWQ=^G^[[2JFAKE-PROMPT" in screen, repr(screen)
+    assert "\necho\r" in screen or "\necho\n" in screen, repr(screen)  # echo still on
+
+
 def test_plain_run_process_cannot_type_into_the_callers_terminal(rt, bundle, workdir, packprobe):
     # no capabilities, runc's default config: no lock-down; its own session
     # does it (the inherited terminal is not its controlling terminal, and

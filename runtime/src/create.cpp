@@ -184,6 +184,39 @@ std::string events_target(const std::map<std::string, std::string>& annotations)
 
 }  // namespace
 
+namespace {
+
+// The host's namespace of that kind, by identity (device and inode) against
+// the runtime's own and PID 1's (where PID 1's can be seen), as
+// egress::refuse_host_netns does for the network namespace.
+Status refuse_host_namespace(int fd, int clone_flag, const std::string& what) {
+  const char* name = clone_flag == CLONE_NEWPID      ? "pid"
+                     : clone_flag == CLONE_NEWNS     ? "mnt"
+                     : clone_flag == CLONE_NEWIPC    ? "ipc"
+                     : clone_flag == CLONE_NEWUTS    ? "uts"
+                     : clone_flag == CLONE_NEWCGROUP ? "cgroup"
+                                                     : nullptr;
+  if (!name) return {};
+  struct stat ns;
+  if (::fstat(fd, &ns) < 0) return Error::sys(errno, std::string("stat namespace ") + what);
+  for (const std::string& host :
+       {std::string("/proc/self/ns/") + name, std::string("/proc/1/ns/") + name}) {
+    struct stat h;
+    if (::stat(host.c_str(), &h) < 0) {
+      if (host.rfind("/proc/1/", 0) == 0 && (errno == EACCES || errno == EPERM || errno == ENOENT))
+        continue;
+      return Error::sys(errno, "stat " + host);
+    }
+    if (h.st_dev == ns.st_dev && h.st_ino == ns.st_ino)
+      return Error::msg(std::string(name) + " namespace " + what +
+                        " is the host's (the runtime's own or PID 1's): a confined container "
+                        "may not join it");
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep_child) {
   TRYV(validate_id(o.id));
   if (g.systemd_cgroup)
@@ -230,6 +263,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   std::vector<std::string> egress_upstreams;
   if (egress_caps) {
     TRY(egress_netns, egress::engine_netns(spec));
+    TRYV(egress::refuse_host_literals(*egress_caps));
     TRY(egress_upstreams, egress::dns_upstreams());
     egress::prepare_spec(spec, *egress_caps, join_path(g.root, o.id));
     if (egress_caps->egress.any)
@@ -312,6 +346,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     TRY(UniqueFd h, high(UniqueFd(fd), min_fd, j.path));
     if (netns_enforced && j.clone_flag == CLONE_NEWNET)
       TRYV(egress::refuse_host_netns(h.get(), j.path));
+    // Nor does a confined container join the host's pid, mount, ipc, uts
+    // or cgroup namespace (red team, issue 21: a pid namespace path of a
+    // host process showed every host process's command line).
+    if (policy && policy->lockdown) TRYV(refuse_host_namespace(h.get(), j.clone_flag, j.path));
     j.fd = h.get();
     join_fds.push_back(std::move(h));
   }

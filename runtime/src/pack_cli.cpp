@@ -434,11 +434,49 @@ struct TeeStream {
   int in, orig, cap;
   std::uint64_t n;
   bool orig_ok, cap_ok;
+  bool tty;  // orig is a terminal: control characters are shown, not sent
 };
 
+// What an agent writes to the caller's terminal is shown, never obeyed
+// (issue 21, red team): C0 controls but tab, newline and carriage return,
+// DEL, and C1 controls (UTF-8 C2 80..9F) become caret notation (^[ for
+// ESC), so no escape sequence reaches the terminal (no OSC 52 clipboard
+// write, no title, no cleared screen with a fake prompt).
+std::string shown(const char* buf, size_t n) {
+  std::string out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; i++) {
+    const auto c = static_cast<unsigned char>(buf[i]);
+    if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f) || c >= 0xa0 ||
+        (c >= 0x80 && c < 0xc2) || c > 0xc2) {
+      out += static_cast<char>(c);
+    } else if (c == 0xc2 && i + 1 < n && static_cast<unsigned char>(buf[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(buf[i + 1]) < 0xa0) {
+      out += "^?";
+      i++;
+    } else if (c == 0xc2) {
+      out += static_cast<char>(c);
+    } else {
+      out += '^';
+      out += c == 0x7f ? '?' : static_cast<char>(c + '@');
+    }
+  }
+  return out;
+}
+
 void tee_pass(TeeStream& s, const char* buf, size_t n) noexcept {
-  if (s.orig_ok)
-    s.orig_ok = write_fully(s.orig, std::string_view(buf, n));  // a closed reader: keep recording
+  if (s.orig_ok) {
+    // a closed reader: keep recording
+    if (s.tty) {
+      try {
+        s.orig_ok = write_fully(s.orig, shown(buf, n));
+      } catch (...) {
+        s.orig_ok = false;
+      }
+    } else {
+      s.orig_ok = write_fully(s.orig, std::string_view(buf, n));
+    }
+  }
   if (!s.cap_ok) return;
   if (s.n + n > cache::kMaxStreamBytes || !write_fully(s.cap, std::string_view(buf, n))) {
     s.cap_ok = false;
@@ -499,13 +537,18 @@ class StdioCapture {
  public:
   ~StdioCapture() { (void)finish(); }
 
+  // dir "": no capture, only the terminal guard (the agent's stdin is
+  // /dev/null, its output shown through the tee, never the caller's tty).
   Status start(const std::string& dir, const Globals& g) {
-    UniqueFd cap_out(
-        ::open(join_path(dir, "stdout").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!cap_out) return Error::sys(errno, "create " + join_path(dir, "stdout"));
-    UniqueFd cap_err(
-        ::open(join_path(dir, "stderr").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!cap_err) return Error::sys(errno, "create " + join_path(dir, "stderr"));
+    UniqueFd cap_out, cap_err;
+    if (!dir.empty()) {
+      cap_out.reset(
+          ::open(join_path(dir, "stdout").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+      if (!cap_out) return Error::sys(errno, "create " + join_path(dir, "stdout"));
+      cap_err.reset(
+          ::open(join_path(dir, "stderr").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+      if (!cap_err) return Error::sys(errno, "create " + join_path(dir, "stderr"));
+    }
     int out[2], err[2], ctl[2];
     if (::pipe2(out, O_CLOEXEC) < 0) return Error::sys(errno, "pipe2");
     UniqueFd out_r(out[0]), out_w(out[1]);
@@ -523,8 +566,10 @@ class StdioCapture {
     pid_t pid = ::fork();
     if (pid < 0) return Error::sys(errno, "fork the output tee");
     if (pid == 0) {
-      TeeStream s[2] = {{out_r.get(), saved_[1].get(), cap_out.get(), 0, true, true},
-                        {err_r.get(), saved_[2].get(), cap_err.get(), 0, true, true}};
+      TeeStream s[2] = {{out_r.get(), saved_[1].get(), cap_out.get(), 0, true, cap_out.valid(),
+                         ::isatty(saved_[1].get()) == 1},
+                        {err_r.get(), saved_[2].get(), cap_err.get(), 0, true, cap_err.valid(),
+                         ::isatty(saved_[2].get()) == 1}};
       ::close(out_w.get());
       ::close(err_w.get());
       ::close(ctl_w.get());
@@ -572,6 +617,11 @@ class StdioCapture {
   UniqueFd ctl_;
   ChildGuard tee_;
   bool active_ = false;
+
+ public:
+  bool active() const { return active_; }
+
+ private:
   bool log_moved_ = false;
 };
 
@@ -650,7 +700,8 @@ int replay(const cache::Store& store, const cache::Entry& e, const PackRunOption
       log::error("pack run: read the cached " + std::string(name) + ": " + text.error().what());
       return 1;
     }
-    if (!write_fully(fd, *text)) break;
+    // a terminal gets the text shown, not obeyed (shown())
+    if (!write_fully(fd, ::isatty(fd) == 1 ? shown(text->data(), text->size()) : *text)) break;
   }
   store.touch(e.key);
   return e.exit_status;
@@ -833,6 +884,18 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
       log::warn("pack run: not cached: " + c.error().what());
       (void)remove_tree(pending.temp);
       pending.temp.clear();
+    }
+  }
+  // The caller's terminal is never the agent's (issue 21, red team): a
+  // terminal on stdin, stdout or stderr, and the agent gets /dev/null as
+  // stdin and pipes for its output, which the tee shows with control
+  // characters made visible. The agent cannot read what the user types,
+  // change the terminal's modes, or send it escape sequences.
+  if (!capture.active() && (::isatty(0) == 1 || ::isatty(1) == 1 || ::isatty(2) == 1)) {
+    Status c = capture.start("", g);
+    if (!c.ok()) {
+      (void)capture.finish();
+      return fail(Error(c.error().err(), "guard the terminal: " + c.error().message()));
     }
   }
   CreateOptions co;

@@ -158,9 +158,9 @@ Classified classify(int nr, const std::uint64_t a[6]) {
       c.surface = "process";
       c.requested = "clone";
     }
-  } else if (s == "memfd_create") {
+  } else if (s == "memfd_create" || s == "memfd_secret") {
     c.surface = "process";
-    c.requested = "memfd_create";
+    c.requested = s;
   } else if (s == "settimeofday" || s == "stime" || s == "clock_settime" ||
              s == "clock_settime64" || s == "adjtimex" || s == "clock_adjtime" ||
              s == "clock_adjtime64") {

@@ -292,7 +292,8 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
     // violation: never reported.
     p.syscalls.push_back(::comet::seccomp::deny({"clone3"}, ENOSYS));
     if (o.exec_lock) {
-      p.syscalls.push_back(deny({"fork", "vfork", "memfd_create"}, EPERM));
+      // memfd_secret too: an fd Landlock does not see, like memfd_create's.
+      p.syscalls.push_back(deny({"fork", "vfork", "memfd_create", "memfd_secret"}, EPERM));
       p.syscalls.push_back(deny({"clone"}, EPERM, {masked(kCloneFlagsArg, kCloneThread, 0)}));
       // Reporting only: execve is refused by Landlock, not here. The
       // reporter answers these with CONTINUE (what the ERRNO program, which
@@ -323,6 +324,12 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       oci::SeccompArg nl = masked(0, kLow32, kAfNetlink);
       oci::SeccompArg proto = arg(2, 0, "SCMP_CMP_NE");
       p.syscalls.push_back(deny({"socket"}, EPERM, {nl, proto}));
+      // ICMP echo ("ping") sockets: the kernel decides by ping_group_range
+      // and refuses unreported; a policy of host:port entries has no ICMP.
+      p.syscalls.push_back(
+          deny({"socket"}, EPERM, {masked(0, kLow32, kAfInet), masked(2, kLow32, 1)}));
+      p.syscalls.push_back(
+          deny({"socket"}, EPERM, {masked(0, kLow32, kAfInet6), masked(2, kLow32, 58)}));
     }
     if (o.network_none) {
       // Only AF_UNIX sockets can exist, so connect, bind, listen, accept and

@@ -62,6 +62,12 @@ Status refuse_host_netns(int fd, const std::string& what);
 bool wants_resolver(const capability::Capabilities& caps);
 
 // Adds the resolv.conf bind mount when the mode needs a resolver.
+// An egress entry that names an address of this host (any interface, as
+// the host has them now) is refused: through pasta it would reach the
+// host's own services. A create error naming the entry. The resolver
+// applies the same rule to every answer it pins (host_addrs.hpp).
+Status refuse_host_literals(const capability::Capabilities& caps);
+
 void prepare_spec(oci::Spec& spec, const capability::Capabilities& caps,
                   const std::string& state_dir);
 // Writes <state_dir>/resolv.conf (after the state dir exists, before clone).
