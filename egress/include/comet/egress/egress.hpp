@@ -8,15 +8,16 @@
 //                           runtime killed anywhere leaves what teardown needs:
 //     1. the ruleset (nft_plan.hpp) into the container's netns, by libnftables
 //        in a dedicated thread (nft_load.hpp)
-//     2. a netns the runtime made: pasta for connectivity (pasta.hpp)
+//     2. a netns the runtime made: a network helper for connectivity
+//        (nethelper.hpp: slirp4netns, or pasta when asked for)
 //     3. the resolver (resolver.hpp), a separate process
-//   at delete               teardown(): the resolver, pasta, and our table in
+//   at delete               teardown(): the resolver, the helper, our table in
 //                           an engine's netns; idempotent, for --force too.
 // Any failure in setup() is a create error (fail closed).
 //
 // Mode by the capabilities' egress (nft_plan.hpp): none (egress: []) gets no
 // network, no resolver, and, in an engine's namespace, a drop-all table;
-// filtered gets everything above; open ("*") gets pasta, a resolver that
+// filtered gets everything above; open ("*") gets the helper, a resolver that
 // answers every name, and a table that only keeps DNS on the resolver.
 #pragma once
 
@@ -36,7 +37,7 @@ namespace comet::egress {
 struct Handles {
   int resolver_pid = 0;
   unsigned long long resolver_start = 0;
-  int net_pid = 0;  // pasta
+  int net_pid = 0;  // the network helper (nethelper.hpp)
   unsigned long long net_start = 0;
   std::string netns_path;  // an engine's netns that holds our table ("" = ours)
   std::string table;       // our nft table there
