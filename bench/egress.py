@@ -3,9 +3,9 @@
 
 The egress suite's own internet (integration/egress/inet.py) and probe
 (netprobe.c). Each round runs the same pack twice, interleaved:
-  filtered   as the runtime sets it up (ruleset, pasta, resolver)
+  filtered   as the runtime sets it up (ruleset, network helper, resolver)
   no filter  the same container with the output chain deleted before
-             `start` (sets, pasta and resolver stay: only the filter goes)
+             `start` (sets, helper and resolver stay: only the filter goes)
 and measures, inside the container:
   connect    median of N blocking connect+close to an allowed test host,
              by IP after one lookup (so excluding DNS)
@@ -18,12 +18,13 @@ Ruleset load time: the "ruleset_ms" the runtime records in
 container's netns) for a 50-entry manifest, N creates. The upstream's own
 answer time (dnsmasq queried from the host) is printed beside the resolver's.
 
-Bulk through pasta swings by several times between runs on a small VM, so
-the filter's own cost on a bulk flow is also measured without pasta: the
+Bulk through the network helper (slirp4netns; pasta before 2026-12-06)
+swings by several times between runs on a small VM, so the filter's own
+cost on a bulk flow is also measured without the helper: the
 container's ruleset (dumped from a created container) loaded into a client
 namespace of the bench's own, joined to a server namespace by a veth pair,
 against the same pair without it, interleaved (4 x M MiB per upload). And
-through the container itself without pasta: the same pack joined to a
+through the container itself without the helper: the same pack joined to a
 network namespace of the bench's own (`linux.namespaces[].path`, as an
 engine's pod) wired to the test internet by a veth pair, filtered against
 the same container with its table's output chain deleted before `start`,
@@ -187,7 +188,7 @@ print((n >> 20) / (time.perf_counter() - t0))
 
 
 def filter_bulk(ruleset: str, mib: int, rounds: int) -> tuple[list[float], list[float]]:
-    """The filter alone on a bulk flow, without pasta: two namespaces of our
+    """The filter alone on a bulk flow, without a helper: two namespaces of our
     own joined by a veth pair; the client namespace holds the container's
     ruleset (with the server's address in its set) or nothing, alternately.
     Returns (filtered, unfiltered) MiB/s per round."""
@@ -230,7 +231,7 @@ def filter_bulk(ruleset: str, mib: int, rounds: int) -> tuple[list[float], list[
 
 def engine_bulk(net: Internet, work: Path, root: Path, egress: list[str], netprobe: Path,
                 probe: Path, mib: int, rounds: int) -> tuple[list[float], list[float]]:
-    """Bulk through the container itself, without pasta: the pack joins a
+    """Bulk through the container itself, without a helper: the pack joins a
     network namespace of the bench's own (`linux.namespaces[].path`, as an
     engine's pod), wired to the test internet by a veth pair. The runtime
     loads its table there; "no filter" is the same container with that
@@ -276,7 +277,7 @@ def main():
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--loads", type=int, default=20)
     ap.add_argument("--bulk-rounds", type=int, default=15,
-                    help="interleaved rounds of the two bulk measures without pasta")
+                    help="interleaved rounds of the two bulk measures without the helper")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/egress.py must run as root")
@@ -308,8 +309,8 @@ def main():
         for r in range(a.rounds):
             for unfilter in ((False, True) if r % 2 == 0 else (True, False)):
                 lines = run_container(root, bundle, f"bench-eg-{r}-{int(unfilter)}", work, unfilter)
-                # pasta's bulk path stalls now and then (docs/egress.md): that
-                # round's bulk figure is dropped and counted, the rest kept
+                # pasta's bulk path stalled now and then (docs/egress.md): a
+                # failed round's bulk figure is dropped and counted, the rest kept
                 assert len(lines) == 5 and all(l["result"] in ("ok", "NOERROR")
                                                for i, l in enumerate(lines) if i != 2), lines
                 if lines[2]["result"] != "ok":
@@ -352,7 +353,7 @@ def main():
     print("|---|---|---|---|---|")
     print(f"| TCP connect to an allowed host, excluding DNS | {c_f:.0f} us | {c_n:.0f} us | "
           f"{c_f - c_n:+.0f} us | at most +1000 us |")
-    print(f"| bulk TCP upload ({a.mib} MiB) through pasta | {b_f:.0f} MiB/s | {b_n:.0f} MiB/s | "
+    print(f"| bulk TCP upload ({a.mib} MiB) through the network helper | {b_f:.0f} MiB/s | {b_n:.0f} MiB/s | "
           f"{(b_f / b_n - 1) * 100:+.1f}% (stalled uploads dropped: {bulk_failed[False]} / "
           f"{bulk_failed[True]}) | at most -5% |")
     print(f"| resolver answer, allowed name, warm upstream (pinned) | {d_f:.0f} us | {d_n:.0f} us | "
@@ -363,10 +364,10 @@ def main():
           f"{med(loads4):.2f} ms) | under 5 ms |")
     # Interleaved A/B rounds: the difference is the median of the per-round
     # ratios (each pair ran back to back), beside the medians of each side.
-    for what, f, n in ((f"bulk TCP upload ({a.mib * 4} MiB), the filter alone: veth, no pasta",
+    for what, f, n in ((f"bulk TCP upload ({a.mib * 4} MiB), the filter alone: veth, no helper",
                         veth_f, veth_n),
                        (f"bulk TCP upload ({a.mib * 4} MiB) through the container, engine netns "
-                        "(veth), no pasta", pod_f, pod_n)):
+                        "(veth), no helper", pod_f, pod_n)):
         pairs = [x / y for x, y in zip(f, n)]
         print(f"| {what} | {med(f):.0f} MiB/s | {med(n):.0f} MiB/s | "
               f"{(med(pairs) - 1) * 100:+.1f}% (median of {len(pairs)} paired rounds; "

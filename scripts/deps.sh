@@ -10,8 +10,9 @@ COMET_PACKAGES=(
   libnftables-dev libcli11-dev libgtest-dev libssl-dev libbpf-dev libelf-dev zlib1g-dev
   # run and test
   busybox-static python3 python3-pytest python3-pytest-xdist iproute2 nftables util-linux procps
-  # egress (docs/egress.md): user-mode network for containers; the egress tests' DNS server
-  passt dnsmasq-base
+  # egress (docs/egress.md): user-mode network for containers (slirp4netns; pasta when
+  # COMET_NET_HELPER=pasta); the egress tests' DNS server
+  slirp4netns passt dnsmasq-base
   # reference runtimes for the benchmarks and the engine suites
   runc crun time
   # the engine suites (integration/engines): podman, containerd and a CRI client

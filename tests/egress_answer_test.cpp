@@ -3,8 +3,12 @@
 
 #include "comet/egress/answer.hpp"
 #include "comet/egress/host_addrs.hpp"
+#include "comet/egress/nethelper.hpp"
 #include "comet/egress/pasta.hpp"
 #include "comet/egress/resolver.hpp"
+#include "comet/egress/slirp.hpp"
+
+#include <cstdlib>
 
 using namespace comet::egress;
 using namespace comet::egress::dns;
@@ -276,4 +280,56 @@ TEST(EgressPasta, Arguments) {
     if ((a[i] == "-t" || a[i] == "-u" || a[i] == "-T" || a[i] == "-U") && a[i + 1] == "none")
       ++nones;
   EXPECT_EQ(nones, 4);
+}
+
+TEST(EgressSlirp, Arguments) {
+  auto a = slirp_args("/usr/bin/slirp4netns");
+  auto has = [&](const std::string& s) { return std::find(a.begin(), a.end(), s) != a.end(); };
+  EXPECT_EQ(a.front(), "/usr/bin/slirp4netns");
+  EXPECT_TRUE(has("--configure"));
+  EXPECT_TRUE(has("--disable-host-loopback"));  // no way to the host's 127.0.0.1
+  EXPECT_TRUE(has("--disable-dns"));            // the resolver is comet's own
+  EXPECT_TRUE(has("--enable-sandbox"));
+  EXPECT_TRUE(has("--enable-seccomp"));
+  EXPECT_TRUE(has("--netns-type=path"));
+  EXPECT_TRUE(has("/proc/self/fd/3"));  // the namespace by fd: the init is not dumpable
+  EXPECT_TRUE(has("--ready-fd=4"));
+  EXPECT_TRUE(has("--mtu=" + std::to_string(kSlirpMtu)));
+  EXPECT_EQ(a.back(), "tap0");
+  // no API socket: nothing can add a port forward later
+  for (const auto& arg : a) {
+    EXPECT_NE(arg.rfind("--api-socket", 0), 0u) << arg;
+    EXPECT_NE(arg, "-a");
+  }
+}
+
+TEST(EgressNetHelper, Choice) {
+  struct Env {
+    const char* helper;
+    const char* pasta;
+  };
+  auto with = [](Env e) {
+    e.helper ? ::setenv("COMET_NET_HELPER", e.helper, 1) : ::unsetenv("COMET_NET_HELPER");
+    e.pasta ? ::setenv("COMET_PASTA", e.pasta, 1) : ::unsetenv("COMET_PASTA");
+    auto r = choose_net_helper();
+    ::unsetenv("COMET_NET_HELPER");
+    ::unsetenv("COMET_PASTA");
+    return r;
+  };
+  auto is = [&](Env e, NetHelperKind k) {
+    auto r = with(e);
+    return r.ok() && *r == k;
+  };
+  EXPECT_TRUE(is({nullptr, nullptr}, NetHelperKind::slirp4netns));  // the default
+  EXPECT_TRUE(is({"", ""}, NetHelperKind::slirp4netns));
+  EXPECT_TRUE(is({"pasta", nullptr}, NetHelperKind::pasta));
+  EXPECT_TRUE(is({"slirp4netns", nullptr}, NetHelperKind::slirp4netns));
+  // COMET_PASTA alone still means "this pasta"; COMET_NET_HELPER wins over it
+  EXPECT_TRUE(is({nullptr, "/opt/passt/pasta"}, NetHelperKind::pasta));
+  EXPECT_TRUE(is({"slirp4netns", "/opt/passt/pasta"}, NetHelperKind::slirp4netns));
+  auto bad = with({"veth", nullptr});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("COMET_NET_HELPER"), std::string::npos);
+  EXPECT_STREQ(net_helper_name(NetHelperKind::slirp4netns), "slirp4netns");
+  EXPECT_STREQ(net_helper_name(NetHelperKind::pasta), "pasta");
 }

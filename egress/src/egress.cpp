@@ -19,8 +19,8 @@
 
 #include "comet/capability/compile.hpp"
 #include "comet/egress/allowlist.hpp"
+#include "comet/egress/nethelper.hpp"
 #include "comet/egress/nft_load.hpp"
-#include "comet/egress/pasta.hpp"
 #include "comet/egress/proc.hpp"
 #include "comet/egress/resolver.hpp"
 
@@ -338,15 +338,14 @@ Status setup(const SetupRequest& req, Handles& h,
     return ok();
   }
 
-  // 2. A way out, for a namespace we made, when the caller made the bundle
-  // (pack run, sandbox) or asked for it (--net-helper).
+  // 2. A way out (nethelper.hpp), for a namespace we made, when the caller
+  // made the bundle (pack run, sandbox) or asked for it (--net-helper).
   if (!shared && req.net_helper) {
-    TRY(Helper net,
-        start_pasta(netns.get(), req.state_dir + "/pasta.pid", req.state_dir + "/pasta.log"));
+    TRY(Helper net, start_net_helper(netns.get(), req.state_dir));
     h.net_pid = net.pid;
     h.net_start = net.start;
     TRYV(record(h));
-    step("pasta");
+    step("net");
   }
 
   // 3. The resolver.
@@ -367,7 +366,7 @@ Status teardown(const Handles& h) {
   if (h.resolver_pid > 0 && !kill_verified(h.resolver_pid, h.resolver_start))
     note(Error::msg("egress: the resolver " + std::to_string(h.resolver_pid) + " did not exit"));
   if (h.net_pid > 0 && !kill_verified(h.net_pid, h.net_start))
-    note(Error::msg("egress: pasta " + std::to_string(h.net_pid) + " did not exit"));
+    note(Error::msg("egress: the network helper " + std::to_string(h.net_pid) + " did not exit"));
   if (!h.netns_path.empty() && !h.table.empty()) {
     Fd ns(::open(h.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (ns.valid()) {

@@ -1,7 +1,7 @@
 """The egress suite's own "internet": a network namespace joined to the
 host by a veth pair, with test hosts on several addresses, the services of
 inet_server.py and a dnsmasq serving their names. Traffic goes only between
-the host and that namespace (the runtime's pasta relays the container's
+the host and that namespace (the runtime's network helper relays the container's
 flows through host sockets, and the host routes 10.213.0.0/24 and fd77::/64
 to the veth). Everything is removed by close(), even after a failure."""
 from __future__ import annotations

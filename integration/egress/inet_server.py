@@ -3,9 +3,13 @@
   TCP 80 443 8080 8443 (every address, v4 and v6): send "hello ADDR PORT\\n", close
   TCP 5001: bulk sink (a line with the byte count N, N bytes; answers N)
   TCP 5002: bulk source (sends N bytes, N from the first line)
+  TCP 5003: half-close echo: reads to EOF, then sends SHA-256 of what it
+            read and what it read with every byte inverted, and closes
+  (TCP 5999 is closed on purpose: a connect there is refused, RST)
   UDP 9000: echo
 
 Prints "ready" once every socket listens."""
+import hashlib
 import os
 import selectors
 import socket
@@ -84,6 +88,32 @@ def source(sock):
         threading.Thread(target=run, daemon=True).start()
 
 
+FLIP = bytes(255 - i for i in range(256))
+
+
+def halfclose_echo(sock):
+    while True:
+        c, _ = sock.accept()
+
+        def run(c=c):
+            try:
+                c.settimeout(30)
+                chunks = []
+                while True:
+                    b = c.recv(1 << 16)
+                    if not b:
+                        break
+                    chunks.append(b)
+                data = b"".join(chunks)
+                c.sendall(hashlib.sha256(data).digest() + data.translate(FLIP))
+            except OSError:
+                pass
+            finally:
+                c.close()
+
+        threading.Thread(target=run, daemon=True).start()
+
+
 def listen(family, port, kind=socket.SOCK_STREAM):
     s = socket.socket(family, kind)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -102,6 +132,8 @@ def main():
             threads.append(threading.Thread(target=greeter, args=(listen(fam, port),), daemon=True))
     threads.append(threading.Thread(target=sink, args=(listen(socket.AF_INET, 5001),), daemon=True))
     threads.append(threading.Thread(target=source, args=(listen(socket.AF_INET, 5002),), daemon=True))
+    threads.append(threading.Thread(target=halfclose_echo, args=(listen(socket.AF_INET, 5003),),
+                                    daemon=True))
     udp = listen(socket.AF_INET, 9000, socket.SOCK_DGRAM)
     for t in threads:
         t.start()

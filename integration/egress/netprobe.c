@@ -19,6 +19,15 @@
  *   unshare                      unshare(CLONE_NEWNET), then NEWUSER|NEWNET
  *   sleep SECONDS
  *   waitfile PATH                wait (10 s) for PATH to exist
+ *   halfclose HOST PORT MIB ROUNDS   ROUNDS connections to a half-close
+ *                                echo (inet_server.py, 5003): MIB MiB up,
+ *                                shutdown(SHUT_WR), read to EOF; the reply
+ *                                must be SHA-256 of the upload, then the
+ *                                upload with every byte inverted (both
+ *                                checked by SHA-256). "ok"/"rounds" count;
+ *                                "fails" says how the first ones went wrong
+ *                                (ETIMEDOUT: nothing for 5 s); it stops
+ *                                after 3 failures in a row
  * and, for bench/egress.py:
  *   connbench IP PORT N          N blocking connects+closes: median/p90 us
  *   bulk IP PORT MIB             send "<bytes>\n" then MIB MiB to a sink that
@@ -486,7 +495,7 @@ static void cmd_waitfile(const char *path) {
   out("waitfile", path, "ETIMEDOUT", NULL);
 }
 
-/* --- benchmarks ---------------------------------------------------------------- */
+/* --- timing (half-close and the benchmarks) ------------------------------------- */
 
 static double now_us(void) {
   struct timespec t;
@@ -506,6 +515,217 @@ static void report(const char *cmd, const char *arg, double *v, int n, int fails
            n ? v[n / 2] : 0.0, n ? v[(n * 9) / 10] : 0.0);
   out(cmd, arg, fails ? "EFAIL" : "ok", extra);
 }
+
+/* --- half-close, checked by SHA-256 ---------------------------------------------- */
+
+/* SHA-256 (FIPS 180-4), small and static: the probe links no crypto library. */
+typedef struct {
+  uint32_t h[8];
+  uint64_t len;
+  unsigned char buf[64];
+  size_t n;
+} sha256_t;
+
+static const uint32_t K256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define ROR(x, r) (((x) >> (r)) | ((x) << (32 - (r))))
+
+static void sha256_block(sha256_t *c, const unsigned char *p) {
+  uint32_t w[64], a, b, cc, d, e, f, g, h;
+  for (int i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
+           p[4 * i + 3];
+  for (int i = 16; i < 64; i++) {
+    uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  a = c->h[0]; b = c->h[1]; cc = c->h[2]; d = c->h[3];
+  e = c->h[4]; f = c->h[5]; g = c->h[6]; h = c->h[7];
+  for (int i = 0; i < 64; i++) {
+    uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K256[i] + w[i];
+    uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
+    h = g; g = f; f = e; e = d + t1; d = cc; cc = b; b = a; a = t1 + t2;
+  }
+  c->h[0] += a; c->h[1] += b; c->h[2] += cc; c->h[3] += d;
+  c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
+}
+
+static void sha256_init(sha256_t *c) {
+  static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  memcpy(c->h, iv, sizeof iv);
+  c->len = 0;
+  c->n = 0;
+}
+
+static void sha256_update(sha256_t *c, const unsigned char *p, size_t n) {
+  c->len += n;
+  while (n) {
+    size_t k = 64 - c->n < n ? 64 - c->n : n;
+    memcpy(c->buf + c->n, p, k);
+    c->n += k;
+    p += k;
+    n -= k;
+    if (c->n == 64) {
+      sha256_block(c, c->buf);
+      c->n = 0;
+    }
+  }
+}
+
+static void sha256_final(sha256_t *c, unsigned char out[32]) {
+  uint64_t bits = c->len * 8;
+  unsigned char pad = 0x80, zero = 0, lenb[8];
+  sha256_update(c, &pad, 1);
+  while (c->n != 56) sha256_update(c, &zero, 1);
+  for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
+  sha256_update(c, lenb, 8);
+  for (int i = 0; i < 8; i++) {
+    out[4 * i] = (unsigned char)(c->h[i] >> 24);
+    out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
+    out[4 * i + 2] = (unsigned char)(c->h[i] >> 8);
+    out[4 * i + 3] = (unsigned char)c->h[i];
+  }
+}
+
+static void sha256(const unsigned char *p, size_t n, unsigned char out[32]) {
+  sha256_t c;
+  sha256_init(&c);
+  sha256_update(&c, p, n);
+  sha256_final(&c, out);
+}
+
+/* One round: "ok", or what went wrong, in why. */
+static int halfclose_round(const struct sockaddr_storage *sa, socklen_t len, size_t size,
+                           uint64_t seed, char *why, size_t why_len) {
+  unsigned char *up = malloc(size), *want = malloc(size), *got = malloc(size);
+  int s = -1, ok = 0;
+  if (!up || !want || !got) {
+    snprintf(why, why_len, "ENOMEM");
+    goto out;
+  }
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1; /* xorshift64* */
+  for (size_t i = 0; i < size; i++) {
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    up[i] = (unsigned char)((x * 0x2545f4914f6cdd1dULL) >> 56);
+    want[i] = (unsigned char)~up[i];
+  }
+  s = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = s < 0 ? errno : connect_timeout(s, (const struct sockaddr *)sa, len, 2000);
+  if (e) {
+    snprintf(why, why_len, "connect %s", ename(e));
+    goto out;
+  }
+  /* Send all while reading what comes (the echo starts only after our FIN,
+     but a broken path may send early); then half-close, read to EOF. */
+  size_t sent = 0, head = 0, body = 0, extra = 0;
+  unsigned char digest[32];
+  int fin = 0;
+  double t0 = now_us();
+  for (;;) {
+    struct pollfd pf = {s, (short)(POLLIN | (sent < size ? POLLOUT : 0)), 0};
+    int r = poll(&pf, 1, 5000);
+    if (r == 0) {
+      snprintf(why, why_len, "ETIMEDOUT (sent %zu, got %zu)", sent, head + body + extra);
+      goto out;
+    }
+    if (r < 0) continue;
+    if ((pf.revents & POLLOUT) && sent < size) {
+      ssize_t w = send(s, up + sent, size - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (w < 0 && errno != EAGAIN) {
+        snprintf(why, why_len, "send %s", ename(errno));
+        goto out;
+      }
+      if (w > 0) sent += (size_t)w;
+      if (sent == size && !fin) {
+        shutdown(s, SHUT_WR);
+        fin = 1;
+      }
+    }
+    if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
+      unsigned char tmp[1 << 16];
+      ssize_t k = recv(s, tmp, sizeof tmp, MSG_DONTWAIT);
+      if (k < 0 && errno == EAGAIN) continue;
+      if (k < 0) {
+        snprintf(why, why_len, "recv %s (sent %zu, got %zu)", ename(errno), sent, head + body + extra);
+        goto out;
+      }
+      if (k == 0) break;
+      for (ssize_t i = 0; i < k; i++) {
+        if (head < 32) digest[head++] = tmp[i];
+        else if (body < size) got[body++] = tmp[i];
+        else extra++;
+      }
+    }
+    if (now_us() - t0 > 30e6) {
+      snprintf(why, why_len, "ETIMEDOUT (30 s; sent %zu, got %zu)", sent, head + body + extra);
+      goto out;
+    }
+  }
+  if (!fin) {
+    snprintf(why, why_len, "EOF before the upload ended (sent %zu)", sent);
+    goto out;
+  }
+  unsigned char d_up[32], d_want[32], d_got[32];
+  sha256(up, size, d_up);
+  sha256(want, size, d_want);
+  sha256(got, body, d_got);
+  if (head + body + extra != 32 + size)
+    snprintf(why, why_len, "got %zu bytes, want %zu", head + body + extra, 32 + size);
+  else if (memcmp(digest, d_up, 32))
+    snprintf(why, why_len, "the server's SHA-256 of the upload differs");
+  else if (memcmp(d_got, d_want, 32))
+    snprintf(why, why_len, "SHA-256 of the download differs");
+  else
+    ok = 1;
+out:
+  if (s >= 0) close(s);
+  free(up);
+  free(want);
+  free(got);
+  return ok;
+}
+
+static void cmd_halfclose(const char *host, const char *port_s, const char *mib_s,
+                          const char *rounds_s) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s", host, port_s);
+  size_t size = (size_t)atol(mib_s) << 20;
+  int rounds = atoi(rounds_s), good = 0, done = 0, in_a_row = 0;
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[128], fails[1024] = "";
+  if (target(host, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("halfclose", arg, why, NULL);
+    return;
+  }
+  for (int i = 0; i < rounds && in_a_row < 3; i++, done++) {
+    if (halfclose_round(&sa, len, size, (uint64_t)i + 1, why, sizeof why)) {
+      good++;
+      in_a_row = 0;
+      continue;
+    }
+    in_a_row++;
+    size_t l = strlen(fails);
+    if (l < sizeof fails - 200)
+      snprintf(fails + l, sizeof fails - l, "%s\"round %d: %s\"", l ? "," : "", i, why);
+  }
+  char extra[1200];
+  snprintf(extra, sizeof extra, "\"ok\":%d,\"done\":%d,\"rounds\":%d,\"fails\":[%s]", good, done,
+           rounds, fails);
+  out("halfclose", arg, good == rounds ? "ok" : "EFAIL", extra);
+}
+
+/* --- benchmarks ---------------------------------------------------------------- */
 
 static void cmd_connbench(const char *ip, const char *port_s, const char *n_s) {
   int n = atoi(n_s);
@@ -673,6 +893,7 @@ int main(int argc, char **argv) {
       else if (!strcmp(a[0], "sleep") && n >= 2) { usleep((useconds_t)(atof(a[1]) * 1e6)); out("sleep", a[1], "ok", NULL); }
       else if (!strcmp(a[0], "waitfile") && n >= 2) cmd_waitfile(a[1]);
       else if (!strcmp(a[0], "listen") && n >= 3) cmd_listen(a[1], a[2]);
+      else if (!strcmp(a[0], "halfclose") && n >= 5) cmd_halfclose(a[1], a[2], a[3], a[4]);
       else if (!strcmp(a[0], "connbench") && n >= 4) cmd_connbench(a[1], a[2], a[3]);
       else if (!strcmp(a[0], "bulk") && n >= 4) cmd_bulk(a[1], a[2], a[3]);
       else if (!strcmp(a[0], "dnsbench") && n >= 3) cmd_dnsbench(a[1], a[2]);

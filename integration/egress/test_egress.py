@@ -265,26 +265,26 @@ def test_cleanup_after_delete(internet, make_pack, harness, how):
         harness.rt("start", cid).expect_ok()
     rec = _state_record(harness, cid)
     resolver = (rec["egress_resolver_pid"], rec["egress_resolver_start"])
-    pasta = (rec["egress_net_pid"], rec["egress_net_start"])
-    assert resolver[0] > 0 and pasta[0] > 0, rec
+    helper = (rec["egress_net_pid"], rec["egress_net_start"])  # slirp4netns (or pasta)
+    assert resolver[0] > 0 and helper[0] > 0, rec
     assert rec["egress_table"] == "comet" and rec["egress_netns"] == "", rec
     ns = None
     if how != "fault-after-nft":  # there the init dies with its runtime
-        assert _alive(*resolver) and _alive(*pasta)
+        assert _alive(*resolver) and _alive(*helper)
         ns = _netns_inode(rec["pid"])
         assert ns != _netns_inode(os.getpid())
     if how == "init-exit":
         # the init exits by itself: its helpers follow it, before any delete
         deadline = time.time() + 10
-        while time.time() < deadline and (_alive(*resolver) or _alive(*pasta)):
+        while time.time() < deadline and (_alive(*resolver) or _alive(*helper)):
             time.sleep(0.05)
-        assert not _alive(*resolver) and not _alive(*pasta)
+        assert not _alive(*resolver) and not _alive(*helper)
     harness.rt("delete", "--force", cid).expect_ok()
     deadline = time.time() + 5
     while time.time() < deadline and ns and _netns_holders(ns):
         time.sleep(0.05)
     assert not _alive(*resolver), "resolver left running"
-    assert not _alive(*pasta), "pasta left running"
+    assert not _alive(*helper), "the network helper left running"
     holders = _netns_holders(ns) if ns else []
     assert not holders, f"the container's netns is still held by {holders}"
     assert _host_state() == before

@@ -7,7 +7,7 @@ test internet (inet.py) by a veth pair, with lo up and a default route, as
 an engine's CNI would. The runtime must then load its per-container table
 (`comet_<hash>`) into that namespace before the agent runs, leave the
 namespace itself and its links alone (they are the engine's), start no
-pasta, and remove only its own table at delete. A second pack in the same
+network helper, and remove only its own table at delete. A second pack in the same
 namespace is refused (fail closed, docs/egress.md "shared engine
 namespaces") and leaves the first one's policy in place.
 
@@ -95,7 +95,7 @@ def test_engine_netns_second_pack_fails_closed(internet, make_pack, harness):
         ca, cb = harness.rt.new_id("poda"), harness.rt.new_id("podb")
         harness.rt("create", "--bundle", str(a.bundle), ca, env=dns_env()).expect_ok()
         ra = state(harness, ca)
-        # Per-container name in a shared namespace; no pasta: the engine owns the way out.
+        # Per-container name in a shared namespace; no helper: the engine owns the way out.
         assert ra["egress_netns"] == pod.path, ra
         assert ra["egress_table"].startswith("comet_") and len(ra["egress_table"]) == 22, ra
         assert ra["egress_net_pid"] == 0 and ra["egress_resolver_pid"] > 0, ra

@@ -145,7 +145,8 @@ int cli_main(int argc, char** argv) {
     c->add_option("--events", events_target, "deliver violation events to FILE or unix:PATH");
     c->add_flag("--net-helper", co.net_helper,
                 "a pack with an egress list in a network namespace this runtime makes: attach "
-                "pasta so that the allowed hosts are reachable (pack run and sandbox do; a "
+                "the connectivity helper (slirp4netns) so that the allowed hosts are reachable "
+                "(pack run and sandbox do; a "
                 "config alone never gets it, so an engine's --network none stays none)");
     c->add_option("--dns-upstream", dns_upstream,
                   "DNS servers the egress resolver forwards allowed names to (IP, IP:PORT, "

@@ -117,7 +117,7 @@ struct CreateCleanup {
   std::vector<std::string> cgroup_dirs;
   ChildGuard stage1;
   PidFd init;
-  egress::Handles* egress = nullptr;  // the resolver, pasta, our nft table
+  egress::Handles* egress = nullptr;  // the resolver, the network helper, our nft table
   std::uint64_t fs_cgroup = 0;        // fs events: the cgroup filed with the program
   bool armed = true;
   ~CreateCleanup() {
@@ -534,8 +534,8 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   if (auto m = expect_msg(sfd, MsgType::kMountsDone); !m.ok())
     return child_failure(sfd, m.error(), lx);
   fault_point("create-after-mounts");
-  // Egress: the ruleset into the container's netns, then pasta (a netns we
-  // made), then the resolver; each recorded before the next starts, so
+  // Egress: the ruleset into the container's netns, then the network helper
+  // (a netns we made), then the resolver; each recorded before the next starts, so
   // delete --force finds them. Any failure fails the create (fail closed).
   if (egress_caps) {
     cleanup.egress = &egress_handles;

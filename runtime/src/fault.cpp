@@ -9,7 +9,7 @@
 namespace comet::runtime {
 
 // Points (fault.hpp lists them): create-after-record, create-after-clone,
-// create-after-mounts, create-after-nft (egress: ruleset, pasta and resolver
+// create-after-mounts, create-after-nft (egress: ruleset, network helper, resolver
 // set up and recorded), create-before-ready, start-waiting-fifo.
 void fault_point(const char* name) noexcept {
   if (fault_is(name)) ::raise(SIGKILL);

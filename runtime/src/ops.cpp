@@ -213,7 +213,7 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
     return Error::msg("cannot delete container " + id +
                       " that is not stopped: " + oci::status_name(st));
   kill_everything(rec);
-  // Egress (egress/egress.hpp): the resolver, pasta, our table in an
+  // Egress (egress/egress.hpp): the resolver, the network helper, our table in an
   // engine's netns. Idempotent; a failure is reported, never blocks delete.
   egress::Handles eh{rec.egress_resolver_pid, rec.egress_resolver_start, rec.egress_net_pid,
                      rec.egress_net_start,    rec.egress_netns,          rec.egress_table};

@@ -8,15 +8,16 @@
 //                           runtime killed anywhere leaves what teardown needs:
 //     1. the ruleset (nft_plan.hpp) into the container's netns, by libnftables
 //        in a dedicated thread (nft_load.hpp)
-//     2. a netns the runtime made: pasta for connectivity (pasta.hpp)
+//     2. a netns the runtime made: a network helper for connectivity
+//        (nethelper.hpp: slirp4netns, or pasta when asked for)
 //     3. the resolver (resolver.hpp), a separate process
-//   at delete               teardown(): the resolver, pasta, and our table in
+//   at delete               teardown(): the resolver, the helper, our table in
 //                           an engine's netns; idempotent, for --force too.
 // Any failure in setup() is a create error (fail closed).
 //
 // Mode by the capabilities' egress (nft_plan.hpp): none (egress: []) gets no
 // network, no resolver, and, in an engine's namespace, a drop-all table;
-// filtered gets everything above; open ("*") gets pasta, a resolver that
+// filtered gets everything above; open ("*") gets the helper, a resolver that
 // answers every name, and a table that only keeps DNS on the resolver.
 #pragma once
 
@@ -36,7 +37,7 @@ namespace comet::egress {
 struct Handles {
   int resolver_pid = 0;
   unsigned long long resolver_start = 0;
-  int net_pid = 0;  // pasta
+  int net_pid = 0;  // the network helper (nethelper.hpp)
   unsigned long long net_start = 0;
   std::string netns_path;  // an engine's netns that holds our table ("" = ours)
   std::string table;       // our nft table there
@@ -63,7 +64,7 @@ bool wants_resolver(const capability::Capabilities& caps);
 
 // Adds the resolv.conf bind mount when the mode needs a resolver.
 // An egress entry that names an address of this host (any interface, as
-// the host has them now) is refused: through pasta it would reach the
+// the host has them now) is refused: through the helper it would reach the
 // host's own services. A create error naming the entry. The resolver
 // applies the same rule to every answer it pins (host_addrs.hpp).
 Status refuse_host_literals(const capability::Capabilities& caps);
@@ -78,7 +79,7 @@ struct SetupRequest {
   std::string state_dir;
   capability::Capabilities caps;
   std::string engine_netns;  // engine_netns()
-  // pasta for a namespace the runtime made (CreateOptions::net_helper);
+  // The connectivity helper for a namespace the runtime made (CreateOptions::net_helper);
   // without it the namespace keeps only loopback: filtered, never widened.
   bool net_helper = false;
   int init_pid = 0;

@@ -1,28 +1,23 @@
-// Connectivity for containers whose network namespace the runtime made
-// (`run`, `create` without an engine): pasta, the user-mode network of the
-// passt project (Debian's passt package), attached to the container's
-// namespace. Why pasta and not a veth: docs/egress.md ("Connectivity").
+// pasta, the user-mode network of the passt project (Debian's passt
+// package), as the container's network helper (nethelper.hpp): chosen with
+// COMET_NET_HELPER=pasta (or a COMET_PASTA of its own). No longer the
+// default: Debian 12's pasta (passt 2023-03) corrupts half-closed TCP and
+// turns a far end's RST into a timeout (docs/egress.md, bench/netpath.sh).
 //
 // pasta gives the namespace one tap interface with the host's addresses and
 // routes (--config-net) and carries its TCP/UDP flows over ordinary host
-// sockets. Nothing changes on the host: no link, no route, no nft table,
-// no forwarding sysctl. Inbound port forwarding is off (-t/-u/-T/-U none)
-// and the gateway address is not mapped to the host's loopback
-// (--no-map-gw), so the container cannot reach the host's own services
-// through it. The container's output filter still sees every packet first.
+// sockets. Inbound port forwarding is off (-t/-u/-T/-U none) and the
+// gateway address is not mapped to the host's loopback (--no-map-gw), so
+// the container cannot reach the host's own services through it.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "comet/base/result.hpp"
+#include "comet/egress/nethelper.hpp"
 
 namespace comet::egress {
-
-struct Helper {
-  int pid = 0;
-  unsigned long long start = 0;
-};
 
 // COMET_PASTA, else /usr/bin/pasta, else /usr/local/bin/pasta; "" if none.
 std::string pasta_binary();

@@ -60,8 +60,9 @@ struct ResolverConfig {
   std::string table;                   // nft table in the container's netns
   std::vector<std::string> upstreams;  // parse_upstreams() form
   TtlPolicy ttl;
-  // A helper (pasta) killed when the init exits, so that a container whose
-  // runtime died leaves nothing running once its init is gone.
+  // The network helper (nethelper.hpp), killed when the init exits, so
+  // that a container whose runtime died leaves nothing running once its
+  // init is gone.
   int companion_pid = 0;
   unsigned long long companion_start = 0;
   // Called in the resolver, before the REFUSED answer is sent (so that the

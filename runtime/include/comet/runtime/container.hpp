@@ -28,7 +28,7 @@ struct CreateOptions {
   bool no_pivot = false;
   bool no_new_keyring = false;
   int preserve_fds = 0;
-  // Attach the user-mode connectivity helper (pasta) to a network namespace
+  // Attach the user-mode connectivity helper (slirp4netns) to a network namespace
   // this runtime makes for a pack with an egress list. Only for bundles the
   // runtime made itself (`pack run`, `sandbox`) or when its caller asks
   // (`run`/`create --net-helper`): a config alone never widens the network

@@ -16,8 +16,8 @@
 //   3. no_new_privs;
 //   4. a seccomp filter that refuses with EPERM: exec; ptrace and reading or
 //      writing other processes' memory; every signal except to
-//      `signal_pid` (its companion, pasta) and to itself, including
-//      pidfd_send_signal; pidfd_open except of `signal_pid`; new netlink,
+//      `signal_pid` (its companion, the network helper) and to itself,
+//      including pidfd_send_signal; pidfd_open except of `signal_pid`; new netlink,
 //      packet and raw sockets (its nft and NFLOG sockets are already open);
 //      unix sockets unless `allow_unix` (a unix: delivery target), so it
 //      cannot reach a container-runtime socket as uid 0; io_uring; mount,

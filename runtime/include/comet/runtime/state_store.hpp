@@ -43,7 +43,7 @@ struct ContainerRecord {
   // Egress (egress/egress.hpp Handles): what delete tears down.
   int egress_resolver_pid = 0;
   unsigned long long egress_resolver_start = 0;
-  int egress_net_pid = 0;  // pasta
+  int egress_net_pid = 0;  // the network helper (slirp4netns or pasta)
   unsigned long long egress_net_start = 0;
   std::string egress_netns;  // an engine's netns that holds our nft table ("" = ours)
   std::string egress_table;  // our nft table ("" = none loaded)
