@@ -116,3 +116,20 @@ def test_a_flood_of_cheap_violations_does_not_hide_the_real_one(rt, pack, workdi
     size = (workdir / "ev.jsonl").stat().st_size
     assert size <= (2 << 20) + 4096, size
     assert len(ev) + trunc[0]["dropped"] == 12000 + 1, (len(ev), trunc)
+
+
+def test_an_exec_whose_path_changes_under_the_check_is_still_reported(rt, pack, workdir):
+    """Red team (issue 21): a second thread flips the path between the
+    interpreter and /bin/busybox while the first calls execve. The reporter
+    read the interpreter (allowed: no event), the kernel read busybox
+    (Landlock: EACCES): refused, exit 0, no event. Every failed exec is now
+    seen at sys_exit too; each refusal is reported once."""
+    res, ev = run_with_events(rt, pack, workdir, "exec-race=300")
+    r = results(res)
+    fails = int(one(r, "exec-race")["data"])
+    assert fails > 0, r  # the race is there to be won
+    execs = [e for e in ev if e.get("type") == "capability_violation" and e["surface"] == "exec"]
+    # a first event counts 1; a summary line "repeated": N, N more
+    reported = sum(e.get("repeated", 1) for e in execs)
+    assert reported == fails, (fails, execs)
+    assert res.rc == 3, res

@@ -67,6 +67,22 @@ static const char *ename(int e) {
     }
 }
 
+static char race_path[64] = "/usr/bin/packprobe";
+static volatile int race_stop, race_flips;
+static void *flipper(void *a) {
+    (void)a;
+    while (!race_stop) {
+        race_flips++;
+        memcpy(race_path, "/bin/busybox\0\0\0\0\0\0", 19);
+        __asm__ volatile("" ::: "memory");  /* not a dead store: the kernel reads it */
+        for (volatile int i = 0; i < 300; i++) {}
+        memcpy(race_path, "/usr/bin/packprobe", 19);
+        __asm__ volatile("" ::: "memory");
+        for (volatile int i = 0; i < 100; i++) {}
+    }
+    return NULL;
+}
+
 static void *sleeper(void *a) {
     (void)a;
     for (;;) pause();
@@ -426,6 +442,30 @@ int main(int argc, char **argv) {
             char data[32];
             snprintf(data, sizeof data, "%d", fails);
             report(op, fails == n, 0, data);
+        } else if (!strcmp(op, "exec-race")) {
+            /* exec-race=N[:F]: N execve()s of a path another thread keeps
+             * flipping between /bin/busybox and the interpreter (the
+             * reporter may read one, the kernel the other). An exec that
+             * succeeds carries on in the new image (exec-race=LEFT:F).
+             * data: how many failed with EACCES in all. */
+            int n = atoi(arg), fails = strchr(arg, ':') ? atoi(strchr(arg, ':') + 1) : 0;
+            race_stop = 0;
+            pthread_t t;
+            race_flips = 0;
+            pthread_create(&t, NULL, flipper, NULL);
+            while (race_flips < 3) {}
+            for (int k = 0; k < n; k++) {
+                char rep[48];
+                snprintf(rep, sizeof rep, "exec-race=%d:%d", n - k - 1, fails);
+                char *av[] = {"packprobe", "agent.txt", rep, NULL};
+                syscall(SYS_execve, race_path, av, environ);
+                if (errno == EACCES) fails++;
+            }
+            race_stop = 1;
+            pthread_join(t, NULL);
+            char d[32];
+            snprintf(d, sizeof d, "%d", fails);
+            report(op, 1, 0, d);
         } else if (!strcmp(op, "exec-fd")) {  /* execveat(fd, "", AT_EMPTY_PATH) */
             int fd = open(arg, O_RDONLY);
             if (fd < 0) { report(op, 0, errno, "open"); continue; }

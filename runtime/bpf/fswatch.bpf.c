@@ -159,7 +159,7 @@ static __always_inline int in_system_dir(const char *p, long n) {
  * flags). */
 #define F_HOW -2
 #define F_SOCK -3
-enum { WR = 0, RD = 1, OPEN = 2 };
+enum { WR = 0, RD = 1, OPEN = 2, EXEC = 3 };
 struct shape {
   int p, d, p2, d2, f, rd;
 };
@@ -218,6 +218,10 @@ static __always_inline int shape_of(long nr, struct shape *s) {
               p = 0; break;
     case 463: case 466: p = 1; d = 0; f = 2; break;               /* setxattrat, removexattrat */
     case 469: p = 1; d = 0; f = 4; break;                         /* file_setattr */
+    /* an exec that failed: under the exec lock EACCES is Landlock's
+     * refusal, also of a path that changed after the reporter looked */
+    case 59:  p = 0; rd = EXEC; break;                            /* execve */
+    case 322: p = 1; d = 0; f = 4; rd = EXEC; break;              /* execveat */
     /* on the fd itself: no path, the reporter reads what the fd names */
     case 91:  case 93: d = 0; break;                              /* fchmod, fchown */
     case 190: case 199: d = 0; break;                             /* fsetxattr, fremovexattr */
@@ -335,6 +339,7 @@ int fs_exit(unsigned long long *ctx) {
   struct shape s;
   if (!shape_of(nr, &s)) return 0;
   if (ret == -18 && s.p2 < 0) return 0; /* EXDEV: only a rename or link says it */
+  if (s.rd == EXEC && ret != -13 && ret != -2) return 0; /* an exec: EACCES (Landlock's), ENOENT */
   const __u64 a[5] = {reg(regs, DI), reg(regs, SI), reg(regs, DX), reg(regs, R10), reg(regs, R8)};
   return record(nr, a, ret, &s);
 }

@@ -457,10 +457,36 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   };
   // Every ring record, classified (fswatch.hpp classify_fs()). One that
   // cannot be handled (bad_alloc) counts as lost: fail closed.
+  std::map<int, std::string> exec_pending;  // tid: the exec the notification saw refused
   std::uint64_t unhandled = 0;
   on_record = [&](const FsRecord& rec) {
     if (rec.cgroup != r.fs_cgroup) return;  // a slot's earlier container
     try {
+      // A failed exec (EACCES, Landlock's): reported at the notification
+      // already, unless what the kernel read was not what the reporter
+      // read (another thread rewrote the path between the two): then here,
+      // named by the path as the program at sys_exit read it.
+      if (rec.nr == SYS_execve || rec.nr == SYS_execveat) {
+        const int t = static_cast<int>(rec.tid);
+        violations::Event e;
+        e.container = container;
+        e.pack = pack;
+        e.surface = "exec";
+        auto it = exec_pending.find(t);
+        if (it != exec_pending.end()) {  // what the notification read and refused
+          e.requested = it->second;
+          exec_pending.erase(it);
+        } else {
+          std::string p(rec.path, strnlen(rec.path, sizeof rec.path));
+          e.requested = (p.empty() ? std::string("fd ") + std::to_string(rec.dfd) : p) +
+                        " (refused; not the file the check saw)";
+        }
+        e.syscall = rec.nr == SYS_execve ? "execve" : "execveat";
+        e.pid = t;
+        e.err = -rec.ret;
+        emit(e, [] {});
+        return;
+      }
       std::string p(rec.path, strnlen(rec.path, sizeof rec.path));
       std::string p2(rec.path2, strnlen(rec.path2, sizeof rec.path2));
       const int tid = static_cast<int>(rec.tid);
@@ -682,12 +708,22 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       auto c = violations::classify(req.data.nr, args);
       if (is_exec) {
         if (exec_skip || exec_allowed) {  // the interpreter (or its loader)
+          exec_pending.erase(static_cast<int>(req.pid));
           answer();
           continue;
         }
         c.surface = "exec";
         c.requested = exec_path;
         err = exec_target.err ? exec_target.err : EACCES;  // what Landlock (or the lookup) gives
+        // With the fs program, Landlock's EACCES is reported when the exec
+        // has failed (at sys_exit, on_record): the path can change between
+        // this look and the kernel's, either way, so only the outcome says
+        // whether anything was refused. Here, only what this look read.
+        if ((err == EACCES || err == ENOENT) && fs) {
+          exec_pending[static_cast<int>(req.pid)] = exec_path;
+          answer();
+          continue;
+        }
       }
       if (is_connect) {
         if (sock_err == 0) {  // not a runtime socket, or one the profile shows
