@@ -79,21 +79,28 @@ def test_writable_places_are_bounded_tmpfs(rt, workdir, packprobe):
     assert f["errno"] == "ENOSPC" and int(f["data"]) <= 4 << 20, f
 
 
-def test_output_limit_is_reported_and_holes_are_kept(rt, workdir, packprobe):
+def test_output_limit_is_reported(rt, workdir, packprobe):
     pack = make_pack(workdir, packprobe, manifest_with("output: 4Mi"))
     out = workdir / "collected"
-    res, ev = run_with_events(rt, pack, workdir, "sparse=/workdir/out/sparse:1024",
-                              "fill-keep=/workdir/out/big:16", extra=("--output", str(out)))
-    r = results(res)
-    assert one(r, "sparse")["ok"] is True, r  # 1 GiB apparent, no blocks: fits
-    assert one(r, "fill-keep")["errno"] == "ENOSPC", r
+    res, ev = run_with_events(rt, pack, workdir, "fill-keep=/workdir/out/big:16",
+                              extra=("--output", str(out)))
+    assert one(results(res), "fill-keep")["errno"] == "ENOSPC", res.out
     assert res.rc == 3, res
     assert [(e["surface"], e["errno"]) for e in ev] == [("resource", "ENOSPC")], ev
     assert "resources.output" in ev[0]["requested"], ev
     assert "/workdir/out reached its limit" in res.err, res.err
+    big = out / "big"
+    assert not big.exists() or big.stat().st_size <= 4 << 20
+
+
+def test_output_holes_are_kept(rt, workdir, packprobe):
+    pack = make_pack(workdir, packprobe, manifest_with("output: 4Mi"))
+    out = workdir / "collected"
+    res = pack_run(rt, pack, "sparse=/workdir/out/sparse:1024", extra=("--output", str(out)))
+    assert one(results(res), "sparse")["ok"] is True, res  # 1 GiB apparent, no blocks: fits
+    assert res.rc == 0, res
     st = os.stat(out / "sparse")
     assert st.st_size == 1 << 30 and st.st_blocks * 512 < 1 << 20, (st.st_size, st.st_blocks)
-    assert os.stat(out / "big").st_size <= 4 << 20
 
 
 def test_cache_entry_limit(rt, workdir, packprobe):
@@ -124,3 +131,41 @@ def test_dev_shm_is_not_a_place_to_write(rt, workdir, packprobe):
     assert one(results(res), "write")["errno"] == "EROFS", res.out
     assert res.rc == 3, res
     assert [(e["surface"], e["requested"]) for e in ev] == [("fs.write", "/dev/shm/x")], ev
+
+
+def test_the_callers_stdio_files_are_not_the_agents(rt, workdir, packprobe):
+    """Red team (issue 21, round 2): with stdout redirected to the caller's
+    log file, the agent reopened /proc/self/fd/1 read-only, read the log and
+    learned its host path. The agent's stdin is /dev/null and its stdout and
+    stderr are pipes, whatever the caller's are."""
+    pack = make_pack(workdir, packprobe)
+    log = workdir / "caller.log"
+    log.write_text("SECRET-CALLER-LOG-LINE\n")
+    p, rootfs = pack
+    with open(log, "a") as out, open(log) as inp:
+        r = subprocess.run([str(rt.binary), "--root", str(rt.root), "pack", "run", str(p), "--rootfs",
+                            str(rootfs), "--no-cache", "--", "stdio"], stdin=inp, stdout=out,
+                           stderr=subprocess.STDOUT, timeout=60)
+    assert r.returncode == 0
+    text = log.read_text()
+    line = next(l for l in text.splitlines() if '"op":"stdio"' in l)
+    data = json.loads(line)["data"]
+    assert "SECRET" not in data and str(workdir) not in data, data
+    assert data.startswith("0=/dev/null|;1=pipe:[") and ";2=pipe:[" in data, data
+
+
+def test_an_output_of_many_empty_entries_is_bounded(rt, workdir, packprobe):
+    """Red team (issue 21, round 2): 60,000 empty directories under a 1 MiB
+    output limit became 236 MB on the host. The output tmpfs has an inode
+    limit, and collection charges a block per entry: it stops at the limit,
+    reports it, exits 3."""
+    pack = make_pack(workdir, packprobe, manifest_with("output: 1Mi"))
+    out = workdir / "collected"
+    res, ev = run_with_events(rt, pack, workdir, "mkdirs=/workdir/out/d:3000",
+                              extra=("--output", str(out)))
+    made = int(one(results(res), "mkdirs")["data"])
+    assert made <= 1024, made  # nr_inodes of a 1 MiB tmpfs: 1024 (one is the root)
+    assert res.rc == 3, res
+    assert [e["surface"] for e in ev] == ["resource"], ev
+    on_disk = int(subprocess.run(["du", "-sb", str(out)], capture_output=True, text=True).stdout.split()[0])
+    assert on_disk <= (1 << 20) + (64 << 10), on_disk

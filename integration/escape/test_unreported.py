@@ -133,3 +133,16 @@ def test_an_exec_whose_path_changes_under_the_check_is_still_reported(rt, pack, 
     reported = sum(e.get("repeated", 1) for e in execs)
     assert reported == fails, (fails, execs)
     assert res.rc == 3, res
+
+
+@pytest.mark.parametrize("op,syscall", [("sendto-unix", "sendto"), ("sendmsg-unix", "sendmsg")])
+def test_a_datagram_to_a_path_outside_the_sandbox_is_reported(rt, pack, workdir, op, syscall):
+    """Red team (issue 21, round 2): sendto(2)/sendmsg(2) of a unix datagram
+    to a pathname told the agent whether the path exists (ENOENT against
+    ECONNREFUSED or EACCES), unreported, where stat(2) of it was an fs.read
+    event. A send to a path is a path call like connect."""
+    res, ev = run_with_events(rt, pack, workdir, f"{op}=/home/secret")
+    assert one(results(res), op)["errno"] == "ENOENT", res.out
+    assert res.rc == 3, res
+    assert [(e["surface"], e["requested"], e["syscall"]) for e in ev] == [
+        ("fs.read", "/home/secret", syscall)], ev

@@ -106,6 +106,7 @@ struct {
 #define DX 96
 #define R10 56
 #define R8 72
+#define R9 64
 #define ORIG_AX 120
 
 /* Read through the BTF-typed argument (a direct load the verifier checks
@@ -192,6 +193,7 @@ static __always_inline int shape_of(long nr, struct shape *s) {
     case 301: p = 4; d = 3; f = 1; rd = RD; break;                /* fanotify_mark */
     case 42:  f = F_SOCK; rd = RD; break;                         /* connect (AF_UNIX) */
     case 49:  f = F_SOCK; break;                                  /* bind (AF_UNIX) */
+    case 44:  case 46: f = F_SOCK; rd = RD; break;                /* sendto, sendmsg to a path */
     case 83:  p = 0; break;                                       /* mkdir */
     case 258: p = 1; d = 0; break;                                /* mkdirat */
     case 84:  p = 0; break;                                       /* rmdir */
@@ -340,6 +342,19 @@ int fs_exit(unsigned long long *ctx) {
   if (!shape_of(nr, &s)) return 0;
   if (ret == -18 && s.p2 < 0) return 0; /* EXDEV: only a rename or link says it */
   if (s.rd == EXEC && ret != -13 && ret != -2) return 0; /* an exec: EACCES (Landlock's), ENOENT */
-  const __u64 a[5] = {reg(regs, DI), reg(regs, SI), reg(regs, DX), reg(regs, R10), reg(regs, R8)};
+  __u64 a[5] = {reg(regs, DI), reg(regs, SI), reg(regs, DX), reg(regs, R10), reg(regs, R8)};
+  /* A datagram to a path: its address where connect's is (args 1 and 2).
+   * sendto: dest_addr, addrlen (args 4, 5); sendmsg: msg_name and
+   * msg_namelen of the struct msghdr at arg 1. None: a connected socket. */
+  if (nr == 44) {
+    a[1] = a[4];
+    a[2] = reg(regs, R9);
+  } else if (nr == 46) {
+    struct { __u64 name; __u32 namelen; } mh = {};
+    if (bpf_probe_read_user(&mh, sizeof mh, (const void *)a[1]) < 0) return 0;
+    a[1] = mh.name;
+    a[2] = mh.namelen;
+  }
+  if ((nr == 44 || nr == 46) && a[1] == 0) return 0;
   return record(nr, a, ret, &s);
 }

@@ -430,6 +430,8 @@ Kind kind_of(int nr, std::uint64_t flags) {
     case SYS_name_to_handle_at:
     case SYS_fanotify_mark:
     case SYS_connect:
+    case SYS_sendto:
+    case SYS_sendmsg:
       return Kind::read;
     case SYS_mknod:
     case SYS_mknodat: {
@@ -554,7 +556,8 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
   for (const FsPath* p : {&path, &path2}) {
     if (p->path.empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
     const std::string& where = p->resolved.empty() ? p->path : p->resolved;
-    if (nr == SYS_connect && (capability::is_runtime_socket(where) || is_nscd_socket(where)))
+    if ((nr == SYS_connect || nr == SYS_sendto || nr == SYS_sendmsg) &&
+        (capability::is_runtime_socket(where) || is_nscd_socket(where)))
       continue;  // the runtime-socket surface's; glibc's look for nscd
     if (!p->known) return make(p->path, nullptr, k);  // relative to what? fail closed
     // Where it leads, when the reporter could look; else as written. The

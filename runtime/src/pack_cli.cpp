@@ -250,6 +250,13 @@ namespace {
 // Copies the agent's output tree into DST: directories and regular files
 // only (a symlink or device the agent made is skipped and named), never
 // following anything. DST is created if needed.
+// What collection charges for a directory or a file besides its data.
+constexpr std::uint64_t kEntryCost = 4096;
+// EFBIG marks "over the pack's output limit" for pack_run (a resource event).
+Error over_limit(const std::string& at) {
+  return Error(EFBIG, "the output is over its limit (resources.output): stopped at " + at);
+}
+
 // Copies one file keeping its holes (SEEK_DATA/SEEK_HOLE): a 1 GiB sparse
 // file the agent made stays sparse on the host. budget: the data bytes that
 // may still be written; past it the copy stops with an error.
@@ -268,8 +275,7 @@ Status copy_sparse(const std::string& from, const std::string& to, std::uint64_t
     if (data < 0) return Error::sys(errno, "seek " + from);
     off_t hole = ::lseek(in.get(), data, SEEK_HOLE);
     if (hole < 0) return Error::sys(errno, "seek " + from);
-    if (static_cast<std::uint64_t>(hole - data) > budget)
-      return Error::msg("the output is over its limit (resources.output): stopped at " + from);
+    if (static_cast<std::uint64_t>(hole - data) > budget) return over_limit(from);
     budget -= static_cast<std::uint64_t>(hole - data);
     for (off_t off = data; off < hole;) {
       ssize_t n = ::pread(in.get(), buf.data(),
@@ -301,6 +307,11 @@ Status collect_output(const std::string& src, const std::string& dst,
     const fs::path to = fs::path(dst) / it->path().lexically_relative(src);
     auto st = it->symlink_status(ec);
     if (ec) break;
+    // Every directory and file takes at least a block where it lands: an
+    // output of many empty ones is not free (red team: 60,000 empty
+    // directories under a 1 MiB limit became 236 MB).
+    if (budget < kEntryCost) return over_limit(it->path().string());
+    budget -= kEntryCost;
     if (fs::is_directory(st)) {
       fs::create_directory(to, ec);
     } else if (fs::is_regular_file(st)) {
@@ -362,8 +373,11 @@ class RunMounts {
   Status tmpfs(const std::string& dir, std::uint64_t size, uint32_t uid, uint32_t gid) {
     if (::mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
       return Error::sys(errno, "create " + dir);
-    std::string data = "size=" + std::to_string(size) + ",mode=0755,uid=" + std::to_string(uid) +
-                       ",gid=" + std::to_string(gid);
+    // Inodes too: one per 4 KiB of the size (at least 1024), as each file
+    // or directory the pack makes costs a block where it is collected.
+    std::string data = "size=" + std::to_string(size) +
+                       ",nr_inodes=" + std::to_string(std::max<std::uint64_t>(1024, size / 4096)) +
+                       ",mode=0755,uid=" + std::to_string(uid) + ",gid=" + std::to_string(gid);
     if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data.c_str()) < 0)
       return Error::sys(errno, "mount a tmpfs on " + dir);
     points_.push_back(dir);
@@ -886,12 +900,13 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
       pending.temp.clear();
     }
   }
-  // The caller's terminal is never the agent's (issue 21, red team): a
-  // terminal on stdin, stdout or stderr, and the agent gets /dev/null as
-  // stdin and pipes for its output, which the tee shows with control
-  // characters made visible. The agent cannot read what the user types,
-  // change the terminal's modes, or send it escape sequences.
-  if (!capture.active() && (::isatty(0) == 1 || ::isatty(1) == 1 || ::isatty(2) == 1)) {
+  // The caller's stdio is never the agent's (issue 21, red teams): the
+  // agent gets /dev/null as stdin and pipes for its output, which the tee
+  // passes on (to a terminal with control characters made visible). So it
+  // cannot read what the user types, change a terminal's modes, send it
+  // escape sequences, or reopen /proc/self/fd/1 to read the caller's log
+  // file and learn its host path.
+  if (!capture.active()) {
     Status c = capture.start("", g);
     if (!c.ok()) {
       (void)capture.finish();
@@ -905,13 +920,19 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   auto status = run_container(g, co, /*detach=*/false);
   bool captured = capture.finish();
   if (!status.ok()) return report(status.error().what());
-  // The output limit reached: its tmpfs is full, so the agent's last
-  // writes failed (ENOSPC). A resource violation, reported and exit 3.
+  // The output limit reached: its tmpfs is full (the agent's last writes
+  // failed: ENOSPC), or collecting it would pass the limit. A resource
+  // violation, reported, exit 3.
   int result = *status;
+  Status collected;
+  if (!o.output.empty())
+    collected = collect_output(out_dir, o.output, static_cast<std::uint64_t>(lim.output));
   if (!out_dir.empty()) {
     struct statvfs sv;
-    if (::statvfs(out_dir.c_str(), &sv) == 0 &&
-        static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < 64 * 1024) {
+    const bool full = ::statvfs(out_dir.c_str(), &sv) == 0 &&
+                      (static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < 64 * 1024 ||
+                       (sv.f_files > 0 && sv.f_favail == 0));
+    if (full || (!collected.ok() && collected.error().err() == EFBIG)) {
       violations::Event e;
       e.container = id;
       e.pack = violations::PackId{l.man.name, l.man.version};
@@ -924,14 +945,13 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
       violations::deliver_line(violations::delivery(), violations::to_json_line(e));
       (void)violations::record_flag(*e.pack, 1, rfc3339_now(true), rfc3339_now(true));
       log::error("pack run: /workdir/out reached its limit of " + std::to_string(lim.output) +
-                 " bytes (resources.output); the agent's writes past it failed with ENOSPC");
+                 " bytes (resources.output)" +
+                 (full ? "; the agent's writes past it failed with ENOSPC" : "") +
+                 (collected.ok() ? "" : "; --output holds what fitted"));
       result = violations::kViolationExit;
     }
   }
-  if (!o.output.empty()) {
-    Status c = collect_output(out_dir, o.output, static_cast<std::uint64_t>(lim.output));
-    if (!c.ok()) return fail(c.error());
-  }
+  if (!collected.ok() && collected.error().err() != EFBIG) return fail(collected.error());
   if (pending.temp.empty()) return result;
   if (result != *status) {
     say("cache not stored " + pending.key + ": /workdir/out reached its limit");
