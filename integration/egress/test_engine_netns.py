@@ -172,12 +172,14 @@ def test_inbound_connections_are_refused_and_reported(internet, make_pack):
         pack = make_pack()
         join(pack, pod)
         out = {}
-        t = threading.Thread(target=lambda: out.update(r=run_with_events(pack, ["listen", "8080", "3"])))
+        # the agent listens 8 s; the peer tries for 6 s (a loaded machine
+        # can take a second or two to start the container)
+        t = threading.Thread(target=lambda: out.update(r=run_with_events(pack, ["listen", "8080", "8"])))
         t.start()
         tries = []
         try:
             time.sleep(0.5)
-            deadline = time.time() + 2
+            deadline = time.time() + 6
             while time.time() < deadline:
                 tries.append(_peer(internet, _TCP, pod_addr, 8080))
                 _peer(internet, _UDP, pod_addr, 8080)
