@@ -169,3 +169,61 @@ def test_an_output_of_many_empty_entries_is_bounded(rt, workdir, packprobe):
     assert [e["surface"] for e in ev] == ["resource"], ev
     on_disk = int(subprocess.run(["du", "-sb", str(out)], capture_output=True, text=True).stdout.split()[0])
     assert on_disk <= (1 << 20) + (64 << 10), on_disk
+
+
+def test_agent_chosen_names_in_the_runtimes_messages_are_escaped(rt, workdir, packprobe):
+    """Red team (issue 21, round 3): a FIFO in /workdir/out named with an
+    OSC title sequence reached the caller's terminal raw through the
+    runtime's own "not collected" warning. Names are shown as \\x1b."""
+    pack = make_pack(workdir, packprobe)
+    out = workdir / "collected"
+    res = pack_run(rt, pack, "mkfifo=/workdir/out/\x1b]0;PWNED\x07\x1b[31mRED",
+                   extra=("--output", str(out)))
+    assert one(results(res), "mkfifo")["ok"] is True, res.out
+    assert "\x1b" not in res.err and "\x07" not in res.err, repr(res.err)
+    assert "x1b]0;PWNED" in res.err and "is not a regular file" in res.err, res.err
+
+
+def test_a_pack_symlink_cannot_place_a_mount_point_on_the_host(rt, workdir, packprobe):
+    """Red team (issue 21, round 3): a pack shipping `scratch -> HOSTDIR` with
+    fs.write /workdir/scratch/deep made HOSTDIR/deep on the host, as root.
+    Mount points are made in the staged copy only, never through a link."""
+    host_dir = workdir / "hostdir"
+    host_dir.mkdir()
+    pack = make_pack(workdir, packprobe,
+                     MANIFEST.replace("    write: [/workdir/out]", "    write: [/workdir/out, /workdir/scratch/deep]"))
+    (pack[0] / "scratch").symlink_to(host_dir)
+    res = pack_run(rt, pack, "exit=0")
+    assert res.rc != 0 and "passes through /scratch" in res.err, res
+    assert list(host_dir.iterdir()) == [], list(host_dir.iterdir())
+
+
+def test_a_sparse_file_in_a_pack_stays_sparse_when_staged(rt, workdir, packprobe):
+    """Red team (issue 21, round 3): a 2 GiB sparse file in a pack became
+    2 GiB of host disk in the run directory before the agent started."""
+    pack = make_pack(workdir, packprobe)
+    with open(pack[0] / "big", "wb") as f:
+        f.truncate(1 << 30)
+    res = pack_run(rt, pack, "blocks=/workdir/big")
+    b = one(results(res), "blocks")
+    assert b["ok"] is True and int(b["data"]) * 512 < 1 << 20, b
+
+
+def test_a_policy_exec_list_cannot_widen_the_capabilities_exec_lock(rt, bundle):
+    """Red team (issue 21, round 3): with the capabilities annotation, adding
+    the policy annotation's exec list [/probe, /bin/busybox] let busybox run.
+    The stricter of the two holds: a list that does not name the command is
+    refused; one that does narrows the lock to the command."""
+    caps = json.dumps({"egress": [], "determinism_tier": "read-only"})
+    b = bundle().probe("exit", "0").annotations(**{
+        "org.soyaos.comet.capabilities": caps,
+        "org.soyaos.comet.policy": json.dumps({"exec": ["/bin/busybox"]})})
+    cid = rt.new_id("polexec")
+    res = rt.create(cid, b)
+    assert res.rc != 0 and "does not name the config's command /probe" in res.error, res.error
+    assert not (rt.root / cid).exists()
+    b2 = bundle().args("/probe", "exec", "/bin/busybox", "true").annotations(**{
+        "org.soyaos.comet.capabilities": caps,
+        "org.soyaos.comet.policy": json.dumps({"exec": ["/probe", "/bin/busybox"]})})
+    r = rt.run(rt.new_id("polexec"), b2)
+    assert r.rc == 3, r  # busybox refused (EACCES), reported

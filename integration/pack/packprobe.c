@@ -343,6 +343,12 @@ int main(int argc, char **argv) {
             char d[32];
             snprintf(d, sizeof d, "%d", made);
             report(op, e == 0, e, d);
+        } else if (!strcmp(op, "blocks")) {  /* blocks=PATH: st_blocks (512 B) */
+            struct stat st;
+            int r = stat(arg, &st);
+            char d[32];
+            snprintf(d, sizeof d, "%lld", r == 0 ? (long long)st.st_blocks : -1LL);
+            report(op, r == 0, r == 0 ? 0 : errno, d);
         } else if (!strcmp(op, "fds")) {
             /* every open fd above 2: none may be inherited from the runtime */
             char list[512] = "";
@@ -508,7 +514,8 @@ int main(int argc, char **argv) {
                 snprintf(rep, sizeof rep, "exec-race=%d:%d", n - k - 1, fails);
                 char *av[] = {"packprobe", "agent.txt", rep, NULL};
                 syscall(SYS_execve, race_path, av, environ);
-                if (errno == EACCES) fails++;
+                /* EACCES: Landlock; ENOENT: the kernel read a torn path */
+                if (errno == EACCES || errno == ENOENT) fails++;
             }
             race_stop = 1;
             pthread_join(t, NULL);
@@ -599,7 +606,7 @@ int main(int argc, char **argv) {
             }
             char b[128] = {0};
             ssize_t n = read(0, b, sizeof b - 1);
-            fputs("\033]52;c;cHduZWQ=\007\033[2JFAKE-PROMPT\n", stdout);
+            fputs("\033]52;c;cHduZWQ=\007\033[2JFAKE-PROMPT\302\2332J\n", stdout);
             char d[64];
             snprintf(d, sizeof d, "read %zd", n);
             report(op, e1 == 0, e1, d);

@@ -241,6 +241,32 @@ Result<std::string> command_in_rootfs(const oci::Process& proc, const std::strin
   return Error(ENOENT, "process.args[0] \"" + cmd + "\": not found in the rootfs on PATH " + path);
 }
 
+bool exec_list_names(const std::vector<std::string>& list, const std::string& cmd,
+                     const std::string& rootfs) {
+  UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  auto id = [&](const std::string& p, struct stat& st) {
+    struct open_how how = {};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    UniqueFd fd(openat2_retry(root.get(), p.c_str(), how));
+    return fd && ::fstat(fd.get(), &st) == 0;
+  };
+  struct stat want;
+  const bool have = root && id(cmd, want);
+  for (const std::string& e : list) {
+    if (e == cmd) return true;
+    struct stat st;
+    if (have && id(e, st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino) return true;
+  }
+  return false;
+}
+
+std::string quote_list(const std::vector<std::string>& list) {
+  std::string s = "[";
+  for (const std::string& e : list) s += (s.size() > 1 ? ", " : "") + e;
+  return s + "]";
+}
+
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx) {
   // Violation reporting (reporter.hpp): the lock-down notifies instead of

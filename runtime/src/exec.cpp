@@ -153,9 +153,15 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   }
   // Capabilities enforced (an engine's annotation) with no exec list of a
   // policy's: only the config's own command may be executed (docs/policy.md).
-  if (policy && !policy->exec && spec.process &&
+  // With both annotations the stricter holds (docs/policy.md): a policy
+  // list may narrow the lock to the command, never widen it past it.
+  if (policy && spec.process &&
       spec.annotations.count(std::string(capability::kAnnotationCapabilities))) {
     TRY(std::string cmd, command_in_rootfs(*spec.process, rec.rootfs));
+    if (policy->exec && !exec_list_names(*policy->exec, cmd, rec.rootfs))
+      return Error::msg("annotation org.soyaos.comet.policy: exec " + quote_list(*policy->exec) +
+                        " does not name the config's command " + cmd +
+                        " (with the capabilities annotation only the command may be executed)");
     policy->exec = std::vector<std::string>{cmd};
   }
   if (policy) TRYV(plan_confinement(*policy, rec.rootfs, lx, ctx));

@@ -101,6 +101,9 @@ std::variant<Loaded, int> load(const std::string& path, bool validate, int unrea
 // (regular files, directories and symlinks; nothing else), with a mount
 // point for every per-run host directory under /workdir, since /workdir is
 // read-only inside and the pack directory itself is never written.
+Status copy_sparse(const std::string& from, const std::string& to, std::uint64_t& budget);
+std::string printable(const std::string& name);
+
 Status stage_workdir(const std::string& pack_dir, const std::string& dst,
                      const std::map<std::string, std::string>& host_dirs) {
   namespace fs = std::filesystem;
@@ -123,7 +126,9 @@ Status stage_workdir(const std::string& pack_dir, const std::string& dst,
       fs::create_directory(to, ec);
       if (!ec) fs::permissions(to, fs::perms(0755), ec);
     } else if (fs::is_regular_file(st)) {
-      fs::copy_file(it->path(), to, fs::copy_options::overwrite_existing, ec);
+      // holes kept: a sparse file in a pack is not made dense on the host
+      std::uint64_t unlimited = UINT64_MAX;
+      TRYV(copy_sparse(it->path().string(), to.string(), unlimited));
     }
     if (ec) return Error::sys(ec.value(), "copy " + it->path().string() + " into " + dst);
   }
@@ -131,7 +136,25 @@ Status stage_workdir(const std::string& pack_dir, const std::string& dst,
   for (const auto& [sandbox_path, host] : host_dirs) {
     (void)host;
     if (sandbox_path.rfind("/workdir/", 0) != 0) continue;
-    TRYV(mkdir_p(join_path(dst, sandbox_path.substr(9)), 0755));
+    // The mount point, made component by component in the staged copy and
+    // never through a symlink the pack shipped (red team: a pack's
+    // `scratch -> /etc/x` and an fs.write entry /workdir/scratch/deep made
+    // /etc/x/deep on the host, as root).
+    std::string cur = dst;
+    for (const std::string& part : split(sandbox_path.substr(9), '/')) {
+      if (part.empty()) continue;
+      cur = join_path(cur, part);
+      struct stat ls;
+      if (::lstat(cur.c_str(), &ls) == 0) {
+        if (S_ISLNK(ls.st_mode) || !S_ISDIR(ls.st_mode))
+          return Error::msg("the pack's " + printable(sandbox_path) + " passes through " +
+                            printable(cur.substr(dst.size())) +
+                            ", which is not a directory of the pack (a symlink or a file): "
+                            "an fs entry must name a directory path in the pack");
+        continue;
+      }
+      if (::mkdir(cur.c_str(), 0755) < 0) return Error::sys(errno, "mkdir " + cur);
+    }
   }
   return {};
 }
@@ -250,11 +273,28 @@ namespace {
 // Copies the agent's output tree into DST: directories and regular files
 // only (a symlink or device the agent made is skipped and named), never
 // following anything. DST is created if needed.
+// An agent-chosen name in one of the runtime's own messages: control
+// characters as \xNN, so a file name cannot drive the caller's terminal.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0)) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 // What collection charges for a directory or a file besides its data.
 constexpr std::uint64_t kEntryCost = 4096;
 // EFBIG marks "over the pack's output limit" for pack_run (a resource event).
 Error over_limit(const std::string& at) {
-  return Error(EFBIG, "the output is over its limit (resources.output): stopped at " + at);
+  return Error(EFBIG,
+               "the output is over its limit (resources.output): stopped at " + printable(at));
 }
 
 // Copies one file keeping its holes (SEEK_DATA/SEEK_HOLE): a 1 GiB sparse
@@ -318,7 +358,7 @@ Status collect_output(const std::string& src, const std::string& dst,
       Status c = copy_sparse(it->path().string(), to.string(), budget);
       if (!c.ok()) return c;
     } else {
-      log::warn("pack run: output " + it->path().lexically_relative(src).string() +
+      log::warn("pack run: output " + printable(it->path().lexically_relative(src).string()) +
                 " is not a regular file or directory; not collected");
       continue;
     }
@@ -461,14 +501,14 @@ std::string shown(const char* buf, size_t n) {
   out.reserve(n);
   for (size_t i = 0; i < n; i++) {
     const auto c = static_cast<unsigned char>(buf[i]);
-    if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f) || c >= 0xa0 ||
-        (c >= 0x80 && c < 0xc2) || c > 0xc2) {
-      out += static_cast<char>(c);
-    } else if (c == 0xc2 && i + 1 < n && static_cast<unsigned char>(buf[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(buf[i + 1]) < 0xa0) {
-      out += "^?";
+    if (c == 0xc2 && i + 1 < n && static_cast<unsigned char>(buf[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(buf[i + 1]) < 0xa0) {
+      out += "^?";  // a C1 control in UTF-8 (U+0080..U+009F: 0x9B is CSI)
       i++;
-    } else if (c == 0xc2) {
+    } else if ((c >= 0x80 && c < 0xa0) &&
+               (i == 0 || static_cast<unsigned char>(buf[i - 1]) < 0x80)) {
+      out += "^?";  // a bare 8-bit C1 byte (not inside a UTF-8 sequence)
+    } else if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f) || c >= 0x80) {
       out += static_cast<char>(c);
     } else {
       out += '^';

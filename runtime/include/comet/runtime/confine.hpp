@@ -45,6 +45,12 @@ Result<seccomp::Program> compile_cached(const oci::Seccomp& profile,
 // podman --annotation, pod annotations) is this file and what it loads.
 Result<std::string> command_in_rootfs(const oci::Process& proc, const std::string& rootfs);
 
+// Whether a policy exec list names the command (the same string, or the
+// same file inside the rootfs).
+bool exec_list_names(const std::vector<std::string>& list, const std::string& cmd,
+                     const std::string& rootfs);
+std::string quote_list(const std::vector<std::string>& list);
+
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx);
 
