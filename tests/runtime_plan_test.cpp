@@ -184,3 +184,37 @@ TEST(Paths, CleanAndJoin) {
   EXPECT_EQ(clean_path("a/../../b"), "../b");
   EXPECT_EQ(join_path("/root/", "/id"), "/root/id");
 }
+
+// Agent- or pack-chosen text on the caller's terminal (issue 21, red teams
+// 3 and 4): shown, never obeyed.
+TEST(VisibleControls, CaretForTheTeeAndHexForLogs) {
+  using comet::runtime::visible_controls;
+  EXPECT_EQ(visible_controls("a\tb\nc\r", true), "a\tb\nc\r");
+  EXPECT_EQ(visible_controls("\x1b]0;T\x07", true), "^[]0;T^G");
+  EXPECT_EQ(visible_controls("\x1b]0;T\x07", false), "\\x1b]0;T\\x07");
+  EXPECT_EQ(visible_controls("x\x7f", true), "x^?");
+  // C1 in UTF-8 (U+009B CSI), and bare 8-bit C1 bytes anywhere
+  EXPECT_EQ(visible_controls("C\xc2\x9b"
+                             "2J",
+                             true),
+            "C^?2J");
+  EXPECT_EQ(visible_controls("B\xff\x9b"
+                             "31m",
+                             true),
+            "B\\xff^?31m");
+  EXPECT_EQ(visible_controls("\x80\x9b", true), "^?^?");
+  // valid UTF-8 passes whole, including continuation bytes 0x80..0x9f
+  EXPECT_EQ(visible_controls("caf\xc3\xa9 \xe2\x80\x9c\xf0\x9f\x98\x80", true),
+            "caf\xc3\xa9 \xe2\x80\x9c\xf0\x9f\x98\x80");
+  EXPECT_EQ(visible_controls("\xc2\xa0", true), "\xc2\xa0");  // U+00A0 is no control
+  // a sequence split across reads: carried, then completed
+  std::string carry;
+  EXPECT_EQ(visible_controls("x\xe2\x80", true, &carry), "x");
+  EXPECT_EQ(carry, "\xe2\x80");
+  EXPECT_EQ(visible_controls(carry + "\x9c", true, &carry), "\xe2\x80\x9c");
+  EXPECT_TRUE(carry.empty());
+  EXPECT_EQ(visible_controls("x\xc2", true, &carry), "x");
+  EXPECT_EQ(visible_controls(carry + "\x9b", true, &carry), "^?");
+  // no carry: an incomplete sequence is shown as bytes
+  EXPECT_EQ(visible_controls("x\xe2\x80", true), "x\\xe2^?");
+}

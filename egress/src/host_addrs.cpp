@@ -40,6 +40,11 @@ Result<std::vector<std::vector<uint8_t>>> interface_addresses(int route_fd) {
                sizeof kernel) < 0)
     return Error::sys(errno, "egress: RTM_GETADDR");
   std::vector<std::vector<uint8_t>> out;
+  // The netlink macros cast char pointers to the headers; the buffer is
+  // aligned for them and the kernel keeps every message and attribute
+  // 4-byte aligned (NLMSG_ALIGN, RTA_ALIGN).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wcast-align"
   alignas(nlmsghdr) char buf[16384];
   for (;;) {
     ssize_t n = ::recv(route_fd, buf, sizeof buf, 0);
@@ -72,6 +77,8 @@ Result<std::vector<std::vector<uint8_t>>> interface_addresses(int route_fd) {
     }
   }
 }
+
+#pragma GCC diagnostic pop
 
 bool is_host_address(const std::vector<uint8_t>& addr,
                      const std::vector<std::vector<uint8_t>>& host) {

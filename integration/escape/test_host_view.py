@@ -227,3 +227,18 @@ def test_a_policy_exec_list_cannot_widen_the_capabilities_exec_lock(rt, bundle):
         "org.soyaos.comet.policy": json.dumps({"exec": ["/probe", "/bin/busybox"]})})
     r = rt.run(rt.new_id("polexec"), b2)
     assert r.rc == 3, r  # busybox refused (EACCES), reported
+
+
+@pytest.mark.parametrize("where", ["key", "interpreter"])
+def test_pack_chosen_text_in_the_runtimes_errors_is_escaped(rt, workdir, packprobe, where):
+    """Red team (issue 21, round 4): a manifest key or interpreter path with
+    an OSC sequence reached the terminal raw through the runtime's own error
+    line. Every log line shows control characters as \\xNN."""
+    osc = r"\e]0;PWNED\a"  # YAML's escapes in a double-quoted scalar: ESC, BEL
+    m = MANIFEST + f'"{osc}": 1\n' if where == "key" else \
+        MANIFEST.replace("interpreter: /usr/bin/packprobe", f'interpreter: "/usr/bin/{osc}"')
+    pack = make_pack(workdir, packprobe, m)
+    res = rt("pack", "validate", str(pack[0])) if where == "key" else pack_run(rt, pack, "exit=0")
+    assert res.rc != 0, res
+    assert "\x1b" not in res.err and "\x07" not in res.err, repr(res.err)
+    assert "x1b]0;PWNED" in res.err, res.err

@@ -606,7 +606,7 @@ int main(int argc, char **argv) {
             }
             char b[128] = {0};
             ssize_t n = read(0, b, sizeof b - 1);
-            fputs("\033]52;c;cHduZWQ=\007\033[2JFAKE-PROMPT\302\2332J\n", stdout);
+            fputs("\033]52;c;cHduZWQ=\007\033[2JFAKE-PROMPT\302\2332J|\377\23331m\n", stdout);
             char d[64];
             snprintf(d, sizeof d, "read %zd", n);
             report(op, e1 == 0, e1, d);

@@ -41,7 +41,10 @@ std::string logfmt_quote(const std::string& s) {
   return out + "\"";
 }
 
-void emit(int fd, Level lvl, const std::string& msg) {
+void emit(int fd, Level lvl, const std::string& raw) {
+  // Messages carry paths and names an agent or a pack chose: no control
+  // character of theirs reaches a terminal (sys.hpp visible_controls).
+  const std::string msg = visible_controls(raw, false);
   std::string line;
   std::string now = rfc3339_now(false);
   if (g_json) {
@@ -85,7 +88,7 @@ void write(Level lvl, const std::string& msg) {
 void error(const std::string& m) {
   emit(g_fd, Level::kError, m);
   if (!g_fd_is_stderr) {
-    std::string line = m + "\n";
+    std::string line = visible_controls(m, false) + "\n";
     ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
     (void)r;
   }

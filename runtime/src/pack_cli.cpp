@@ -276,17 +276,7 @@ namespace {
 // An agent-chosen name in one of the runtime's own messages: control
 // characters as \xNN, so a file name cannot drive the caller's terminal.
 std::string printable(const std::string& name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0)) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
+  return visible_controls(name, false);
 }
 
 // What collection charges for a directory or a file besides its data.
@@ -488,7 +478,8 @@ struct TeeStream {
   int in, orig, cap;
   std::uint64_t n;
   bool orig_ok, cap_ok;
-  bool tty;  // orig is a terminal: control characters are shown, not sent
+  bool tty;                // orig is a terminal: control characters are shown, not sent
+  std::string carry = {};  // an incomplete UTF-8 sequence from the last read
 };
 
 // What an agent writes to the caller's terminal is shown, never obeyed
@@ -496,26 +487,8 @@ struct TeeStream {
 // DEL, and C1 controls (UTF-8 C2 80..9F) become caret notation (^[ for
 // ESC), so no escape sequence reaches the terminal (no OSC 52 clipboard
 // write, no title, no cleared screen with a fake prompt).
-std::string shown(const char* buf, size_t n) {
-  std::string out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; i++) {
-    const auto c = static_cast<unsigned char>(buf[i]);
-    if (c == 0xc2 && i + 1 < n && static_cast<unsigned char>(buf[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(buf[i + 1]) < 0xa0) {
-      out += "^?";  // a C1 control in UTF-8 (U+0080..U+009F: 0x9B is CSI)
-      i++;
-    } else if ((c >= 0x80 && c < 0xa0) &&
-               (i == 0 || static_cast<unsigned char>(buf[i - 1]) < 0x80)) {
-      out += "^?";  // a bare 8-bit C1 byte (not inside a UTF-8 sequence)
-    } else if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f) || c >= 0x80) {
-      out += static_cast<char>(c);
-    } else {
-      out += '^';
-      out += c == 0x7f ? '?' : static_cast<char>(c + '@');
-    }
-  }
-  return out;
+std::string shown(const char* buf, size_t n, std::string* carry = nullptr) {
+  return visible_controls(std::string_view(buf, n), true, carry);
 }
 
 void tee_pass(TeeStream& s, const char* buf, size_t n) noexcept {
@@ -523,7 +496,8 @@ void tee_pass(TeeStream& s, const char* buf, size_t n) noexcept {
     // a closed reader: keep recording
     if (s.tty) {
       try {
-        s.orig_ok = write_fully(s.orig, shown(buf, n));
+        std::string in = s.carry + std::string(buf, n);
+        s.orig_ok = write_fully(s.orig, shown(in.data(), in.size(), &s.carry));
       } catch (...) {
         s.orig_ok = false;
       }
@@ -573,6 +547,12 @@ void tee_pass(TeeStream& s, const char* buf, size_t n) noexcept {
       if (n > 0) {
         tee_pass(s[i], buf, static_cast<size_t>(n));
       } else if (n == 0 || errno != EINTR) {
+        if (s[i].tty && !s[i].carry.empty() && s[i].orig_ok) {  // a sequence the stream never ended
+          try {
+            s[i].orig_ok = write_fully(s[i].orig, shown(s[i].carry.data(), s[i].carry.size()));
+          } catch (...) {
+          }
+        }
         ::close(s[i].in);
         s[i].in = -1;
       }

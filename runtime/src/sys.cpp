@@ -127,6 +127,80 @@ Status remove_tree(const std::string& path) {
   return ok();
 }
 
+std::string visible_controls(std::string_view in, bool caret, std::string* carry) {
+  std::string out;
+  out.reserve(in.size());
+  auto hex = [&](unsigned char b) {
+    static const char* d = "0123456789abcdef";
+    out += "\\x";
+    out += d[b >> 4];
+    out += d[b & 15];
+  };
+  auto control = [&](unsigned char b) {
+    if (!caret) return hex(b);
+    out += '^';
+    out += b < 0x20 ? static_cast<char>(b + '@') : '?';
+  };
+  const std::size_t n = in.size();
+  for (std::size_t i = 0; i < n; i++) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x20) {
+      if (c == '\t' || c == '\n' || (caret && c == '\r'))
+        out += static_cast<char>(c);
+      else
+        control(c);
+      continue;
+    }
+    if (c == 0x7f) {
+      control(c);
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    const std::size_t need = c >= 0xc2 && c <= 0xdf   ? 1
+                             : c >= 0xe0 && c <= 0xef ? 2
+                             : c >= 0xf0 && c <= 0xf4 ? 3
+                                                      : 0;
+    if (need == 0) {  // a stray continuation byte (a bare C1 among them) or no lead at all
+      if (c < 0xa0)
+        control(c);
+      else
+        hex(c);
+      continue;
+    }
+    if (i + need >= n) {
+      // incomplete at the end: for the next chunk, or shown
+      bool prefix_ok = true;
+      for (std::size_t k = i + 1; k < n; k++)
+        prefix_ok = prefix_ok && (static_cast<unsigned char>(in[k]) & 0xc0) == 0x80;
+      if (carry && prefix_ok) {
+        *carry = std::string(in.substr(i));
+        return out;
+      }
+      hex(c);
+      continue;
+    }
+    bool ok = true;
+    for (std::size_t k = 1; k <= need; k++)
+      ok = ok && (static_cast<unsigned char>(in[i + k]) & 0xc0) == 0x80;
+    if (!ok) {
+      hex(c);
+      continue;
+    }
+    if (c == 0xc2 && static_cast<unsigned char>(in[i + 1]) < 0xa0) {  // U+0080..U+009F: C1
+      control(static_cast<unsigned char>(in[i + 1]));
+      i += 1;
+      continue;
+    }
+    out.append(in.substr(i, need + 1));
+    i += need;
+  }
+  if (carry) carry->clear();
+  return out;
+}
+
 void unmount_under(const std::string& path) {
   auto text = read_file("/proc/self/mountinfo");
   if (!text.ok()) return;

@@ -33,6 +33,17 @@ Result<UniqueFd> open_fd(const std::string& path, int flags, mode_t mode = 0);
 Status mkdir_p(const std::string& path, mode_t mode = 0755);
 // rm -rf that never follows symlinks and never crosses a mount point.
 Status remove_tree(const std::string& path);
+// Text that may have come from an agent or a pack, made safe for a
+// terminal: C0 controls (but tab, newline, carriage return), DEL and the C1
+// controls (UTF-8 C2 80..9F, or a byte 0x80..0x9F outside a valid UTF-8
+// sequence) are shown, never sent: `caret` as ^[ / ^? (the tee of an
+// agent's output), else as \xNN (the runtime's log lines, where newline,
+// tab and carriage return are escaped too). Any other byte that is not
+// valid UTF-8 becomes \xNN. carry: an incomplete UTF-8 sequence at the end
+// is kept there for the next call (a stream read in chunks); nullptr:
+// shown as bytes.
+std::string visible_controls(std::string_view in, bool caret, std::string* carry = nullptr);
+
 // Detaches (MNT_DETACH) every mount of this mount namespace at PATH or
 // beneath it, deepest first; what cannot be read or unmounted is left.
 void unmount_under(const std::string& path);
