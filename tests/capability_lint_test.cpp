@@ -544,3 +544,21 @@ TEST(CapabilityLint, ValidateRefusesExactlyTheValidateRules) {
   EXPECT_TRUE(validate(ok).ok());
   EXPECT_FALSE(lint(ok).empty());
 }
+
+// Red team (issue 21, round 5): a manifest string holding U+009B (CSI, a C1
+// control a double-quoted YAML "\x9b" gives) reached the terminal raw in
+// lint's text and JSON output.
+TEST(CapabilityLint, C1ControlsInMessagesAreEscaped) {
+  Finding f;
+  f.rule_id = "x";
+  f.severity = Severity::warning;
+  f.message =
+      "/etc\xc2\x9b"
+      "36m and \x1b[2J";
+  std::string text = render_text({f});
+  EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;
+  EXPECT_NE(text.find("/etc\\x9b36m and \\x1b[2J"), std::string::npos) << text;
+  std::string json = render_json({f}, "", -1);
+  for (unsigned char c : json) EXPECT_LT(c, 0x80) << json;
+  EXPECT_NE(json.find("\\u009b"), std::string::npos) << json;
+}

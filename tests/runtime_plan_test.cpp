@@ -215,6 +215,13 @@ TEST(VisibleControls, CaretForTheTeeAndHexForLogs) {
   EXPECT_TRUE(carry.empty());
   EXPECT_EQ(visible_controls("x\xc2", true, &carry), "x");
   EXPECT_EQ(visible_controls(carry + "\x9b", true, &carry), "^?");
+  // ill-formed UTF-8 hiding a 0x9B: overlong, surrogate, past U+10FFFF
+  EXPECT_EQ(visible_controls("A\xe0\x82\x9b"
+                             "2J",
+                             true),
+            "A\\xe0^?^?2J");
+  EXPECT_EQ(visible_controls("B\xed\xa0\x80", true), "B\\xed\\xa0^?");
+  EXPECT_EQ(visible_controls("D\xf4\x90\x80\x80", true), "D\\xf4^?^?^?");
   // no carry: an incomplete sequence is shown as bytes
   EXPECT_EQ(visible_controls("x\xe2\x80", true), "x\\xe2^?");
 }

@@ -427,10 +427,18 @@ std::string render_text(const std::vector<Finding>& findings) {
     out += f.severity == Severity::error ? "err   " : "warn  ";
     // One finding, one line: control characters from the manifest (a path
     // with a newline) are escaped, so they can never forge another line.
-    for (unsigned char c : f.message) {
-      if (c < 0x20 || c == 0x7f) {
+    // C1 controls too (U+0080..U+009F, UTF-8 C2 80..9F: U+009B is CSI),
+    // which a manifest's double-quoted "\x9b" can hold.
+    const std::string& m = f.message;
+    for (std::size_t i = 0; i < m.size(); i++) {
+      const auto c = static_cast<unsigned char>(m[i]);
+      const bool c1 = c == 0xc2 && i + 1 < m.size() &&
+                      static_cast<unsigned char>(m[i + 1]) >= 0x80 &&
+                      static_cast<unsigned char>(m[i + 1]) < 0xa0;
+      if (c < 0x20 || c == 0x7f || c1) {
         char esc[8];
-        std::snprintf(esc, sizeof esc, c == '\n' ? "\\n" : "\\x%02x", c);
+        std::snprintf(esc, sizeof esc, c == '\n' ? "\\n" : "\\x%02x",
+                      c1 ? static_cast<unsigned char>(m[++i]) : c);
         out += esc;
       } else {
         out += static_cast<char>(c);
@@ -463,7 +471,8 @@ std::string render_json(const std::vector<Finding>& findings, std::string_view f
     }
     j["errors"] = count(findings, Severity::error);
     j["warnings"] = count(findings, Severity::warning);
-    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+    // ASCII only (\uXXXX): no C1 control from the manifest reaches a terminal
+    return j.dump(indent, ' ', true, nlohmann::json::error_handler_t::replace);
   } catch (const std::exception&) {
     return "{\"findings\":[],\"errors\":1,\"warnings\":0}";
   }

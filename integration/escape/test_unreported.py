@@ -147,3 +147,15 @@ def test_a_datagram_to_a_path_outside_the_sandbox_is_reported(rt, pack, workdir,
     assert res.rc == 3, res
     assert [(e["surface"], e["requested"], e["syscall"]) for e in ev] == [
         ("fs.read", "/home/secret", syscall)], ev
+
+
+def test_event_lines_are_ascii(rt, pack, workdir):
+    """Red team (issue 21, round 5): an agent-chosen path holding U+009B
+    (CSI) was written raw into the events file, which `events --violations`
+    and --events /dev/stderr print to terminals. Event lines are ASCII
+    (\\uXXXX), the same text to a JSON reader."""
+    res, ev = run_with_events(rt, pack, workdir, "stat=/home/\u009b2J")
+    assert res.rc == 3, res
+    raw = (workdir / "ev.jsonl").read_bytes()
+    assert all(b < 0x80 for b in raw), raw
+    assert ev[0]["requested"] == "/home/\u009b2J", ev

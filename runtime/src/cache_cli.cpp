@@ -39,7 +39,7 @@ int cache_ls(const std::string& dir, const std::string& format) {
       j["created"] = l.entry ? l.entry->created : "";
       arr.push_back(j);
     }
-    std::printf("%s\n", arr.dump().c_str());
+    std::printf("%s\n", arr.dump(-1, ' ', true).c_str());
     return 0;
   }
   for (const auto& l : entries) {
@@ -116,7 +116,7 @@ int cache_hash(const std::string& tree) {
   j["bytes"] = st.bytes;
   j["ms"] = ms;
   j["mb_per_s"] = ms > 0 ? static_cast<double>(st.bytes) / 1e6 / (ms / 1e3) : 0.0;
-  std::printf("%s\n", j.dump().c_str());
+  std::printf("%s\n", j.dump(-1, ' ', true).c_str());  // ASCII: agent-chosen names
   return 0;
 }
 

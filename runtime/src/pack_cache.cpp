@@ -369,7 +369,8 @@ std::string entry_to_json(const Entry& e) {
   for (const auto& f : e.files)
     files.push_back({{"path", f.path}, {"sha256", f.sha256}, {"size", f.size}, {"mode", f.mode}});
   j["files"] = files;
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  // ASCII (\uXXXX): `cache show` prints it, with names the agent chose
+  return j.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Result<Entry> entry_from_json(std::string_view text) {

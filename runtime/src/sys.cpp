@@ -185,6 +185,12 @@ std::string visible_controls(std::string_view in, bool caret, std::string* carry
     bool ok = true;
     for (std::size_t k = 1; k <= need; k++)
       ok = ok && (static_cast<unsigned char>(in[i + k]) & 0xc0) == 0x80;
+    // Well-formed UTF-8 only (RFC 3629): no overlong form, no surrogate,
+    // nothing past U+10FFFF; a terminal that reads bytes would see the 0x9B.
+    const auto c2 = static_cast<unsigned char>(in[i + 1]);
+    if ((c == 0xe0 && c2 < 0xa0) || (c == 0xed && c2 >= 0xa0) || (c == 0xf0 && c2 < 0x90) ||
+        (c == 0xf4 && c2 >= 0x90))
+      ok = false;
     if (!ok) {
       hex(c);
       continue;

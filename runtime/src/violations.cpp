@@ -136,7 +136,10 @@ std::string to_json_line(const Event& e) {
   if (e.repeated > 0) j["repeated"] = e.repeated;
   // `requested` holds bytes the agent chose (a path): invalid UTF-8 becomes
   // U+FFFD rather than an exception that would take the reporter down.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // ASCII only (\uXXXX): the line is printed to terminals as it is
+  // (`events --violations`, --events /dev/stderr), and a path an agent chose
+  // may hold C1 controls (U+009B, CSI).
+  return j.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
 Classified classify(int nr, const std::uint64_t a[6]) {
