@@ -63,27 +63,10 @@ Result<Helper> start_pasta(int netns_fd, const std::string& pid_file, const std:
   }
   TRY(int status, wait_child(pid, 5000));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string why;
-    int fd = ::open(log_file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      char buf[2048];
-      ssize_t n = ::read(fd, buf, sizeof buf - 1);
-      ::close(fd);
-      if (n > 0) {
-        buf[n] = 0;
-        why = buf;
-        // The last line that is not syslog noise.
-        std::string last;
-        std::size_t pos = 0;
-        while (pos < why.size()) {
-          std::size_t e = why.find('\n', pos);
-          std::string line = why.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-          if (!line.empty() && line.find("syslog") == std::string::npos) last = line;
-          pos = e == std::string::npos ? why.size() : e + 1;
-        }
-        why = last;
-      }
-    }
+    // The last line that is not syslog noise.
+    std::string why = last_log_line(log_file, 2047, [](std::string_view l) {
+      return l.find("syslog") != std::string_view::npos;
+    });
     return Error::msg("egress: pasta failed (" +
                       (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                          : "signal " + std::to_string(WTERMSIG(status))) +

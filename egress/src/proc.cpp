@@ -107,4 +107,24 @@ void close_fds_except(const int* keep, int n) noexcept {
   ::syscall(SYS_close_range, from, ~0U, 0);
 }
 
+std::string last_log_line(const std::string& log_file, std::size_t max_bytes,
+                          bool (*is_noise)(std::string_view line)) {
+  int fd = ::open(log_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text(max_bytes, '\0');
+  ssize_t n = ::read(fd, text.data(), max_bytes);
+  ::close(fd);
+  if (n <= 0) return "";
+  text.resize(static_cast<std::size_t>(n));
+  std::string last;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t e = text.find('\n', pos);
+    std::string line = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    if (!line.empty() && !is_noise(line)) last = line;
+    pos = e == std::string::npos ? text.size() : e + 1;
+  }
+  return last;
+}
+
 }  // namespace comet::egress

@@ -25,25 +25,6 @@ namespace {
 
 constexpr int kReadyMs = 5000;
 
-// The last line of the helper's log that says something (for an error).
-std::string last_log_line(const std::string& log_file) {
-  int fd = ::open(log_file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  char buf[4096];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return "";
-  std::string text(buf, static_cast<std::size_t>(n)), last;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t e = text.find('\n', pos);
-    std::string line = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-    if (!line.empty() && line.rfind("WARNING:", 0) != 0) last = line;
-    pos = e == std::string::npos ? text.size() : e + 1;
-  }
-  return last;
-}
-
 Status write_sysctl(const std::string& path, const char* value) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return Error::sys(errno, "open " + path);
@@ -182,7 +163,9 @@ Result<Helper> start_slirp(int netns_fd, const std::string& log_file) {
       how = "exit " + std::to_string(WEXITSTATUS(status));
     else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
       how = "signal " + std::to_string(WTERMSIG(status));
-    std::string why = last_log_line(log_file);
+    std::string why = last_log_line(log_file, 4095, [](std::string_view l) {
+      return l.rfind("WARNING:", 0) == 0;  // its own warnings say nothing of the failure
+    });
     std::string detail = how.empty() ? why : why.empty() ? how : how + ": " + why;
     return Error::msg("egress: slirp4netns " + what + (detail.empty() ? "" : " (" + detail + ")"));
   };

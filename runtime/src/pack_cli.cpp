@@ -102,7 +102,6 @@ std::variant<Loaded, int> load(const std::string& path, bool validate, int unrea
 // point for every per-run host directory under /workdir, since /workdir is
 // read-only inside and the pack directory itself is never written.
 Status copy_sparse(const std::string& from, const std::string& to, std::uint64_t& budget);
-std::string printable(const std::string& name);
 
 Status stage_workdir(const std::string& pack_dir, const std::string& dst,
                      const std::map<std::string, std::string>& host_dirs) {
@@ -147,8 +146,8 @@ Status stage_workdir(const std::string& pack_dir, const std::string& dst,
       struct stat ls;
       if (::lstat(cur.c_str(), &ls) == 0) {
         if (S_ISLNK(ls.st_mode) || !S_ISDIR(ls.st_mode))
-          return Error::msg("the pack's " + printable(sandbox_path) + " passes through " +
-                            printable(cur.substr(dst.size())) +
+          return Error::msg("the pack's " + sandbox_path + " passes through " +
+                            cur.substr(dst.size()) +
                             ", which is not a directory of the pack (a symlink or a file): "
                             "an fs entry must name a directory path in the pack");
         continue;
@@ -270,21 +269,11 @@ int pack_explain(const std::string& pack, const std::string& path, const std::st
 
 namespace {
 
-// Copies the agent's output tree into DST: directories and regular files
-// only (a symlink or device the agent made is skipped and named), never
-// following anything. DST is created if needed.
-// An agent-chosen name in one of the runtime's own messages: control
-// characters as \xNN, so a file name cannot drive the caller's terminal.
-std::string printable(const std::string& name) {
-  return visible_controls(name, false);
-}
-
 // What collection charges for a directory or a file besides its data.
 constexpr std::uint64_t kEntryCost = 4096;
 // EFBIG marks "over the pack's output limit" for pack_run (a resource event).
 Error over_limit(const std::string& at) {
-  return Error(EFBIG,
-               "the output is over its limit (resources.output): stopped at " + printable(at));
+  return Error(EFBIG, "the output is over its limit (resources.output): stopped at " + at);
 }
 
 // Copies one file keeping its holes (SEEK_DATA/SEEK_HOLE): a 1 GiB sparse
@@ -326,6 +315,10 @@ Status copy_sparse(const std::string& from, const std::string& to, std::uint64_t
   return {};
 }
 
+// Copies the agent's output tree into DST: directories and regular files
+// only (a symlink or device the agent made is skipped and named; names are
+// shown escaped by the logger), never following anything. DST is created if
+// needed. limit: resources.output (data bytes plus kEntryCost per entry).
 Status collect_output(const std::string& src, const std::string& dst,
                       std::uint64_t limit = UINT64_MAX) {
   std::uint64_t budget = limit;
@@ -348,7 +341,7 @@ Status collect_output(const std::string& src, const std::string& dst,
       Status c = copy_sparse(it->path().string(), to.string(), budget);
       if (!c.ok()) return c;
     } else {
-      log::warn("pack run: output " + printable(it->path().lexically_relative(src).string()) +
+      log::warn("pack run: output " + it->path().lexically_relative(src).string() +
                 " is not a regular file or directory; not collected");
       continue;
     }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "comet/base/result.hpp"
@@ -34,6 +35,11 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// The last non-empty line among the first max_bytes of a helper's log that
+// is_noise() does not reject, for an error message; "" when there is none.
+std::string last_log_line(const std::string& log_file, std::size_t max_bytes,
+                          bool (*is_noise)(std::string_view line));
 
 // /proc/PID/stat starttime (field 22), 0 when unreadable.
 unsigned long long start_time(int pid);
