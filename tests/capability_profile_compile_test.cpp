@@ -125,6 +125,12 @@ long pos(const oci::Spec& s, const std::string& dest) {
   return -1;
 }
 
+bool has_placeholder(const SandboxPlan& p, const std::string& x) {
+  for (const auto& d : p.placeholders)
+    if (d.path == x) return true;
+  return false;
+}
+
 bool has(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -148,7 +154,9 @@ json plan_json(const SandboxPlan& p) {
   json j;
   j["symlinks"] = json::array();
   for (const auto& l : p.symlinks) j["symlinks"].push_back({l.name, l.target});
-  j["mkdirs"] = p.mkdirs;
+  std::vector<std::string> ph;
+  for (const auto& d : p.placeholders) ph.push_back(d.dir ? d.path : d.path + " (file)");
+  j["mkdirs"] = ph;
   j["notes"] = p.notes;
   return j;
 }
@@ -354,10 +362,10 @@ TEST(ProfileCompile, ProtectUnderWritablePathsAndPins) {
   EXPECT_FALSE(has(pin->options, "rro"));
   EXPECT_LT(pos(p.spec, "/home/ada/.config"), pos(p.spec, "/home/ada/.config/comet"));
   // A missing hook dir inside a writable tree is made first, then protected.
-  EXPECT_TRUE(has(p.mkdirs, "/home/ada/.comet/hooks"));
+  EXPECT_TRUE(has_placeholder(p, "/home/ada/.comet/hooks"));
   EXPECT_TRUE(read_only_bind(find(p.spec, "/home/ada/.comet/hooks")));
   // The workspace's own .comet (its sandbox.yaml) too.
-  EXPECT_TRUE(has(p.mkdirs, "/home/ada/src/app/.comet"));
+  EXPECT_TRUE(has_placeholder(p, "/home/ada/src/app/.comet"));
   // The runtime binary and the global config lie in read-only trees here:
   // no mount needed.
   EXPECT_EQ(find(p.spec, "/usr/local/bin/comet-runtime"), nullptr);
@@ -375,7 +383,7 @@ TEST(ProfileCompile, ProtectUnderWritablePathsAndPins) {
   EXPECT_TRUE(read_only_bind(find(d.spec, "/data")));
   EXPECT_EQ(find(d.spec, "/run/comet-runtime"), nullptr);
   EXPECT_EQ(find(d.spec, "/run/docker.sock"), nullptr);
-  EXPECT_TRUE(d.mkdirs.empty());
+  EXPECT_TRUE(d.placeholders.empty());
   EXPECT_TRUE(has(find(d.spec, "/usr")->options, "rw"));
   EXPECT_EQ(find(d.spec, "/tmp")->type, "bind");  // the host's /tmp
 }

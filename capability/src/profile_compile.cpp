@@ -247,7 +247,7 @@ class Planner {
       HostKind kind = it.h.kind;
       if (kind == HostKind::missing) {
         // The workload must not be able to create it: make it (empty) first.
-        plan_.mkdirs.push_back(real);
+        plan_.placeholders.push_back({real, /*dir=*/true});
         kind = HostKind::dir;
       }
       // Pin every directory between the writable root and the path: a
@@ -288,9 +288,11 @@ class Planner {
       if (!drop) kept.push_back(e);
     }
     entries_ = std::move(kept);
-    std::sort(plan_.mkdirs.begin(), plan_.mkdirs.end(),
-              [](const std::string& a, const std::string& b) {
-                return path_depth(a) != path_depth(b) ? path_depth(a) < path_depth(b) : a < b;
+    std::sort(plan_.placeholders.begin(), plan_.placeholders.end(),
+              [](const Placeholder& a, const Placeholder& b) {
+                return path_depth(a.path) != path_depth(b.path)
+                           ? path_depth(a.path) < path_depth(b.path)
+                           : a.path < b.path;
               });
   }
 

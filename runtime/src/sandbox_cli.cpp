@@ -324,8 +324,8 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     if (::symlink(l.target.c_str(), at.c_str()) < 0)
       return exit_for(Error::sys(errno, "sandbox: symlink " + at));
   }
-  for (const auto& d : plan->mkdirs) {
-    if (Status st = make_protected_dir(d, p.who, guard.created); !st.ok())
+  for (const auto& d : plan->placeholders) {
+    if (Status st = make_protected_dir(d.path, p.who, guard.created); !st.ok())
       return exit_for(st.error());
   }
   if (Status st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(plan->spec, 2),
@@ -445,7 +445,10 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
       j["policy"] = nlohmann::ordered_json::parse(policy);
       j["root"] = "a per-run empty read-only directory holding the host's top-level binds";
       j["mounts"] = mounts_json(plan->spec);
-      j["create_before_run"] = plan->mkdirs;
+      nlohmann::ordered_json ph = nlohmann::ordered_json::array();
+      for (const auto& d : plan->placeholders)
+        ph.push_back({{"path", d.path}, {"kind", d.dir ? "dir" : "file"}});
+      j["create_before_run"] = ph;
       j["notes"] = plan->notes;
     }
     std::cout << j.dump(2) << "\n";
@@ -484,8 +487,9 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
     for (size_t k = m.destination.size(); k < 28; k++) out << ' ';
     out << " " << describe_mount(m, in) << "\n";
   }
-  for (const auto& d : plan->mkdirs)
-    out << "create     " << d << " (empty, so it cannot be created inside)\n";
+  for (const auto& d : plan->placeholders)
+    out << "create     " << d.path << (d.dir ? "/" : "")
+        << " (empty, so it cannot be created inside)\n";
   for (const auto& n : plan->notes) out << "note       " << n << "\n";
   std::cout << out.str();
   return 0;

@@ -138,6 +138,19 @@ struct ResolvedProfile {
   bool block_runtime_sockets = false;
   std::vector<std::string> runtime_sockets;
   std::vector<std::string> runtime_socket_dirs;
+  // The unix-socket rule (every sandboxed profile but devbox): a connect()
+  // (or a sendto/sendmsg with an address) to a pathname unix socket that is
+  // not in a place the profile can write is refused (EACCES) and reported,
+  // unless the socket is one of `unix_sockets` (absolute, as configured).
+  bool unix_socket_rule = false;
+  std::vector<std::string> unix_sockets;
+  // Resource limits; 0 = none. pids: tasks; memory: bytes (no swap beyond
+  // it); tmp: bytes of the private /tmp tmpfs.
+  struct Limits {
+    long long pids = 0;
+    long long memory = 0;
+    long long tmp = 0;
+  } limits;
 };
 
 // Fail-closed: an unknown name, a missing context path a profile needs, or

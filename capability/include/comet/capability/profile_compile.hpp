@@ -26,7 +26,7 @@
 //                      every directory between that tree's root and P is
 //                      pinned (bound onto itself, still writable) so that P
 //                      cannot be moved away by renaming a parent; a missing
-//                      P there is created first (SandboxPlan::mkdirs) so the
+//                      P there is created first (SandboxPlan::placeholders) so the
 //                      workload cannot create it; a P that is a symlink in a
 //                      writable tree cannot be protected: an error
 //   deny P             a directory: an empty tmpfs, ro, mode 000; a file,
@@ -111,11 +111,20 @@ struct Symlink {
   std::string target;  // as on the host
 };
 
+// A protected name that does not exist on the host, inside a writable tree:
+// the runtime creates it (empty, owned by the invoking user) before the run
+// so that a read-only mount can cover it, and removes it after the run if it
+// is still the empty placeholder it made (same inode, still empty).
+struct Placeholder {
+  std::string path;  // absolute host path
+  bool dir = false;  // an empty directory, else an empty regular file
+};
+
 struct SandboxPlan {
   oci::Spec spec;
-  std::vector<Symlink> symlinks;    // to make in root_dir before create
-  std::vector<std::string> mkdirs;  // missing protected dirs to create (parents first)
-  std::vector<std::string> notes;   // what was skipped and why, for --explain
+  std::vector<Symlink> symlinks;          // to make in root_dir before create
+  std::vector<Placeholder> placeholders;  // missing protected names to create (parents first)
+  std::vector<std::string> notes;         // what was skipped and why, for --explain
 };
 
 Result<SandboxPlan> compile_profile(const ResolvedProfile& p, const SandboxInputs& in);
