@@ -194,6 +194,7 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
       }
     }
     r.network_restricted = base->restricted;
+    r.unix_socket_rule = base->protect_hooks;  // every sandboxed profile but devbox
     if (custom) {
       TRYV(add_all(x, r.read, custom->read, what));
       TRYV(add_all(x, r.write, custom->write, what));

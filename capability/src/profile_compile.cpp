@@ -399,6 +399,7 @@ class Planner {
     pol.lockdown = !devbox_;
     pol.network = p_.network_restricted ? NetworkPolicy::none : NetworkPolicy::open;
     pol.profile = p_.name;
+    if (p_.unix_socket_rule) pol.unix_allow = p_.unix_sockets;
     // verified unreadable from inside before CMD runs (read-deny verification)
     for (const Entry& e : order)
       if (e.op == Op::deny) pol.deny.push_back(e.path);

@@ -483,6 +483,29 @@ void send_fd(int sock, int fd, std::string_view payload, const char* what, int f
   ::close(sock);
 }
 
+// The lock-down listener (and the root for fs events) to the reporter, as
+// fd numbers: it takes them with pidfd_getfd, knowing this process by the
+// SCM_CREDENTIALS the kernel adds (its end has SO_PASSCRED), and answers
+// one byte once it has them. Not SCM_RIGHTS: sendmsg may be a call the
+// lock-down just loaded notifies (the unix-socket rule, unix_rule.hpp), and
+// no one could answer it before the reporter has the listener. send() is
+// sendto with no address, which never notifies. Dies on error.
+void hand_over_fds(int sock, int fd, int fd2) {
+  char data[32];
+  const int n = std::snprintf(data, sizeof data, "%d %d", fd, fd2);
+  if (::send(sock, data, static_cast<size_t>(n), MSG_NOSIGNAL) < 0)
+    die(errno, "send the lock-down listener fd");
+  char ack = 0;
+  ssize_t got;
+  do {
+    got = ::recv(sock, &ack, 1, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1 || ack != 'a') die(got < 0 ? errno : EPIPE, "the reporter took no lock-down listener");
+  ::close(fd);
+  if (fd2 >= 0) ::close(fd2);
+  ::close(sock);
+}
+
 // Hand the pty master to --console-socket, named as runc names it.
 void send_pty_master(int master) {
   send_fd(g_ctx->console_sock_fd, master, "/dev/ptmx", "the pty master to the console socket");
@@ -801,7 +824,7 @@ void apply_confinement() {
         if (root < 0) die(errno, "open / for the reporter");
         (void)::access(kFsArmMarker, F_OK);  // fswatch.hpp
       }
-      send_fd(c.lockdown_listener_sock, listener, g_state, "the lock-down listener fd", root);
+      hand_over_fds(c.lockdown_listener_sock, listener, root);
     }
   }
 }

@@ -272,6 +272,10 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
   // Violation reporting (reporter.hpp): the lock-down notifies instead of
   // failing, and the reporter answers with the same errno.
   seccomp::LockdownOptions lo = lockdown_options(p, ctx.has_seccomp && ctx.seccomp.needs_listener);
+  if (lo.unix_rule && !lo.notify)
+    return Error::msg(
+        "the unix-socket rule (policy \"unix\") needs the violation reporter, and the config's "
+        "own seccomp filter already has a listener (the kernel allows one)");
   if (!ctx.has_seccomp) {
     // No filter of the engine's or the config's: the Docker-like one. When
     // reporting, it lets the lock-down's syscalls through to the lock-down
@@ -307,6 +311,7 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
   if (lo.network_none) ctx.layers.push_back("seccomp:network-none");
   if (lo.socket_families) ctx.layers.push_back("seccomp:socket-families");
   if (lo.notify) ctx.layers.push_back("seccomp:report");
+  if (lo.unix_rule) ctx.layers.push_back("seccomp:unix-sockets");
 
   // Read-deny verification lists (child.cpp verify_confinement()).
   if (ctx.rootfs_readonly) ctx.verify_readonly.push_back("/");

@@ -438,6 +438,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     rr.state_dir = dir.path();
     rr.deliver = events_to;
     rr.lockdown = lockdown_options(*policy, false);
+    rr.unix_allow = policy->unix_allow;
     rr.exec_allow = ctx.exec_allow;
     if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
       rr.trampoline_dev = ts.st_dev;

@@ -219,6 +219,7 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     rr.state_dir = dir.path();
     if (auto t = read_file(dir.file("events.deliver")); t.ok()) rr.deliver = *t;
     rr.lockdown = lockdown_options(*policy, false);
+    rr.unix_allow = policy->unix_allow;
     rr.exec_allow = ctx.exec_allow;
     if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
       rr.trampoline_dev = ts.st_dev;

@@ -1,6 +1,7 @@
 // The violation reporter (reporter.hpp): parent-side start, and the
 // reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
+#include "comet/runtime/unix_rule.hpp"
 #include "comet/runtime/confine.hpp"
 
 #include <bpf/libbpf.h>
@@ -209,6 +210,10 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
   lo.socket_families = p.network != capability::NetworkPolicy::open;
   const char* env = std::getenv("COMET_VIOLATION_REPORTING");
   lo.notify = !base_has_listener && !(env && std::strcmp(env, "off") == 0);
+  // The unix-socket rule is enforced by the reporter: never without it
+  // (create refuses a policy it cannot enforce: unix_rule && !notify).
+  lo.unix_rule = p.unix_allow.has_value();
+  if (lo.unix_rule && !base_has_listener) lo.notify = true;
   return lo;
 }
 
@@ -217,6 +222,10 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair for the violation reporter");
   UniqueFd mine(sp[0]), theirs(sp[1]);
+  // The child names itself by the credentials the kernel attaches (serve).
+  int one = 1;
+  if (::setsockopt(theirs.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
+    return Error::sys(errno, "SO_PASSCRED for the violation reporter");
   if (in_process) {
     ReporterHandle h;
     TRY(h.child_sock, dup_high(std::move(mine), min_fd));
@@ -358,10 +367,12 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   const std::vector<std::string>& allow = r.exec_allow;
   std::vector<std::pair<dev_t, ino_t>> allowed_ids;  // resolved at the first exec
 
-  // The listener fd from the container's child (or nothing: it died first).
-  char payload[8192];
-  struct iovec iov = {payload, sizeof payload};
-  char cbuf[CMSG_SPACE(2 * sizeof(int))];  // the listener, and the container's root
+  // The listener's fd number from the container's child (or nothing: it
+  // died first), and the child itself by SCM_CREDENTIALS (SO_PASSCRED is
+  // set on this end at start_reporter); the fds taken with pidfd_getfd.
+  char payload[64];
+  struct iovec iov = {payload, sizeof payload - 1};
+  char cbuf[CMSG_SPACE(sizeof(struct ucred))];
   struct msghdr mh = {};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
@@ -413,21 +424,42 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       if (cgroup) fswatch_unwatch(cgroup);
     }
   } ring_owner{rb, fs ? r.fs_cgroup : 0};
-  if (!cm || cm->cmsg_type != SCM_RIGHTS) {
+  if (!cm || cm->cmsg_type != SCM_CREDENTIALS || got <= 0) {
     mark_done();
     return 0;
   }
   int last_fs_tid = 0;
+  struct ucred cred;
+  std::memcpy(&cred, CMSG_DATA(cm), sizeof cred);
+  payload[got] = '\0';
   int fds[2] = {-1, -1};
-  const std::size_t nfds = std::min<std::size_t>(2, (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-  std::memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
-  UniqueFd listener(fds[0]);
-  UniqueFd root(fds[1]);  // fs events: the container's root (O_PATH), for resolve_in_root()
+  if (std::sscanf(payload, "%d %d", &fds[0], &fds[1]) < 1 || fds[0] < 0) {
+    mark_done();
+    return 0;
+  }
+  UniqueFd child_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, cred.pid, 0)));
+  auto take = [&](int n) {
+    return n < 0 || !child_pidfd
+               ? UniqueFd()
+               : UniqueFd(static_cast<int>(::syscall(SYS_pidfd_getfd, child_pidfd.get(), n, 0)));
+  };
+  UniqueFd listener = take(fds[0]);
+  UniqueFd root = take(fds[1]);  // fs events: the container's root (O_PATH), for resolve_in_root()
+  child_pidfd.reset();
+  if (!listener || (fds[1] >= 0 && !root)) {
+    mark_done();
+    return 0;  // the child dies on the missing answer: the container does not start
+  }
+  for (int fd : {listener.get(), root.get()})
+    if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  (void)::send(sock, "a", 1, MSG_NOSIGNAL);
   // Linux >= 6.6: wake this thread synchronously (on the notifying CPU)
   // and switch back on the answer, as a request-reply pair. Older kernels
   // say EINVAL/ENOTTY; the notifier works the same, only slower.
   (void)::ioctl(listener.get(), kNotifSetFlags, kNotifSyncWakeUp);
   Writer out(r.state_dir, r.deliver);
+  std::optional<UnixRuleState> unix_state;
+  if (r.unix_allow) unix_state = UnixRuleState{*r.unix_allow, false, {}};
   std::map<std::string, Pending> seen;
   auto flush = [&] {
     for (auto& [k, p] : seen) {
@@ -608,6 +640,36 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
     };
     try {
+      // The unix-socket rule decides these calls itself (unix_rule.hpp).
+      if (unix_state && unix_rule_call(req.data.nr)) {
+        UnixOutcome u = unix_rule_judge(*unix_state, req, listener.get());
+        if (u.continue_call) {
+          resp.error = 0;
+          resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        } else {
+          resp.error = u.ret < 0 ? static_cast<int32_t>(u.ret) : 0;
+          resp.val = u.ret < 0 ? 0 : u.ret;
+          resp.flags = 0;
+        }
+        const bool runtime_sock =
+            !u.requested.empty() && capability::is_runtime_socket(u.requested);
+        if (!u.continue_call && (u.refused || (u.ret == -ENOENT && runtime_sock))) {
+          violations::Event e;
+          e.container = container;
+          e.pack = pack;
+          e.surface = runtime_sock ? "runtime-socket" : "unix-socket";
+          e.requested = u.requested;
+          e.syscall = req.data.nr == SYS_connect   ? "connect"
+                      : req.data.nr == SYS_sendto  ? "sendto"
+                      : req.data.nr == SYS_sendmsg ? "sendmsg"
+                                                   : "sendmmsg";
+          e.pid = static_cast<int>(req.pid);
+          e.err = static_cast<int>(-u.ret);
+          emit(e, answer);
+        }
+        answer();
+        continue;
+      }
       // The answer (sent by answer() below, once): the same errno as without
       // reporting; a call the ERRNO program would not refuse cannot notify
       // (same conditions), but is refused with EPERM all the same.

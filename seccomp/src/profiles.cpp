@@ -316,6 +316,23 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       c.action = "SCMP_ACT_NOTIFY";
       p.syscalls.push_back(std::move(c));
     }
+    // The unix-socket rule: the reporter judges the address it copied and,
+    // when allowed, makes the call itself on a copy of the socket, so that
+    // no other thread can change the address between its look and the
+    // kernel's (CONTINUE would re-read it). Only datagram sends can carry
+    // an address to a unix path: sendto's is an argument (NULL: not
+    // notified), sendmsg's and sendmmsg's are behind a pointer.
+    if (o.unix_rule && o.notify) {
+      oci::SeccompSyscall c;
+      c.names = {"sendmsg", "sendmmsg"};
+      c.action = "SCMP_ACT_NOTIFY";
+      p.syscalls.push_back(std::move(c));
+      oci::SeccompSyscall t;
+      t.names = {"sendto"};
+      t.action = "SCMP_ACT_NOTIFY";
+      t.args = {arg(4, 0, "SCMP_CMP_NE")};
+      p.syscalls.push_back(std::move(t));
+    }
     if (o.socket_families) {
       for (const char* call : {"socket", "socketpair"})
         for (auto& r : refuse_families(call, {kAfUnix, kAfInet, kAfInet6, kAfNetlink}))

@@ -27,6 +27,7 @@
 // call with ENOSYS.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct ReporterRequest {
   int fs_ring = -1;
   std::uint64_t fs_cgroup = 0;
   FsView fs_view;
+  // The unix-socket rule (unix_rule.hpp), when the policy has one.
+  std::optional<std::vector<std::string>> unix_allow;
 };
 
 struct ReporterHandle {

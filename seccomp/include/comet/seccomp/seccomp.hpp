@@ -107,6 +107,10 @@ struct LockdownOptions {
   bool network_none = false;
   bool socket_families = false;
   bool notify = false;
+  // The unix-socket rule (capability::Policy::unix_allow): connect, sendto
+  // with an address, sendmsg and sendmmsg always notify (the reporter
+  // decides and performs an allowed call itself), so it needs notify.
+  bool unix_rule = false;
 };
 inline constexpr const char* kReporterListener = "comet-runtime:reporter";
 oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept;
