@@ -14,6 +14,7 @@
 #include <linux/keyctl.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -1204,6 +1205,101 @@ void write_time_offsets() {
   }
   if (::write(fifo, "0", 1) != 1) die(errno, "write exec fifo");
   ::close(fifo);
+  AgentTail t{exe, early_seccomp, kept_admin, 0};
+  if (ctx.own_init) start_agent_under_init(t);  // never returns: this process is the init
+  agent_tail(t);
+}
+
+namespace {
+
+// The root skeleton, in our own mount namespace only (as bwrap makes its
+// root): a tmpfs over skeleton_dir, nothing on the host's disk.
+void make_skeleton() {
+  const ChildContext& c = *g_ctx;
+  if (::mount("tmpfs", c.skeleton_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0)
+    die(errno, "mount the root skeleton (tmpfs) on %s", c.skeleton_dir.c_str());
+  if (::mkdir(c.rootfs.c_str(), 0755) < 0 || ::chmod(c.rootfs.c_str(), 0755) < 0)
+    die(errno, "create %s", c.rootfs.c_str());
+  for (const auto& [path, mode] : c.skeleton_files) {
+    int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || ::fchmod(fd, mode) < 0) die(errno, "create %s", path.c_str());
+    ::close(fd);
+  }
+  for (const auto& [name, target] : c.skeleton_links) {
+    std::string at = c.rootfs + "/" + name;
+    if (::symlink(target.c_str(), at.c_str()) < 0) die(errno, "symlink %s", at.c_str());
+  }
+}
+
+// The parent is gone (the sync socket hung up): nothing may run unwatched.
+void exit_if_orphaned() {
+  struct pollfd p = {g_ctx->sync_fd, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) ::_exit(1);
+}
+
+}  // namespace
+
+[[noreturn]] void sandbox_child_main(const ChildContext& ctx) noexcept {
+  g_ctx = &ctx;
+  g_state = ctx.state_json;
+  // As child_main: not dumpable while the runtime's code runs; dies with
+  // the runtime. A parent that died before the prctl: kGo never comes.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  /* sync 2: the parent has placed us in the cgroups (if any) */
+  expect(MsgType::kGo);
+  if (ctx.cgroupns && ::unshare(CLONE_NEWCGROUP) < 0) die(errno, "unshare cgroup namespace");
+  if (::mount(nullptr, "/", nullptr, MS_SLAVE | MS_REC, nullptr) < 0)
+    die(errno, "set / propagation");
+  make_skeleton();
+  if (::mount(ctx.rootfs.c_str(), ctx.rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
+    die(errno, "bind rootfs %s", ctx.rootfs.c_str());
+  g_dev_null = ::open("/dev/null", O_PATH | O_CLOEXEC);
+  struct stat nst;
+  if (g_dev_null < 0 || ::fstat(g_dev_null, &nst) < 0) die(errno, "open /dev/null");
+  if (!S_ISCHR(nst.st_mode) || nst.st_rdev != makedev(1, 3))
+    die(0, "/dev/null is not the null device");
+  int rootfd = ::open(ctx.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) die(errno, "open rootfs %s", ctx.rootfs.c_str());
+  for (auto& op : ctx.mounts) do_mount(rootfd, op);
+  setup_dev(rootfd);
+  int cwdfd = ensure_target(rootfd, ctx.cwd, true);
+  if (cwdfd >= 0) ::close(cwdfd);
+  mask_paths(rootfd);
+  enter_root(rootfd);
+  ::close(rootfd);
+  verify_confinement();
+  if (ctx.set_hostname && ::sethostname(ctx.hostname.data(), ctx.hostname.size()) < 0)
+    die(errno, "sethostname %s", ctx.hostname.c_str());
+  write_sysctls();
+  for (auto& rl : ctx.rlimits)
+    if (::setrlimit(rl.resource, &rl.value) < 0)
+      die(errno, "error setting rlimit type %d", rl.resource);
+  if (ctx.new_keyring &&
+      ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, ctx.keyring_name.c_str()) < 0 &&
+      errno != ENOSYS && errno != EDQUOT && errno != EACCES)
+    die(errno, "join session keyring");
+  // No controlling terminal (TIOCSTI into the caller's terminal needs one,
+  // or CAP_SYS_ADMIN); stdio stays the caller's.
+  if (::setsid() < 0) die(errno, "setsid");
+  if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\")", ctx.cwd.c_str());
+  char cwdbuf[4096];
+  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
+    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
+  g_env = ctx.env;
+  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
+    g_env.push_back("HOME=" + home_of(ctx.uid));
+  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
+  ::umask(ctx.umask >= 0 ? static_cast<mode_t>(ctx.umask) : 022);
+  bool nnp = ctx.no_new_privileges;
+  bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
+  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  // The new credentials cleared the parent-death signal (commit_creds):
+  // set it again, then make sure the parent did not die in between.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_PDEATHSIG)");
+  exit_if_orphaned();
+  bool early_seccomp = ctx.has_seccomp && ctx.seccomp.needs_listener;
+  if (early_seccomp) load_seccomp();
   AgentTail t{exe, early_seccomp, kept_admin, 0};
   if (ctx.own_init) start_agent_under_init(t);  // never returns: this process is the init
   agent_tail(t);

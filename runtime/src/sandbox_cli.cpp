@@ -1,5 +1,5 @@
 // `comet-runtime sandbox`: prepare (who, config, profile), plan (pure,
-// capability/profile_compile.cpp), write a temp bundle, run it, clean up.
+// capability/profile_compile.cpp), launch it directly (sandbox_launch.hpp).
 #include "comet/runtime/sandbox_cli.hpp"
 
 #include <dirent.h>
@@ -22,6 +22,7 @@
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/sandbox_config.hpp"
+#include "comet/runtime/sandbox_launch.hpp"
 #include "comet/runtime/sys.hpp"
 
 namespace comet::runtime {
@@ -34,7 +35,7 @@ constexpr int kExitSandboxFailed = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
 constexpr const char* kDefaultStateRoot = "/run/comet-runtime";
-constexpr const char* kBundlePrefix = ".sandbox@";  // '@' is never in a container id
+constexpr const char* kBundlePrefix = ".sandbox@";  // earlier versions' bundles
 
 struct Prepared {
   Invoker who;
@@ -82,13 +83,15 @@ std::string parent_of(const std::string& p) {
   return k == 0 || k == std::string::npos ? "/" : p.substr(0, k);
 }
 
-// Everything the planner needs from the host, for a bundle at `bundle`.
-cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& bundle,
+// Everything the planner needs from the host. The root skeleton (the empty
+// root and the files the plan binds) lives under `skeleton`, on a tmpfs the
+// sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
+cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& skeleton,
                                const std::vector<std::string>& args, const Environ& env) {
   cap::SandboxInputs in;
-  in.root_dir = bundle + "/rootfs";
-  in.deny_file = bundle + "/deny";
-  in.socket_file = bundle + "/socket";
+  in.root_dir = skeleton + "/root";
+  in.deny_file = skeleton + "/deny";
+  in.socket_file = skeleton + "/socket";
   in.workspace = p.workspace;
   in.tmp = p.ctx.tmp;
   in.args = args;
@@ -134,7 +137,8 @@ std::string random_id() {
   return s;
 }
 
-// A bundle left by a sandbox that was killed (its pid is gone): remove it
+// A bundle left by a sandbox of an earlier version (before the direct
+// launch, sandbox_launch.hpp) that was killed (its pid is gone): remove it
 // and its container.
 void sweep_stale(const Globals& g) {
   DIR* d = ::opendir(g.root.c_str());
@@ -159,39 +163,30 @@ void sweep_stale(const Globals& g) {
   }
 }
 
-// The temp bundle and the protected directories we had to create: removed
-// whatever happens (the directories only while empty).
-struct BundleGuard {
-  std::string bundle;
-  std::vector<std::string> created;  // parents first
-  ~BundleGuard() {
-    for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
-    if (!bundle.empty()) {
-      Status st = remove_tree(bundle);
-      if (!st.ok()) log::warn("sandbox: " + st.error().what());
+// COMET_SANDBOX_LIMITS=pids=N,memory=BYTES,tmp=SIZE: a test hook until the
+// profiles carry limits (capability/profile.hpp ResolvedProfile::limits):
+// set on the planned spec as the planner will set them.
+Status test_limits(oci::Spec& spec, const std::string& tmp) {
+  const char* e = std::getenv("COMET_SANDBOX_LIMITS");
+  if (!e || !*e) return ok();
+  for (const auto& kv : split(e, ',')) {
+    auto eq = kv.find('=');
+    std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (!spec.linux_) spec.linux_.emplace();
+    auto& lx = *spec.linux_;
+    if (!lx.resources) lx.resources.emplace();
+    if (k == "pids") {
+      lx.resources->pids.emplace().limit = std::atoll(v.c_str());
+    } else if (k == "memory") {
+      auto& m = lx.resources->memory.emplace();
+      m.limit = std::atoll(v.c_str());
+      m.swap = m.limit;
+    } else if (k == "tmp") {
+      for (auto& m : spec.mounts)
+        if (m.destination == tmp && m.type == "tmpfs") m.options.push_back("size=" + v);
+    } else {
+      return Error::msg("COMET_SANDBOX_LIMITS: unknown " + k);
     }
-  }
-};
-
-Status make_file(const std::string& path, mode_t mode) {
-  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return Error::sys(errno, "create " + path);
-  UniqueFd owner(fd);
-  if (::fchmod(fd, mode) < 0) return Error::sys(errno, "chmod " + path);
-  return ok();
-}
-
-// mkdir -p as the invoking user, recording what was made.
-Status make_protected_dir(const std::string& path, const Invoker& who,
-                          std::vector<std::string>& created) {
-  std::vector<std::string> missing;
-  for (std::string p = path; p != "/" && !path_exists(p); p = parent_of(p)) missing.push_back(p);
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0755) < 0 && errno != EEXIST)
-      return Error::sys(errno, "sandbox: create the protected directory " + *it);
-    created.push_back(*it);
-    if (::lchown(it->c_str(), who.uid, who.gid) < 0)
-      return Error::sys(errno, "sandbox: chown " + *it);
   }
   return ok();
 }
@@ -254,6 +249,8 @@ CLI::App* add_sandbox_command(CLI::App& app, SandboxOptions& o) {
   s->add_flag("--explain", o.explain, "print the resolved policy instead of running");
   s->add_option("--format", o.format, "--explain output: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  s->add_option("--events", o.events,
+                "a copy of every violation event to FILE (appended) or unix:PATH");
   s->add_flag("--can-auto-allow", o.can_auto_allow,
               "print a JSON verdict: may an agent harness run CMD without asking?");
   s->footer(
@@ -301,44 +298,30 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   const Prepared& p = *prep;
   if (!p.profile.sandboxed) return run_unconfined(p, o.args);
 
+  // The state root exists (the skeleton's mount point); nothing is made in it.
   if (Status st = mkdir_p(g.root, 0711); !st.ok()) return exit_for(st.error());
   sweep_stale(g);
-  const std::string id = "sandbox-" + random_id();
-  BundleGuard guard;
-  const std::string bundle =
-      join_path(g.root, std::string(kBundlePrefix) + id + "@" + std::to_string(::getpid()));
-  if (::mkdir(bundle.c_str(), 0700) < 0)
-    return exit_for(Error::sys(errno, "sandbox: create the bundle " + bundle));
-  guard.bundle = bundle;
-  cap::SandboxInputs in = plan_inputs(g, p, bundle, o.args, env);
+  SandboxLaunch l;
+  l.id = "sandbox-" + random_id();
+  l.skeleton_dir = g.root;
+  cap::SandboxInputs in = plan_inputs(g, p, l.skeleton_dir, o.args, env);
   auto plan = cap::compile_profile(p.profile, in);
   if (!plan.ok()) return exit_for(plan.error());
-  if (::mkdir(in.root_dir.c_str(), 0755) < 0 || ::chmod(in.root_dir.c_str(), 0755) < 0)
-    return exit_for(Error::sys(errno, "sandbox: create " + in.root_dir));
-  for (const auto& [file, mode] :
-       {std::pair<std::string, mode_t>{in.deny_file, 0000}, {in.socket_file, 0666}}) {
-    if (Status st = make_file(file, mode); !st.ok()) return exit_for(st.error());
+  if (Status st = test_limits(plan->spec, in.tmp); !st.ok()) return exit_for(st.error());
+  l.spec = std::move(plan->spec);
+  l.rootfs = in.root_dir;
+  l.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
+  l.symlinks = std::move(plan->symlinks);
+  l.placeholders = std::move(plan->placeholders);
+  l.owner_uid = p.who.uid;
+  l.owner_gid = p.who.gid;
+  l.events = o.events;
+  if (!l.events.empty() && l.events.rfind("unix:", 0) != 0 && l.events[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd)) l.events = join_path(cwd, l.events);
   }
-  for (const auto& l : plan->symlinks) {
-    std::string at = join_path(in.root_dir, l.name);
-    if (::symlink(l.target.c_str(), at.c_str()) < 0)
-      return exit_for(Error::sys(errno, "sandbox: symlink " + at));
-  }
-  for (const auto& d : plan->placeholders) {
-    if (Status st = make_protected_dir(d.path, p.who, guard.created); !st.ok())
-      return exit_for(st.error());
-  }
-  if (Status st = write_file_atomic(join_path(bundle, "config.json"), oci::to_json(plan->spec, 2),
-                                    0600, Sync::none);
-      !st.ok())
-    return exit_for(st.error());
-  log::debug("sandbox " + id + ": profile " + p.profile.name + ", workspace " + p.workspace +
-             ", bundle " + bundle);
-  CreateOptions co;
-  co.id = id;
-  co.bundle = bundle;
-  co.net_helper = true;  // a bundle this runtime made: connectivity for its egress list
-  auto rc = run_container(g, co, /*detach=*/false);
+  log::debug("sandbox " + l.id + ": profile " + p.profile.name + ", workspace " + p.workspace);
+  auto rc = launch_sandbox(l);
   if (!rc.ok()) return exit_for(rc.error());
   return *rc;
 }
@@ -409,8 +392,7 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
   std::optional<cap::SandboxPlan> plan;
   cap::SandboxInputs in;
   if (r.sandboxed) {
-    const std::string bundle = join_path(g.root, std::string(kBundlePrefix) + "ID@PID");
-    in = plan_inputs(g, p, bundle, o.args.empty() ? std::vector<std::string>{"CMD"} : o.args, env);
+    in = plan_inputs(g, p, g.root, o.args.empty() ? std::vector<std::string>{"CMD"} : o.args, env);
     auto pl = cap::compile_profile(r, in);
     if (!pl.ok()) {
       log::error(pl.error().what());

@@ -124,6 +124,16 @@ struct ChildContext {
   bool fs_arm_marker = false;
   int events_fd = -1;
 
+  // sandbox (sandbox_launch.hpp): no bundle on disk. The child mounts a
+  // tmpfs on skeleton_dir in its own mount namespace and makes there the
+  // empty root (rootfs), the files the plan binds (skeleton_files: absolute
+  // path, mode) and the host's top-level symlinks (skeleton_links: name in
+  // rootfs, target). state_json: what the lock-down listener is sent with.
+  std::string skeleton_dir;
+  std::vector<std::pair<std::string, mode_t>> skeleton_files;
+  std::vector<std::pair<std::string, std::string>> skeleton_links;
+  std::string state_json;
+
   // exec: join the namespaces of a running init instead of making them
   int exec_pidfd = -1;               // pidfd of the container init
   int exec_ns_flags = 0;             // CLONE_NEW* where the init's ns differs from ours
@@ -133,6 +143,13 @@ struct ChildContext {
 // The child's entry point after clone(2). Never returns: it execs the user
 // process or _exit()s after reporting an error.
 [[noreturn]] void child_main(const ChildContext& ctx) noexcept;
+
+// The `sandbox` child (sandbox_launch.hpp): the same steps as child_main
+// without a state dir, hooks or exec fifo. After kGo it sets up the view,
+// then becomes the sandbox's init (own_init) or execs the command. The
+// parent sees EOF on the sync socket once everything exec'd (CLOEXEC), or
+// a kError. It dies with the parent (PR_SET_PDEATHSIG, kept to the exec).
+[[noreturn]] void sandbox_child_main(const ChildContext& ctx) noexcept;
 
 // The `exec` child: setns(pidfd) into the container, fork into its pid
 // namespace, set up the process as child_main does, execve. The parent sees

@@ -34,6 +34,7 @@ struct SandboxOptions {
   std::string format = "text";
   bool explain = false;
   bool can_auto_allow = false;
+  std::string events;  // --events FILE|unix:PATH: a copy of every violation event
   std::vector<std::string> args;
 };
 

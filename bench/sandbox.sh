@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `comet-runtime sandbox -- /bin/true` beside bubblewrap with a comparable
+# policy, interleaved in one run: median start-to-exit ms and the ratio, for
+# the workspace profile (host network) and strict (a new network namespace).
+# Usage: bench/sandbox.sh [ROUNDS]   (default 30; COMET_RUNTIME=path to skip the build)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${1:-30}
+if [[ -z "${COMET_RUNTIME:-}" ]]; then
+  bash "$top/scripts/build.sh" comet-runtime >/dev/null
+  COMET_RUNTIME=$top/build/runtime/comet-runtime
+fi
+command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+timer=$(mktemp -d /tmp/comet-bench-sandbox.XXXXXX)
+trap 'rm -rf "$timer"' EXIT
+gcc -O2 -o "$timer/t" "$top/bench/startup_timer.c"
+ws=$(mktemp -d /tmp/comet-bench-ws.XXXXXX)
+trap 'rm -rf "$timer" "$ws"' EXIT
+cd "$ws"
+# bwrap: the same binds (the root read-only, the workspace writable, a
+# minimal /dev, a fresh /proc, a private /tmp), pid/ipc/uts/mount (and
+# cgroup) namespaces, a session of its own, dying with its parent.
+common=(--dev /dev --proc /proc --tmpfs /tmp --bind "$ws" "$ws" --chdir "$ws"
+  --unshare-all --die-with-parent --new-session)
+bw_workspace=(/usr/bin/bwrap --ro-bind / / "${common[@]}" --share-net /bin/true)
+strict_ro=()
+for d in /usr /etc /opt; do [[ -e $d ]] && strict_ro+=(--ro-bind "$d" "$d"); done
+for l in /bin /sbin /lib /lib32 /lib64 /libx32; do
+  if [[ -L $l ]]; then strict_ro+=(--symlink "$(readlink "$l")" "$l"); elif [[ -d $l ]]; then strict_ro+=(--ro-bind "$l" "$l"); fi
+done
+bw_strict=(/usr/bin/bwrap "${strict_ro[@]}" "${common[@]}" /bin/true)
+ours() { echo "$COMET_RUNTIME" sandbox --profile "$1" --workspace "$ws" -- /bin/true; }
+mapfile -t r < <("$timer/t" "$rounds" $(ours workspace) ::: "${bw_workspace[@]}" \
+  ::: $(ours strict) ::: "${bw_strict[@]}" ::: /bin/true ::: "$COMET_RUNTIME" --version)
+printf '%-11s %10s %10s %7s\n' profile "ours ms" "bwrap ms" ratio
+for i in 0 2; do
+  name=$([[ $i == 0 ]] && echo workspace || echo strict)
+  a=${r[$i]%% *}; b=${r[$((i + 1))]%% *}
+  printf '%-11s %10s %10s %6.2fx%s\n' "$name" "${r[$i]}" "${r[$((i + 1))]}" \
+    "$(echo "$a / $b" | bc -l)" ""
+done
+printf 'reference: /bin/true %s ms, comet-runtime --version %s ms (%s rounds, interleaved)\n' \
+  "${r[4]}" "${r[5]}" "$rounds"

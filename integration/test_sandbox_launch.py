@@ -1,0 +1,274 @@
+"""`comet-runtime sandbox`'s direct launch (runtime/src/sandbox_launch.cpp,
+docs/sandbox.md): signals reach the command through its init, the sandbox
+dies with the runtime and leaves nothing behind, limits hold, and the
+command keeps the caller's terminal while TIOCSTI is refused.
+
+Limits are set with the COMET_SANDBOX_LIMITS test hook until the profiles
+carry them."""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.sandbox import sandbox_ids, sandbox_leftovers
+
+pytestmark = pytest.mark.comet_only
+
+PY = "/usr/bin/python3"
+
+
+@pytest.fixture
+def ws(workdir) -> Path:
+    d = workdir / "ws"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    return d
+
+
+@pytest.fixture
+def launch(rt, workdir, ws, runtime_binary):
+    """launch(*cmd, profile=, env=, args=) -> (argv, env) for a sandbox run
+    (the global config in the scratch dir, HOME=/root, --debug); every
+    process started through spawn() is killed (by pid) at the end, and the
+    state root, cgroups and mounts must be clean."""
+    procs: list[subprocess.Popen] = []
+    logs: list[str] = []
+
+    def argv_env(*cmd, profile=None, env=None, args=()):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+        e["COMET_SANDBOX_GLOBAL_CONFIG"] = str(workdir / "global.yaml")
+        e["HOME"] = "/root"
+        e.update(env or {})
+        argv = [str(runtime_binary), "--root", str(rt.root), "--debug", "sandbox", *args]
+        if profile:
+            argv += ["--profile", profile]
+        argv += ["--workspace", str(ws), "--", *cmd]
+        return argv, e
+
+    def run(*cmd, timeout=60, **kw):
+        argv, e = argv_env(*cmd, **kw)
+        res = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=timeout)
+        logs.append(res.stderr)
+        return res
+
+    def spawn(*cmd, **kw):
+        argv, e = argv_env(*cmd, **kw)
+        p = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        procs.append(p)
+        return p
+
+    run.spawn = spawn
+    run.argv_env = argv_env
+    run.logs = logs
+    yield run
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        out, err = p.communicate(timeout=10)
+        logs.append(err)
+    ids = set()
+    for log in logs:
+        ids |= sandbox_ids(log)
+    deadline = time.monotonic() + 5
+    while (left := sandbox_leftovers(rt.root, ids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, sorted(left)
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                out += kids
+                todo += kids
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_line(p: subprocess.Popen, want: str, timeout=10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.2)
+        if r:
+            line = p.stdout.readline()
+            if want in line:
+                return
+            if not line:
+                break
+    raise AssertionError(f"no {want!r} from the sandbox (rc {p.poll()})")
+
+
+def test_timeout_stops_the_command_in_time(launch):
+    argv, env = launch.argv_env("sleep", "30")
+    t0 = time.monotonic()
+    res = subprocess.run(["timeout", "2", *argv], env=env, capture_output=True, text=True,
+                         timeout=30)
+    took = time.monotonic() - t0
+    launch.logs.append(res.stderr)
+    assert res.returncode == 124, res.stderr
+    assert took < 3.0, took
+
+
+def test_command_is_not_pid_1(launch):
+    res = launch(PY, "-c", "import os; print(os.getpid(), os.getppid())")
+    assert res.returncode == 0, res.stderr
+    pid, ppid = map(int, res.stdout.split())
+    assert pid != 1 and ppid == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signals_reach_the_command(launch, sig):
+    name = sig.name
+    script = (f"import signal,sys,time\n"
+              f"signal.signal(signal.{name}, lambda *a: (print('got {name}', flush=True), "
+              f"sys.exit(7)))\n"
+              f"print('ready', flush=True)\ntime.sleep(30)\n")
+    p = launch.spawn(PY, "-c", script)
+    wait_line(p, "ready")
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=10)
+    assert "got " + name in out, (out, err)
+    assert p.returncode == 7, err
+
+
+def test_untrapped_sigterm_ends_the_command(launch):
+    p = launch.spawn("sh", "-c", "echo ready; exec sleep 30")
+    wait_line(p, "ready")
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=10)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert time.monotonic() - t0 < 2
+
+
+def test_sigkill_of_the_runtime_leaves_nothing(launch, ws, rt):
+    # A protect placeholder (<workspace>/.comet, made empty for the run) and
+    # limits (cgroups) are what a killed runtime could leave behind.
+    p = launch.spawn("sh", "-c", "sleep 300 & echo ready; wait",
+                     env={"COMET_SANDBOX_LIMITS": "pids=64,memory=268435456"})
+    wait_line(p, "ready")
+    assert (ws / ".comet").is_dir()  # made for the run
+    inside = descendants(p.pid)
+    assert len(inside) >= 3, inside  # init, sh, sleep (and the guardian)
+    p.kill()
+    p.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while any(alive(q) for q in inside) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [q for q in inside if alive(q)]
+    while (ws / ".comet").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (ws / ".comet").exists()
+    # the fixture checks the state root, cgroups and mounts
+
+
+def test_placeholder_is_removed_after_a_run(launch, ws):
+    res = launch("/bin/true")
+    assert res.returncode == 0
+    assert not (ws / ".comet").exists()
+
+
+def test_pids_limit_holds(launch):
+    script = ("import os,time\nn=0\ntry:\n  for i in range(200):\n"
+              "    if os.fork()==0:\n      time.sleep(5); os._exit(0)\n    n+=1\n"
+              "except OSError as e:\n  print('stopped', n, e.errno)\n")
+    res = launch(PY, "-c", script, env={"COMET_SANDBOX_LIMITS": "pids=16"})
+    assert res.returncode == 0, res.stderr
+    words = res.stdout.split()
+    assert words[0] == "stopped", res.stdout
+    assert int(words[1]) < 16 and int(words[2]) == 11  # EAGAIN
+
+
+def test_memory_limit_holds(launch):
+    script = ("b=[]\nfor i in range(64):\n  b.append(bytearray(8<<20))\n"
+              "print('allocated', flush=True)\n")
+    res = launch(PY, "-c", script, env={"COMET_SANDBOX_LIMITS": "memory=67108864"})
+    assert "allocated" not in res.stdout
+    assert res.returncode in (137, 1), (res.returncode, res.stderr)
+
+
+def test_tmp_size_holds(launch):
+    res = launch("dd", "if=/dev/zero", "of=/tmp/f", "bs=1M", "count=8",
+                 env={"COMET_SANDBOX_LIMITS": "tmp=2m"})
+    assert res.returncode != 0
+    assert "No space left" in res.stderr
+
+
+def test_no_limit_makes_no_cgroup(launch):
+    res = launch(PY, "-c", "print(open('/proc/self/cgroup').read())")
+    assert res.returncode == 0, res.stderr
+    ids = sandbox_ids(res.stderr)
+    assert ids and not any(i in res.stdout for i in ids)
+
+
+PTY_PROBE = r'''
+import fcntl, os, sys, termios
+line = sys.stdin.readline().strip()
+print("echo:" + line, flush=True)
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x")
+    print("tiocsti:allowed", flush=True)
+except OSError as e:
+    print("tiocsti:refused:%d" % e.errno, flush=True)
+print("tty:%s" % os.isatty(0), flush=True)
+'''
+
+
+def test_terminal_io_while_tiocsti_is_refused(launch):
+    argv, env = launch.argv_env(PY, "-c", PTY_PROBE)
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, env)
+    out = b""
+    try:
+        os.write(master, b"hello\n")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and b"tty:" not in out:
+            r, _, _ = select.select([master], [], [], 0.5)
+            if r:
+                try:
+                    out += os.read(master, 4096)
+                except OSError:
+                    break
+    finally:
+        if b"tty:" not in out:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(master)
+    text = out.decode(errors="replace")
+    launch.logs.append(text)
+    assert "echo:hello" in text, text
+    assert "tiocsti:refused" in text, text
+    assert "tty:True" in text, text
+
+
+def test_refused_actions_are_summarised_and_delivered(launch, workdir):
+    events = workdir / "events.jsonl"
+    res = launch(PY, "-c", "import ctypes\nctypes.CDLL(None, use_errno=True).unshare(0x20000)\n",
+                 args=["--events", str(events)])
+    assert res.returncode == 0, res.stderr
+    assert "sandbox: refused" in res.stderr, res.stderr
+    lines = [json.loads(x) for x in events.read_text().splitlines() if x]
+    assert any(x.get("type") == "capability_violation" for x in lines), lines

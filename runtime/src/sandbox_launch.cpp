@@ -1,0 +1,603 @@
+// `sandbox`'s direct launch path: the diagram is in sandbox_launch.hpp.
+#include "comet/runtime/sandbox_launch.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "comet/capability/policy.hpp"
+#include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/child.hpp"
+#include "comet/runtime/confine.hpp"
+#include "comet/runtime/container.hpp"
+#include "comet/runtime/log.hpp"
+#include "comet/runtime/plan.hpp"
+#include "comet/runtime/reporter.hpp"
+#include "comet/runtime/sync.hpp"
+#include "comet/runtime/sys.hpp"
+#include "comet/runtime/trampoline.hpp"
+#include "comet/runtime/violations.hpp"
+
+namespace comet::runtime {
+namespace {
+
+// ---- the guardian -------------------------------------------------------
+// Outlives a SIGKILLed runtime to remove what it made on the host. A
+// clone(CLONE_VM) of ours (no page tables copied, no copy-on-write faults
+// for either side, ~0.1 ms) on a stack of its own, out of the caller's
+// session, with every signal blocked and no fd but its pipe. It makes raw
+// syscalls only (no libc: it shares our TLS, so not even errno), on paths
+// written before the clone; the runtime fills in each placeholder's
+// identity as it makes it. "d" on the pipe: the runtime cleaned up itself.
+
+struct GuardEntry {
+  enum Kind : int { kCgroup, kDir, kFile } kind;
+  std::uint64_t dev, ino;  // a placeholder we made (0: not made yet)
+  char path[PATH_MAX];
+};
+
+struct GuardBlock {
+  int rd;
+  int n;
+  GuardEntry e[1];  // n of them
+};
+
+long raw(long n, long a = 0, long b = 0, long c = 0, long d = 0) noexcept {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+
+void raw_append(char* dst, const char* a, const char* b) noexcept {
+  while (*a) *dst++ = *a++;
+  while (*b) *dst++ = *b++;
+  *dst = 0;
+}
+
+// Kill every task listed in DIR/cgroup.procs; true when none was listed.
+bool raw_kill_cgroup(const char* dir) noexcept {
+  char path[PATH_MAX + 32];
+  raw_append(path, dir, "/cgroup.procs");
+  long fd = raw(SYS_open, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char buf[4096];
+  long n, pid = 0;
+  bool none = true;
+  while ((n = raw(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf)) > 0) {
+    for (long i = 0; i < n; i++) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+      } else if (pid > 0) {
+        raw(SYS_kill, pid, SIGKILL);
+        none = false;
+        pid = 0;
+      }
+    }
+  }
+  raw(SYS_close, fd);
+  return none;
+}
+
+int guardian_main(void* arg) noexcept {
+  auto* g = static_cast<GuardBlock*>(arg);
+  unsigned long all = ~0UL;
+  raw(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, sizeof all);
+  raw(SYS_setsid);
+  raw(SYS_close_range, 0, g->rd - 1, 0);
+  raw(SYS_close_range, g->rd + 1, ~0U, 0);
+  char b = 0;
+  long n;
+  do {
+    n = raw(SYS_read, g->rd, reinterpret_cast<long>(&b), 1);
+  } while (n == -EINTR);
+  if (n == 1 && b == 'd') raw(SYS_exit_group, 0);
+  // The runtime died. Its init took the pid namespace with it; kill what
+  // may still be in the cgroups (a process can be between clone and the
+  // namespace), then remove them (2 s at most).
+  for (int i = 0; i < g->n; i++) {
+    if (g->e[i].kind != GuardEntry::kCgroup) continue;
+    char kill_file[PATH_MAX + 32];
+    raw_append(kill_file, g->e[i].path, "/cgroup.kill");
+    long fd = raw(SYS_open, reinterpret_cast<long>(kill_file), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      raw(SYS_write, fd, reinterpret_cast<long>("1"), 1);
+      raw(SYS_close, fd);
+    }
+  }
+  for (int round = 0; round < 200; round++) {
+    bool left = false;
+    for (int i = g->n - 1; i >= 0; i--) {
+      if (g->e[i].kind != GuardEntry::kCgroup) continue;
+      raw_kill_cgroup(g->e[i].path);
+      long r = raw(SYS_rmdir, reinterpret_cast<long>(g->e[i].path));
+      if (r < 0 && r != -ENOENT) left = true;
+    }
+    if (!left) break;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    raw(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
+  }
+  // Placeholders, children first: only what is still the empty one we made.
+  for (int i = g->n - 1; i >= 0; i--) {
+    const GuardEntry& e = g->e[i];
+    std::uint64_t ino = __atomic_load_n(&e.ino, __ATOMIC_ACQUIRE);
+    if (e.kind == GuardEntry::kCgroup || ino == 0) continue;
+    struct stat st;
+    if (raw(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(e.path), reinterpret_cast<long>(&st),
+            AT_SYMLINK_NOFOLLOW) < 0)
+      continue;
+    if (st.st_ino != ino || st.st_dev != e.dev) continue;
+    if (e.kind == GuardEntry::kDir)
+      raw(SYS_rmdir, reinterpret_cast<long>(e.path));  // ENOTEMPTY: not ours to remove
+    else if (S_ISREG(st.st_mode) && st.st_size == 0)
+      raw(SYS_unlink, reinterpret_cast<long>(e.path));
+  }
+  raw(SYS_exit_group, 0);
+  return 0;
+}
+
+class Guardian {
+ public:
+  Guardian() = default;
+  Guardian(const Guardian&) = delete;
+  Guardian& operator=(const Guardian&) = delete;
+  ~Guardian() { done(); }
+
+  // Paths first (cgroups, then placeholders parents first), then start().
+  void add(GuardEntry::Kind k, const std::string& path) { pending_.emplace_back(k, path); }
+  bool empty() const { return pending_.empty(); }
+
+  Status start() {
+    size_t n = pending_.size();
+    size_ = sizeof(GuardBlock) + n * sizeof(GuardEntry) + kStack;
+    void* mem = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return Error::sys(errno, "sandbox: map the guardian");
+    block_ = static_cast<GuardBlock*>(mem);
+    block_->n = static_cast<int>(n);
+    for (size_t i = 0; i < n; i++) {
+      GuardEntry& e = block_->e[i];
+      e.kind = pending_[i].first;
+      if (pending_[i].second.size() >= sizeof e.path)
+        return Error::msg("sandbox: path too long: " + pending_[i].second);
+      std::memcpy(e.path, pending_[i].second.c_str(), pending_[i].second.size() + 1);
+    }
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "sandbox: pipe");
+    UniqueFd rd(p[0]);
+    wr_.reset(p[1]);
+    block_->rd = rd.get();
+    char* stack_top = static_cast<char*>(mem) + size_;
+    pid_ = ::clone(guardian_main, stack_top, CLONE_VM | SIGCHLD, block_);
+    if (pid_ < 0) return Error::sys(errno, "sandbox: start the guardian");
+    return ok();
+  }
+
+  // The placeholder at index i (in add() order) was made: its identity.
+  void made(size_t i) {
+    struct stat st;
+    if (!block_ || ::lstat(block_->e[i].path, &st) < 0) return;
+    block_->e[i].dev = st.st_dev;
+    __atomic_store_n(&block_->e[i].ino, static_cast<std::uint64_t>(st.st_ino), __ATOMIC_RELEASE);
+  }
+
+  // We cleaned up ourselves: the guardian exits at once.
+  void done() {
+    if (pid_ <= 0) return;
+    (void)!::write(wr_.get(), "d", 1);
+    wr_.reset();
+    while (::waitpid(pid_, nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    ::munmap(block_, size_);  // its stack too: it has exited
+    block_ = nullptr;
+  }
+
+  int write_fd() const { return wr_.get(); }
+
+ private:
+  static constexpr size_t kStack = 64 * 1024;
+  std::vector<std::pair<GuardEntry::Kind, std::string>> pending_;
+  GuardBlock* block_ = nullptr;
+  size_t size_ = 0;
+  UniqueFd wr_;
+  pid_t pid_ = -1;
+};
+
+// ---- placeholders -------------------------------------------------------
+
+std::string parent_of(const std::string& p) {
+  auto k = p.rfind('/');
+  return k == 0 || k == std::string::npos ? "/" : p.substr(0, k);
+}
+
+struct Made {
+  std::string path;
+  bool dir;
+  dev_t dev;
+  ino_t ino;
+};
+
+// Every missing component of every placeholder, parents first: what we
+// are about to create (and will remove while it is still ours and empty).
+std::vector<std::pair<std::string, bool>> placeholder_steps(
+    const std::vector<capability::Placeholder>& ps) {
+  std::vector<std::pair<std::string, bool>> steps;
+  for (const auto& ph : ps) {
+    std::vector<std::pair<std::string, bool>> missing;
+    bool leaf = true;
+    for (std::string p = ph.path; p != "/" && !path_exists(p); p = parent_of(p)) {
+      missing.emplace_back(p, leaf ? ph.dir : true);
+      leaf = false;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      bool dup = false;
+      for (auto& s : steps) dup |= s.first == it->first;
+      if (!dup) steps.push_back(*it);
+    }
+  }
+  return steps;
+}
+
+Status make_placeholder(const std::string& path, bool dir, uid_t uid, gid_t gid) {
+  if (dir) {
+    if (::mkdir(path.c_str(), 0755) < 0)
+      return Error::sys(errno, "sandbox: create the protected directory " + path);
+  } else {
+    int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return Error::sys(errno, "sandbox: create the protected file " + path);
+    ::close(fd);
+  }
+  if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
+  return ok();
+}
+
+void remove_placeholder(const Made& m) {
+  struct stat st;
+  if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return;
+  if (m.dir)
+    ::rmdir(m.path.c_str());
+  else if (S_ISREG(st.st_mode) && st.st_size == 0)
+    ::unlink(m.path.c_str());
+}
+
+// ---- what stays on the host until the end, undone whatever happens ------
+
+struct LaunchCleanup {
+  std::vector<Made> made;            // placeholders, parents first
+  std::vector<std::string> cgroups;  // created
+  pid_t init = -1;                   // our child, killed and reaped on failure
+  Guardian* guardian = nullptr;
+  ~LaunchCleanup() {
+    if (init > 0) {
+      ::kill(init, SIGKILL);
+      while (::waitpid(init, nullptr, __WALL) < 0 && errno == EINTR) {
+      }
+    }
+    if (!cgroups.empty()) {
+      if (Status st = destroy_cgroups(cgroups); !st.ok()) log::warn(st.error().what());
+    }
+    for (auto it = made.rbegin(); it != made.rend(); ++it) remove_placeholder(*it);
+    if (guardian) guardian->done();
+  }
+};
+
+// ---- events -------------------------------------------------------------
+
+// Where the reporter writes events.jsonl: a tmpfs attached nowhere
+// (fsmount), reached as /proc/self/fd/N by the reporter thread. It goes
+// with the runtime: nothing on disk, even after a SIGKILL.
+Result<UniqueFd> detached_tmpfs() {
+  UniqueFd fs(static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+  if (!fs) return Error::sys(errno, "fsopen tmpfs");
+  if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+      ::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "size", "4m", 0) < 0 ||
+      ::syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+    return Error::sys(errno, "fsconfig tmpfs");
+  UniqueFd m(static_cast<int>(::syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, 0)));
+  if (!m) return Error::sys(errno, "fsmount tmpfs");
+  return m;
+}
+
+// One line per surface on stderr: what the sandbox refused.
+void summarize_events(const std::string& dir, const std::string& deliver) {
+  auto text = read_file(join_path(dir, violations::kEventsFile));
+  if (!text.ok() || text->empty()) return;
+  struct Surface {
+    long n = 0;
+    std::string first;
+  };
+  std::map<std::string, Surface> by;
+  for (const auto& line : split(*text, '\n')) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "capability_violation") continue;
+    Surface& s = by[j.value("surface", "?")];
+    s.n += 1 + j.value("repeated", 0L);
+    if (s.first.empty()) s.first = j.value("requested", "") + " (" + j.value("syscall", "") + ")";
+  }
+  for (const auto& [surface, s] : by)
+    log::warn("sandbox: refused " + std::to_string(s.n) + " " + surface + " action" +
+              (s.n == 1 ? "" : "s") + ", first: " + s.first +
+              (deliver.empty() ? "" : " (events: " + deliver + ")"));
+}
+
+// ---- the pieces of the launch -------------------------------------------
+
+// The child inherits our netns anyway: a join of our own namespace (the
+// open profiles') is dropped, which keeps the one-stage clone. Anything
+// else to join is not a sandbox plan.
+Status drop_own_netns_join(ChildContext& ctx, bool netns_enforced) {
+  struct stat own;
+  if (::stat("/proc/self/ns/net", &own) < 0) return Error::sys(errno, "stat /proc/self/ns/net");
+  for (auto it = ctx.joins.begin(); it != ctx.joins.end();) {
+    struct stat st;
+    if (it->clone_flag != CLONE_NEWNET || ::stat(it->path.c_str(), &st) < 0 ||
+        st.st_dev != own.st_dev || st.st_ino != own.st_ino)
+      return Error::msg("sandbox: cannot join namespace " + it->path);
+    if (netns_enforced)
+      return Error::msg("sandbox: network namespace " + it->path +
+                        " is the host's: a restricted network may not join it");
+    it = ctx.joins.erase(it);
+  }
+  ctx.slow_path = ctx.new_ns_flags & CLONE_NEWTIME;
+  if (ctx.slow_path) return Error::msg("sandbox: a time namespace is not supported");
+  if (!(ctx.new_ns_flags & CLONE_NEWNS))
+    return Error::msg("sandbox: a mount namespace is required");
+  return ok();
+}
+
+// The plan's resources need a cgroup only for a limit (pids, memory).
+bool wants_cgroup(const oci::Linux& lx) {
+  if (!lx.resources) return false;
+  const auto& r = *lx.resources;
+  return (r.pids && r.pids->limit > 0) || (r.memory && r.memory->limit);
+}
+
+// Fds 0-2 open, so no fd of ours lands there and crosses into the sandbox
+// as its stdio.
+void hold_stdio() {
+  for (int fd = 0; fd < 3; fd++)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = ::open("/dev/null", O_RDWR);
+      if (n >= 0 && n != fd) ::close(n);
+    }
+}
+
+// SIGTSTP/SIGTTIN/SIGTTOU: the command's process group is an orphan in a
+// session of its own (no controlling terminal), where the kernel discards
+// them; so the runtime stops every process of the sandbox (SIGSTOP, the
+// init first so it forwards nothing) and then itself; SIGCONT resumes them.
+std::vector<pid_t> sandbox_tree(pid_t init) {
+  std::vector<pid_t> out{init};
+  for (size_t i = 0; i < out.size() && out.size() < 100000; i++) {
+    std::string task = "/proc/" + std::to_string(out[i]) + "/task";
+    DIR* d = ::opendir(task.c_str());
+    if (!d) continue;
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      auto kids = read_file(task + "/" + e->d_name + "/children");
+      if (!kids.ok()) continue;
+      for (const auto& k : split(*kids, ' '))
+        if (!k.empty() && k[0] != '\n') out.push_back(std::atoi(k.c_str()));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+// Waits for the init, forwarding signals; returns its wait status.
+int supervise(pid_t init, int sigfd) {
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(init, &status, WNOHANG | __WALL);
+    if (r == init) return status;
+    if (r < 0 && errno != EINTR) return 0;
+    struct signalfd_siginfo si;
+    if (::read(sigfd, &si, sizeof si) != sizeof si) continue;
+    const int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) continue;
+    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+      for (pid_t p : sandbox_tree(init)) ::kill(p, SIGSTOP);
+      ::kill(::getpid(), SIGSTOP);
+      continue;  // SIGCONT comes next (from the shell's fg/bg)
+    }
+    if (sig == SIGCONT) {
+      std::vector<pid_t> t = sandbox_tree(init);
+      for (auto it = t.rbegin(); it != t.rend(); ++it) ::kill(*it, SIGCONT);
+      continue;
+    }
+    ::kill(init, sig);  // the init forwards it to the command
+  }
+}
+
+// clone3(2) fork-style, optionally straight into a cgroup2 directory.
+Result<long> clone_into(int ns_flags, int cgroup_fd) {
+  struct clone_args args = {};
+  args.flags = static_cast<uint64_t>(static_cast<unsigned>(ns_flags)) |
+               (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return Error::sys(errno, "clone3");
+  return pid;
+}
+
+}  // namespace
+
+Result<int> launch_sandbox(const SandboxLaunch& l) {
+  hold_stdio();
+  oci::Spec spec = l.spec;
+  // The same derivation as create: the policy annotation tightens the
+  // config, the planner makes the child's context, the confinement layers
+  // (base filter, lock-down, Landlock) are planned from the policy.
+  TRY(std::optional<capability::Policy> policy,
+      capability::policy_from_annotations(spec.annotations));
+  if (!policy) return Error::msg("sandbox: the plan has no policy annotation");
+  TRYV(capability::tighten(spec, *policy));
+  if (!spec.process) return Error::msg("sandbox: the plan has no process");
+  if (spec.process->terminal) return Error::msg("sandbox: process.terminal is not supported");
+  PlanInputs pin{l.id, l.skeleton_dir, l.rootfs, false, false, 0};
+  TRY(ChildContext ctx, plan_child(spec, pin));
+  const oci::Linux empty_linux;
+  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+  if (lx.seccomp) {
+    TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
+    ctx.has_seccomp = true;
+    if (ctx.seccomp.needs_listener)
+      return Error::msg("sandbox: a seccomp listener in the plan is not supported");
+  }
+  TRYV(plan_confinement(*policy, l.rootfs, lx, ctx));
+  TRYV(drop_own_netns_join(ctx, policy->network != capability::NetworkPolicy::open));
+  ctx.skeleton_dir = l.skeleton_dir;
+  ctx.skeleton_files = l.files;
+  for (const auto& s : l.symlinks) ctx.skeleton_links.emplace_back(s.name, s.target);
+  ctx.state_json = nlohmann::json({{"ociVersion", oci_version()},
+                                   {"id", l.id},
+                                   {"status", "creating"},
+                                   {"annotations", spec.annotations}})
+                       .dump();
+  // Our own PID 1 (the trampoline's init): it forwards signals to the
+  // command and exits with its status; the command is never PID 1.
+  ctx.own_init = true;
+  if (!(ctx.new_ns_flags & CLONE_NEWPID)) return Error::msg("sandbox: a pid namespace is required");
+
+  Guardian guardian;
+  LaunchCleanup cleanup;
+  std::optional<CgroupPlan> cg;
+  if (wants_cgroup(lx)) {
+    TRY(CgroupPlan p, plan_cgroups(lx.cgroups_path, l.id, &*lx.resources));
+    cg = std::move(p);
+    for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
+  }
+  const auto steps = placeholder_steps(l.placeholders);
+  const size_t first_step = cg ? cg->dirs().size() : 0;
+  for (const auto& [path, dir] : steps)
+    guardian.add(dir ? GuardEntry::kDir : GuardEntry::kFile, path);
+  if (!guardian.empty()) {
+    TRYV(guardian.start());
+    cleanup.guardian = &guardian;
+  }
+  for (size_t i = 0; i < steps.size(); i++) {
+    TRYV(make_placeholder(steps[i].first, steps[i].second, l.owner_uid, l.owner_gid));
+    struct stat st;
+    if (::lstat(steps[i].first.c_str(), &st) == 0)
+      cleanup.made.push_back({steps[i].first, steps[i].second, st.st_dev, st.st_ino});
+    guardian.made(first_step + i);
+  }
+  UniqueFd v2dir;
+  if (cg) {
+    cleanup.cgroups = cg->dirs();
+    TRYV(create_cgroups(*cg));
+    TRYV(apply_resources(*cg, *lx.resources));
+    ctx.cgroups = *cg;
+    for (auto& h : cg->hierarchies)
+      if (h.v2) v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  }
+
+  TRY(UniqueFd tramp, sealed_trampoline());
+  ctx.trampoline_fd = tramp.get();
+  UniqueFd proc_fd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ctx.proc_fd = proc_fd.get();
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return Error::sys(errno, "socketpair");
+  UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
+  ctx.sync_fd = sync_child.get();
+
+  // The violation reporter, as create starts it (reporter.hpp), on a
+  // thread of ours; its events go to a detached tmpfs and --events.
+  UniqueFd events_dir;
+  std::string events_path;
+  ReporterHandle reporter;
+  if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
+    TRY(events_dir, detached_tmpfs());
+    events_path = "/proc/self/fd/" + std::to_string(events_dir.get());
+    ReporterRequest rr;
+    rr.container = l.id;
+    rr.state_dir = events_path;
+    rr.deliver = l.events;
+    rr.lockdown = lockdown_options(*policy, false);
+    rr.exec_allow = ctx.exec_allow;
+    if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
+      rr.trampoline_dev = ts.st_dev;
+      rr.trampoline_ino = ts.st_ino;
+    }
+    TRY(reporter, start_reporter(rr, 3, /*in_process=*/true));
+    ctx.lockdown_listener_sock = reporter.child_sock.get();
+  }
+
+  // Signals wait in a signalfd from here: none is lost between the clone
+  // and the wait, and the child unblocks its own.
+  sigset_t fwd, old;
+  sigemptyset(&fwd);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD, SIGTSTP,
+                SIGTTIN, SIGTTOU, SIGCONT})
+    sigaddset(&fwd, s);
+  ::sigprocmask(SIG_BLOCK, &fwd, &old);
+  struct MaskRestore {
+    sigset_t old;
+    ~MaskRestore() { ::sigprocmask(SIG_SETMASK, &old, nullptr); }
+  } restore{old};
+  UniqueFd sigfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
+  if (!sigfd) return Error::sys(errno, "signalfd");
+
+  TRY(long pid, clone_into(ctx.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
+  if (pid == 0) {
+    sync_parent.reset();
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    sandbox_child_main(ctx);
+  }
+  cleanup.init = static_cast<pid_t>(pid);
+  sync_child.reset();
+  // Nothing more is cloned: the reporter may run (the command's exec may
+  // already be a notification it answers).
+  TRYV(start_reporter_thread(reporter));
+  if (cg) TRYV(join_cgroups(*cg, static_cast<int>(pid), /*skip_v2=*/v2dir.valid()));
+  /* sync 2 */
+  if (int r = send_msg(sync_parent.get(), MsgType::kGo)) {
+    Msg m;
+    if (recv_msg(sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
+      return Error(m.err, m.text);
+    return Error::sys(r, "sandbox: sync with the sandbox's init");
+  }
+  // A kError, or EOF once the init and the command have exec'd.
+  Msg m;
+  if (recv_msg(sync_parent.get(), &m) == 0) {
+    if (m.type == MsgType::kError) return Error(m.err, m.text);
+    return Error::msg(std::string("sandbox: unexpected ") + msg_name(m.type) + " from the init");
+  }
+  sync_parent.reset();
+
+  int status = supervise(static_cast<pid_t>(pid), sigfd.get());
+  cleanup.init = -1;  // reaped
+  if (!events_path.empty()) {
+    // The reporter ends once the last confined process is gone.
+    if (!wait_reporter_threads(3000))
+      log::warn("sandbox: the violation reporter did not finish; events may be missing");
+    summarize_events(events_path, l.events);
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+}  // namespace comet::runtime
