@@ -365,7 +365,8 @@ def test_explain_text_and_json(sbx, ws):
                  '"lockdown":true,"network":"none","profile":"strict"', "/usr", "read-only"):
         assert want in res.out, (want, res.out)
     j = json.loads(sbx(args=["--explain", "--format", "json"], profile="workspace").out)
-    assert j["policy"] == {"lockdown": True, "network": "open", "profile": "workspace"}
+    assert j["policy"] == {"lockdown": True, "network": "open", "profile": "workspace",
+                           "unix": {"allow": []}}
     dests = {m["destination"]: m for m in j["mounts"]}
     assert dests[str(ws)]["options"][:2] == ["rbind", "rw"]
     assert dests["/etc"]["options"] == ["rbind", "rro", "rnosuid", "rnodev"]

@@ -501,7 +501,8 @@ void hand_over_fds(int sock, int fd, int fd2) {
   do {
     got = ::recv(sock, &ack, 1, 0);
   } while (got < 0 && errno == EINTR);
-  if (got != 1 || ack != 'a') die(got < 0 ? errno : EPIPE, "the reporter took no lock-down listener");
+  if (got != 1 || ack != 'a')
+    die(got < 0 ? errno : EPIPE, "the reporter took no lock-down listener");
   ::close(fd);
   if (fd2 >= 0) ::close(fd2);
   ::close(sock);

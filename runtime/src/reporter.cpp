@@ -1,8 +1,8 @@
 // The violation reporter (reporter.hpp): parent-side start, and the
 // reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
-#include "comet/runtime/unix_rule.hpp"
 #include "comet/runtime/confine.hpp"
+#include "comet/runtime/unix_rule.hpp"
 
 #include <bpf/libbpf.h>
 #include <fcntl.h>

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -280,7 +282,7 @@ int sandbox_main(const Globals& g, CLI::App& sub, SandboxOptions& o) {
     return 1;
   }
   if (o.explain) return sandbox_explain(g, o);
-  if (o.can_auto_allow) return sandbox_can_auto_allow(o);
+  if (o.can_auto_allow) return sandbox_can_auto_allow(g, o);
   return sandbox_run(g, o);
 }
 
@@ -477,7 +479,52 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
   return 0;
 }
 
-int sandbox_can_auto_allow(const SandboxOptions& o) {
+namespace {
+
+// Can this sandbox start now, for this caller? The cheap part of a run:
+// the view is planned (a protect path that cannot be protected fails
+// here), the state root (the skeleton's mount point) can be made, the
+// limits' cgroups can be written, and a child can make the namespaces the
+// plan asks for (fork + unshare: about a millisecond).
+Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<std::string>& args,
+                         const Environ& env) {
+  if (!p.profile.sandboxed) return ok();
+  TRYV(mkdir_p(g.root, 0711));
+  cap::SandboxInputs in = plan_inputs(g, p, g.root, args, env);
+  TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
+  int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+  if (p.profile.network_restricted) flags |= CLONE_NEWNET;
+  const auto& res = plan.spec.linux_ ? plan.spec.linux_->resources : std::nullopt;
+  const bool limits = res && ((res->pids && res->pids->limit > 0) ||
+                              (res->memory && res->memory->limit && *res->memory->limit > 0));
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::sys(errno, "fork");
+  if (pid == 0) {
+    if (::unshare(flags) < 0) ::_exit(errno & 0xff);
+    ::_exit(0);
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return Error::sys(WIFEXITED(st) ? WEXITSTATUS(st) : EPERM,
+                      "create the sandbox's namespaces as uid " + std::to_string(::geteuid()));
+  if (limits) {
+    for (const char* c :
+         {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"}) {
+      struct stat sb;
+      if (::stat(c, &sb) == 0 && ::access(c, W_OK) < 0)
+        return Error::sys(errno, std::string("the limits' cgroups under ") + c);
+    }
+  }
+  return ok();
+}
+
+}  // namespace
+
+int sandbox_can_auto_allow(const Globals& gin, const SandboxOptions& o) {
+  Globals g = gin;
+  g.root = state_root(gin);
   const Environ env = current_environ();
   cap::Verdict v;
   v.command = o.args;
@@ -494,6 +541,16 @@ int sandbox_can_auto_allow(const SandboxOptions& o) {
   auto floor = cap::make_floor(prep->config.set);
   if (!floor.ok()) return fail(floor.error());
   v = cap::can_auto_allow(o.args, prep->profile, *floor, {prep->workspace, prep->who.home});
+  // Fail closed: a verdict is only as good as the sandbox that would run
+  // the command. One that cannot start here confines nothing.
+  if (v.confined) {
+    if (Status st = sandbox_can_start(g, *prep, o.args, env); !st.ok()) {
+      v.confined = false;
+      v.auto_allow = false;
+      v.matched_rule.clear();
+      v.reason = "the sandbox cannot start here: " + st.error().what() + "; ask";
+    }
+  }
   std::cout << cap::verdict_to_json(v) << "\n";
   return v.auto_allow ? 0 : 1;
 }

@@ -535,6 +535,7 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     rr.state_dir = events_path;
     rr.deliver = l.events;
     rr.lockdown = lockdown_options(*policy, false);
+    rr.unix_allow = policy->unix_allow;
     rr.exec_allow = ctx.exec_allow;
     if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
       rr.trampoline_dev = ts.st_dev;

@@ -69,7 +69,8 @@ UniqueFd open_in_task(int pid, const std::string& path, int* err) {
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   for (int tries = 0; tries < 8; tries++) {
-    UniqueFd f(static_cast<int>(::syscall(SYS_openat2, base.get(), path.c_str(), &how, sizeof how)));
+    UniqueFd f(
+        static_cast<int>(::syscall(SYS_openat2, base.get(), path.c_str(), &how, sizeof how)));
     if (f) return f;
     if (errno != EAGAIN) break;
   }
@@ -90,7 +91,8 @@ TaskCreds task_creds(int pid) {
   std::string line;
   bool have_uid = false, have_gid = false;
   while (std::getline(f, line)) {
-    std::istringstream in(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
+    std::istringstream in(
+        line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
     if (line.rfind("Uid:", 0) == 0) {
       unsigned long r, e;
       have_uid = static_cast<bool>(in >> r >> e);
@@ -235,7 +237,7 @@ struct Judged {
   std::string requested;    // the path ("@name" for an abstract one)
   struct sockaddr_un addr;  // what the emulated call uses
   socklen_t addrlen = 0;
-  UniqueFd target;          // pathname: the socket inode (O_PATH)
+  UniqueFd target;  // pathname: the socket inode (O_PATH)
   bool abstract_netns = false;
 };
 
@@ -331,8 +333,7 @@ UnixOutcome perform(const Judged& j, int pid, F&& call) {
       return o;
     }
     if (!net->own_netns()) {
-      std::string name(j.addr.sun_path + 1,
-                       j.addrlen - offsetof(sockaddr_un, sun_path) - 1);
+      std::string name(j.addr.sun_path + 1, j.addrlen - offsetof(sockaddr_un, sun_path) - 1);
       if (!abstract_is_containers(pid, name)) {
         o.ret = -ECONNREFUSED;
         o.refused = true;

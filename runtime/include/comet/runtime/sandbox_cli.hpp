@@ -44,6 +44,6 @@ int sandbox_main(const Globals& g, CLI::App& sub, SandboxOptions& o);
 
 int sandbox_run(const Globals& g, const SandboxOptions& o);
 int sandbox_explain(const Globals& g, const SandboxOptions& o);
-int sandbox_can_auto_allow(const SandboxOptions& o);
+int sandbox_can_auto_allow(const Globals& g, const SandboxOptions& o);
 
 }  // namespace comet::runtime

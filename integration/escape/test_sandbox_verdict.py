@@ -1,0 +1,59 @@
+"""Attack on the permission layer (issue 22 item 7): `--can-auto-allow`
+answered `confined: true, auto_allow: true` for a caller for whom the
+sandbox could not start at all (the real run exited 125). A harness that
+auto-approves on that verdict then runs the command unconfined, or not at
+all. The verdict must be true only when the sandbox can really start now,
+for this caller, with this profile, and it must agree with a real run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+pytestmark = pytest.mark.comet_only
+
+NOBODY = 65534
+
+
+def as_user(rt, uid, *args, cwd):
+    root = tempfile.mkdtemp(prefix="cmt-verdict-")
+    os.chown(root, uid, uid)
+    try:
+        return subprocess.run(
+            ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+             str(rt.binary), "--root", root + "/state", *args],
+            cwd=cwd, capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    finally:
+        subprocess.run(["rm", "-rf", root], check=False)
+
+
+def test_the_verdict_agrees_with_a_real_run_for_a_caller_who_cannot_start_one(rt, workdir):
+    ws = workdir / "ws"
+    ws.mkdir()
+    os.chmod(ws, 0o777)
+    verdict = as_user(rt, NOBODY, "sandbox", "--can-auto-allow", "--", "ls", cwd=ws)
+    run = as_user(rt, NOBODY, "sandbox", "--", "ls", cwd=ws)
+    v = json.loads(verdict.stdout.strip().splitlines()[-1])
+    if run.returncode == 0:
+        # A sandbox that starts for this user: the verdict may allow.
+        assert v["confined"], v
+        return
+    assert run.returncode == 125, run
+    assert v["auto_allow"] is False and v["confined"] is False, v
+    assert verdict.returncode == 1
+    assert "cannot start" in v["reason"], v
+
+
+def test_the_verdict_allows_when_the_sandbox_starts(rt, workdir):
+    ws = workdir / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", "ls", env=env)
+    v = json.loads(res.out)
+    assert v["confined"] and v["auto_allow"], v
+    run = rt("sandbox", "--workspace", str(ws), "--", "ls", env=env)
+    assert run.rc == 0, run.err
