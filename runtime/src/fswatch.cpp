@@ -505,6 +505,53 @@ bool is_nscd_socket(const std::string& p) {
 
 }  // namespace
 
+namespace {
+
+// The longest of `list` that is `p` or a parent of it, or nullptr.
+const std::string* under_any(const std::vector<std::string>& list, const std::string& p) {
+  const std::string* best = nullptr;
+  for (const std::string& e : list) {
+    const bool in = p == e || e == "/" ||
+                    (p.size() > e.size() && p.compare(0, e.size(), e) == 0 && p[e.size()] == '/');
+    if (in && (!best || e.size() > best->size())) best = &e;
+  }
+  return best;
+}
+
+std::optional<FsViolation> classify_sandbox(int nr, int err, Kind k, const FsPath& path,
+                                            const FsPath& path2, const FsView& view) {
+  // The unix-socket rule reports its own calls (unix_rule.hpp).
+  if (nr == SYS_connect || nr == SYS_sendto || nr == SYS_sendmsg) return std::nullopt;
+  std::uint64_t noargs[6] = {};
+  auto make = [&](const std::string& p, const std::string* entry, bool write) {
+    FsViolation v;
+    v.surface = write ? "fs.write" : "fs.read";
+    v.requested = p;
+    if (entry) v.matched_entry = *entry;
+    v.syscall = violations::classify(nr, noargs).syscall;
+    v.err = err;
+    return v;
+  };
+  const bool refused_write =
+      k == Kind::write && (err == EROFS || err == EACCES || err == EPERM || err == EXDEV);
+  for (const FsPath* p : {&path, &path2}) {
+    if (p->path.empty()) continue;
+    if (!p->known || p->cut || p->opaque) {
+      if (refused_write) return make(clean_path(p->path), nullptr, true);  // fail closed
+      continue;
+    }
+    const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
+    if (err == EACCES)
+      if (const std::string* d = under_any(view.deny, judged)) return make(judged, d, false);
+    if (!refused_write) continue;
+    if (const std::string* pr = under_any(view.protect, judged)) return make(judged, pr, true);
+    if (!under_any(view.writable, judged)) return make(judged, nullptr, true);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, const FsPath& path,
                                        const FsPath& path2, const FsView& view) {
   // EXDEV: a rename or link across mounts (the kernel says so before it
@@ -553,6 +600,7 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
       return make(abs, &d, k);
     return std::nullopt;
   };
+  if (view.sandbox) return classify_sandbox(nr, err, k, path, path2, view);
   for (const FsPath* p : {&path, &path2}) {
     if (p->path.empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
     const std::string& where = p->resolved.empty() ? p->path : p->resolved;

@@ -317,6 +317,13 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   l.placeholders = std::move(plan->placeholders);
   l.owner_uid = p.who.uid;
   l.owner_gid = p.who.gid;
+  l.fs_view.writable = p.profile.write;
+  l.fs_view.writable.push_back(in.tmp);  // the private /tmp (devbox: the host's, in write)
+  l.fs_view.protect = p.profile.protect;
+  l.fs_view.protect.insert(l.fs_view.protect.end(), in.protect.begin(), in.protect.end());
+  l.fs_view.deny = p.profile.deny;
+  l.fs_view.deny.insert(l.fs_view.deny.end(), in.hide.begin(), in.hide.end());
+  l.fs_view.cwd = p.workspace;
   l.events = o.events;
   if (!l.events.empty() && l.events.rfind("unix:", 0) != 0 && l.events[0] != '/') {
     char cwd[PATH_MAX];

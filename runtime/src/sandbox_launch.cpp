@@ -285,7 +285,9 @@ struct LaunchCleanup {
   std::vector<std::string> cgroups;  // created
   pid_t init = -1;                   // our child, killed and reaped on failure
   Guardian* guardian = nullptr;
+  std::uint64_t fs_cgroup = 0;  // watched (fswatch.hpp): unwatched again (idempotent)
   ~LaunchCleanup() {
+    if (fs_cgroup) fswatch_unwatch(fs_cgroup);
     if (init > 0) {
       ::kill(init, SIGKILL);
       while (::waitpid(init, nullptr, __WALL) < 0 && errno == EINTR) {
@@ -503,13 +505,36 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     guardian.made(first_step + i);
   }
   UniqueFd v2dir;
+  std::string v2path;
   if (cg) {
     cleanup.cgroups = cg->dirs();
     TRYV(create_cgroups(*cg));
     TRYV(apply_resources(*cg, *lx.resources));
     ctx.cgroups = *cg;
     for (auto& h : cg->hierarchies)
-      if (h.v2) v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (h.v2) {
+        v2path = h.dir;
+        v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      }
+  }
+  // fs.read / fs.write events: the refused writes to protected paths, the
+  // refused reads of denied ones (fswatch.hpp, sandbox mode).
+  FsWatch fsw;
+  const char* fs_events = std::getenv("COMET_FS_EVENTS");  // "off": benchmarks
+  if (!v2path.empty() && ctx.has_lockdown && ctx.lockdown.needs_listener &&
+      !(fs_events && std::strcmp(fs_events, "off") == 0)) {
+    auto w = fswatch_watch(v2path);
+    if (w.ok()) {
+      fsw = std::move(*w);
+      cleanup.fs_cgroup = fsw.cgroup;
+      ctx.layers.push_back("fs-events");
+      ctx.fs_arm_marker = true;
+      ctx.init_reporter_barrier = ctx.own_init;
+    } else if (fswatch_unsupported(w.error())) {
+      log::warn("sandbox: fs.read/fs.write violation events are off: " + w.error().what());
+    } else {
+      return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
+    }
   }
 
   TRY(UniqueFd tramp, sealed_trampoline());
@@ -537,6 +562,10 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     rr.lockdown = lockdown_options(*policy, false);
     rr.unix_allow = policy->unix_allow;
     rr.exec_allow = ctx.exec_allow;
+    rr.fs_ring = fsw.ring.get();
+    rr.fs_cgroup = fsw.cgroup;
+    rr.fs_view = l.fs_view;
+    rr.fs_view.sandbox = true;
     if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
       rr.trampoline_dev = ts.st_dev;
       rr.trampoline_ino = ts.st_ino;

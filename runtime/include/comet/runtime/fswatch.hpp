@@ -98,6 +98,13 @@ struct FsView {
   // var, mnt or media, which an image may have but a pack does not read.
   std::vector<std::string> image_top;
   std::string cwd = "/";  // process.cwd: the base of relative paths while kFsCwdMoved is clear
+  // A sandbox profile (docs/sandbox.md) instead of a pack's fs policy: a
+  // write refused (EROFS, EACCES, EPERM, EXDEV) under a protected path, or
+  // anywhere outside the writable ones, is fs.write (matched_entry: the
+  // protected path); a call refused with EACCES under a denied path is
+  // fs.read (matched_entry: the denied path). A missing file is only missing.
+  bool sandbox = false;
+  std::vector<std::string> writable, protect, deny;
 };
 
 // One path of a record, as far as the reporter could tell where it leads.

@@ -36,6 +36,7 @@
 #include "comet/base/result.hpp"
 #include "comet/capability/profile_compile.hpp"
 #include "comet/oci/spec.hpp"
+#include "comet/runtime/fswatch.hpp"
 
 namespace comet::runtime {
 
@@ -50,6 +51,10 @@ struct SandboxLaunch {
   uid_t owner_uid = 0;                                // of the placeholders
   gid_t owner_gid = 0;
   std::string events;  // --events FILE|unix:PATH, or ""
+  // fs.read / fs.write events (fswatch.hpp), in its sandbox mode: what the
+  // profile writes, protects and denies. Filed under the sandbox's cgroup2
+  // directory, so only when it has one (a limit).
+  FsView fs_view;
 };
 
 // Runs it to the end: the command's status (128+N for signal N), or the
