@@ -26,6 +26,7 @@ std::string policy_to_json(const Policy& p) {
   j["network"] = std::string(to_string(p.network));
   if (!p.profile.empty()) j["profile"] = p.profile;
   if (!p.deny.empty()) j["deny"] = p.deny;
+  if (p.unix_allow) j["unix"] = {{"allow", *p.unix_allow}};
   return j.dump();
 }
 
@@ -73,6 +74,17 @@ Result<Policy> policy_from_json(std::string_view text) {
           return bad("deny: expected an array of absolute paths");
         p.deny.push_back(e.get<std::string>());
       }
+    } else if (k == "unix") {
+      const char* want = "unix: expected {\"allow\": [absolute paths]}";
+      if (!v.is_object() || v.size() != 1 || !v.contains("allow") || !v["allow"].is_array())
+        return bad(want);
+      std::vector<std::string> allow;
+      for (const auto& e : v["allow"]) {
+        if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>()[0] != '/')
+          return bad(want);
+        allow.push_back(e.get<std::string>());
+      }
+      p.unix_allow = std::move(allow);
     } else if (k == "profile") {
       if (!v.is_string()) return bad("profile: expected a string");
       p.profile = v.get<std::string>();

@@ -48,6 +48,9 @@ struct Policy {
   NetworkPolicy network = NetworkPolicy::open;
   std::string profile;            // informational (sandbox profile name)
   std::vector<std::string> deny;  // paths that must be unreadable inside (verified)
+  // The unix-socket rule (sandbox profiles, issue 22): set = on, holding the
+  // sockets it lets through (absolute, sorted). JSON "unix":{"allow":[...]}.
+  std::optional<std::vector<std::string>> unix_allow;
   // Derived from the capabilities annotation, never read from the policy
   // annotation: the TCP ports egress allows (declared tcp/http/https entries
   // and 53 for the resolver), for the Landlock network rules.
