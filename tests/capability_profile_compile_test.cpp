@@ -532,7 +532,26 @@ TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
   EXPECT_GT(index_of("/tmp/.X11-unix/X0"), index_of("/tmp"));
   EXPECT_GT(index_of("/run/containerd/x.sock"), index_of("/run/containerd"));
   EXPECT_GE(index_of("/run/containerd"), 0);
-  EXPECT_EQ(find(pu.spec, "/etc/shadow")->source, u.in.deny_file);  // deny of the path wins
+  // The runtime makes the socket's mount point in the hiding tmpfs: not ro,
+  // but without a write bit (and search only, where it was mode 000).
+  const oci::Mount* hider = find(pu.spec, "/run/containerd");
+  EXPECT_FALSE(has(hider->options, "ro"));
+  EXPECT_TRUE(has(hider->options, "mode=555"));
+  Case dn = u;
+  dn.profile.deny.push_back("/srv/scratch");
+  dn.profile.unix_sockets = {"/srv/scratch/db/db.sock"};
+  dn.in.host["/srv/scratch/db/db.sock"] = HostPath{HostKind::socket, "", false};
+  SandboxPlan pd = must_plan(dn);
+  const oci::Mount* denied = find(pd.spec, "/srv/scratch");
+  ASSERT_TRUE(denied);
+  EXPECT_FALSE(has(denied->options, "ro"));
+  EXPECT_TRUE(has(denied->options, "mode=111"));
+  ASSERT_TRUE(find(pd.spec, "/srv/scratch/db/db.sock"));
+  // ... and it is not verified unreadable: it holds the socket's mount point.
+  json deny = json::parse(pd.spec.annotations.at("org.soyaos.comet.policy"))["deny"];
+  EXPECT_EQ(std::count(deny.begin(), deny.end(), "/srv/scratch"), 0);
+  EXPECT_TRUE(has(find(pd.spec, "/run/containerd")->options, "ro"));  // no socket in it now
+  EXPECT_EQ(find(pu.spec, "/etc/shadow")->source, u.in.deny_file);    // deny of the path wins
   EXPECT_EQ(json::parse(pu.spec.annotations.at("org.soyaos.comet.policy"))["unix"]["allow"],
             json({"/etc/shadow", "/run/containerd/x.sock", "/tmp/.X11-unix/X0"}));
 }

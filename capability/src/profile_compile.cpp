@@ -335,6 +335,12 @@ class Planner {
     }
   }
 
+  bool holds_unix_socket(const std::string& dir) const {
+    return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
+      return e.op == Op::unix_socket && path_under(e.path, dir) && e.path != dir;
+    });
+  }
+
   // Writes and reads inside a protected or hidden tree, and reads inside a
   // writable one, add nothing: drop them.
   void drop_shadowed() {
@@ -427,11 +433,20 @@ class Planner {
         case Op::deny:
         case Op::hide:
           if (e.kind == HostKind::dir) {
-            binds.push_back(
-                mount(e.path, "tmpfs", "tmpfs",
-                      {"ro", "nosuid", "nodev", "noexec",
-                       e.op == Op::deny || e.why == "runtime state" ? "mode=000" : "mode=755",
-                       "size=4k"}));
+            const bool closed = e.op == Op::deny || e.why == "runtime state";
+            if (holds_unix_socket(e.path)) {
+              // The runtime creates the socket's mount point in it, so it
+              // cannot be ro: no write bit instead (the workload holds no
+              // capability), and search only where it was closed, so the
+              // socket can be reached but nothing listed.
+              binds.push_back(mount(
+                  e.path, "tmpfs", "tmpfs",
+                  {"nosuid", "nodev", "noexec", closed ? "mode=111" : "mode=555", "size=4k"}));
+            } else {
+              binds.push_back(mount(e.path, "tmpfs", "tmpfs",
+                                    {"ro", "nosuid", "nodev", "noexec",
+                                     closed ? "mode=000" : "mode=755", "size=4k"}));
+            }
           } else {
             binds.push_back(
                 mount(e.path, "bind", in_.deny_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
@@ -486,8 +501,10 @@ class Planner {
     pol.network = p_.network_restricted ? NetworkPolicy::none : NetworkPolicy::open;
     pol.profile = p_.name;
     // verified unreadable from inside before CMD runs (read-deny verification)
+    // (not a denied directory an allowlisted socket is reached through: it
+    // holds that socket's mount point)
     for (const Entry& e : order)
-      if (e.op == Op::deny) pol.deny.push_back(e.path);
+      if (e.op == Op::deny && !holds_unix_socket(e.path)) pol.deny.push_back(e.path);
     if (p_.unix_socket_rule) {
       std::vector<std::string> allow;
       for (const auto& u : p_.unix_sockets) {
