@@ -365,8 +365,12 @@ def test_explain_text_and_json(sbx, ws):
                  '"lockdown":true,"network":"none","profile":"strict"', "/usr", "read-only"):
         assert want in res.out, (want, res.out)
     j = json.loads(sbx(args=["--explain", "--format", "json"], profile="workspace").out)
-    assert j["policy"] == {"lockdown": True, "network": "open", "profile": "workspace",
-                           "unix": {"allow": []}}
+    pol = j["policy"]
+    assert {k: pol[k] for k in ("lockdown", "network", "profile")} == {
+        "lockdown": True, "network": "open", "profile": "workspace"}
+    assert pol["unix"] == {"allow": []}  # the unix-socket rule, with the empty built-in allowlist
+    assert "/etc/shadow" in pol.get("deny", []) or not os.path.exists("/etc/shadow")
+    assert j["limits"] == {"pids": 2048, "memory": 4 << 30, "tmp": 1 << 30}
     dests = {m["destination"]: m for m in j["mounts"]}
     assert dests[str(ws)]["options"][:2] == ["rbind", "rw"]
     assert dests["/etc"]["options"] == ["rbind", "rro", "rnosuid", "rnodev"]

@@ -145,6 +145,73 @@ TEST(AutoAllow, TableOfCommands) {
       {{"init", "0"}, "shutdown"},
       {sh(":(){ :|:& };:"), "fork-bomb"},
       {sh("bomb(){ bomb|bomb& }; bomb"), "fork-bomb"},
+      // protected-path-write (issue 22): what the host's git, shells, editors
+      // and agents obey, written from inside
+      {{"git", "config", "core.fsmonitor", "./x.sh"}, "protected-path-write"},
+      {{"git", "config", "--global", "user.name", "x"}, "protected-path-write"},
+      {{"git", "config", "--system", "--add", "a.b", "c"}, "protected-path-write"},
+      {{"git", "config", "--unset", "core.hooksPath"}, "protected-path-write"},
+      {{"git", "config", "-e"}, "protected-path-write"},
+      {{"git", "config", "set", "core.pager", "x"}, "protected-path-write"},
+      {{"git", "-C", "sub", "config", "alias.st", "!sh x"}, "protected-path-write"},
+      {{"git", "submodule", "add", "https://x/y", "y"}, "protected-path-write"},
+      {{"git", "submodule", "update", "--init"}, "protected-path-write"},
+      {{"git", "remote", "add", "up", "https://x"}, "protected-path-write"},
+      {{"git", "remote", "set-url", "origin", "https://x"}, "protected-path-write"},
+      {{"git", "branch", "--set-upstream-to=origin/main"}, "protected-path-write"},
+      {{"git", "branch", "-m", "old", "new"}, "protected-path-write"},
+      {{"git", "checkout", "-b", "x", "--track", "origin/x"}, "protected-path-write"},
+      {{"git", "worktree", "add", "../wt"}, "protected-path-write"},
+      {{"git", "clone", "--template=/tmp/t", "https://x"}, "protected-path-write"},
+      {{"git", "clone", "-c", "core.fsmonitor=x", "https://x"}, "protected-path-write"},
+      {sh("echo 'rm -rf ~' > .git/hooks/pre-commit"), "protected-path-write"},
+      {sh("printf x >> ./.git/config"), "protected-path-write"},
+      {sh("cat evil >| .envrc"), "protected-path-write"},
+      {sh("echo x &> ~/.bashrc"), "protected-path-write"},
+      {sh("cd .git && echo x > hooks/post-checkout"), "protected-path-write"},
+      {sh("cd $D && echo x > .git/hooks/pre-push"), "protected-path-write"},
+      {sh("echo x > sub/.git/config"), "protected-path-write"},  // a nested repository too
+      {{"cp", "evil.sh", ".git/hooks/pre-commit"}, "protected-path-write"},
+      {{"mv", "x", ".vscode/tasks.json"}, "protected-path-write"},
+      {{"ln", "-sf", "/tmp/x", "/home/ada/.zshrc"}, "protected-path-write"},
+      {{"install", "-m", "755", "x", ".git/hooks/pre-commit"}, "protected-path-write"},
+      {{"tee", "-a", "/home/ada/.ssh/authorized_keys"}, "protected-path-write"},
+      {{"touch", ".gitattributes"}, "protected-path-write"},
+      {{"chmod", "+x", ".git/hooks/pre-commit"}, "protected-path-write"},
+      {{"mkdir", "-p", ".claude/commands"}, "protected-path-write"},
+      {{"rm", "-rf", ".git"}, "protected-path-write"},
+      {{"sed", "-i", "s/a/b/", ".git/config"}, "protected-path-write"},
+      {{"dd", "if=x", "of=.gitmodules"}, "protected-path-write"},
+      {{"tar", "-xf", "x.tar", "-C", ".git/hooks"}, "protected-path-write"},
+      {{"unzip", "x.zip", "-d", "/home/ada/.config/fish"}, "protected-path-write"},
+      {{"cp", "-t", ".cursor", "rules.md"}, "protected-path-write"},
+      {sh("cp x $HOME/.ssh/config"), "protected-path-write"},  // an unknown expansion
+      {sh("touch ~/.gitconfig"), "protected-path-write"},
+      {{"truncate", "-s0", "/home/ada/src/app/.comet/sandbox.yaml"}, "protected-path-write"},
+      // ... and what keeps working
+      {{"git", "status"}, ""},
+      {{"git", "log", "--oneline"}, ""},
+      {{"git", "add", "."}, ""},
+      {{"git", "commit", "-m", "x"}, ""},
+      {{"git", "config", "--get", "user.name"}, ""},
+      {{"git", "config", "user.name"}, ""},
+      {{"git", "config", "--list", "--show-origin"}, ""},
+      {{"git", "config", "get", "user.email"}, ""},
+      {{"git", "-c", "core.pager=cat", "log"}, ""},
+      {{"git", "clone", "https://x/y"}, ""},
+      {{"git", "init"}, ""},
+      {{"git", "branch", "feature"}, ""},
+      {{"git", "checkout", "-b", "feature"}, ""},
+      {{"git", "remote", "-v"}, ""},
+      {{"git", "submodule", "status"}, ""},
+      {{"cat", ".git/config"}, ""},
+      {sh("echo hi > notes.txt"), ""},
+      {sh("make 2>&1 | tee build.log"), ""},
+      {sh("cmd >&2; cmd 2>&-"), ""},
+      {{"sed", "-n", "1p", ".git/config"}, ""},
+      {{"cp", "a.txt", "b.txt"}, ""},
+      {{"mkdir", "-p", "src/.gitkeep-dir"}, ""},
+      {{"touch", ".gitignore"}, ""},
   };
   for (const Row& r : rows) {
     Verdict v = judge(r.argv);
@@ -262,5 +329,5 @@ TEST(AutoAllow, VerdictJson) {
   j = nlohmann::json::parse(verdict_to_json(ok));
   EXPECT_TRUE(j["matched_rule"].is_null());
   EXPECT_EQ(j["auto_allow"], true);
-  EXPECT_EQ(builtin_floor_ids().size(), 9u);
+  EXPECT_EQ(builtin_floor_ids().size(), 10u);
 }

@@ -26,12 +26,26 @@ TEST(Policy, JsonRoundTrip) {
   auto back = cap::policy_from_json(j);
   ASSERT_TRUE(back.ok()) << back.error().what();
   EXPECT_EQ(*back, p);
+  // The unix-socket rule (sandbox profiles): on with an allowlist, also empty.
+  p.exec.reset();
+  p.unix_allow = std::vector<std::string>{"/run/dbus/system_bus_socket"};
+  j = cap::policy_to_json(p);
+  EXPECT_EQ(j, R"({"lockdown":true,"network":"none","profile":"strict",)"
+               R"("unix":{"allow":["/run/dbus/system_bus_socket"]}})");
+  back = cap::policy_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().what();
+  EXPECT_EQ(*back, p);
+  p.unix_allow = std::vector<std::string>{};
+  back = cap::policy_from_json(cap::policy_to_json(p));
+  ASSERT_TRUE(back.ok()) << back.error().what();
+  EXPECT_EQ(*back, p);
 }
 
 TEST(Policy, BadJsonIsAnErrorNamingTheAnnotation) {
   for (const char* bad :
        {"", "{", "[]", R"({"lockdown":"yes"})", R"({"exec":"/bin/sh"})", R"({"exec":["sh"]})",
-        R"({"network":"sideways"})", R"({"profile":3})", R"({"unknown":true})"}) {
+        R"({"network":"sideways"})", R"({"profile":3})", R"({"unknown":true})", R"({"unix":[]})",
+        R"({"unix":{"allow":["x.sock"]}})", R"({"unix":{"allow":[],"deny":[]}})"}) {
     auto r = cap::policy_from_json(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().what().find("org.soyaos.comet.policy"), std::string::npos)

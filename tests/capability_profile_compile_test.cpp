@@ -80,6 +80,8 @@ SandboxInputs base_inputs() {
     h.symlink = f.value("symlink", false);
     in.host[path] = h;
   }
+  if (host.contains("globbed"))
+    in.globbed = host["globbed"].get<std::map<std::string, std::vector<std::string>>>();
   return in;
 }
 
@@ -96,9 +98,13 @@ Case load_case(const json& c) {
     ws = ConfigDoc{c["workspace_yaml"], "/home/ada/src/app/.comet/sandbox.yaml"};
   auto set = merge(globals, ws);
   EXPECT_TRUE(set.ok()) << set.error().message();
-  auto r = resolve(*set, c.value("profile", ""), ctx());
+  ResolveContext rc = ctx();
+  rc.uid = 1000;
+  if (c.contains("workspace")) rc.workspace = c["workspace"];
+  auto r = resolve(*set, c.value("profile", ""), rc);
   EXPECT_TRUE(r.ok()) << r.error().message();
   Case k{*r, base_inputs()};
+  k.in.workspace = rc.workspace;
   if (c.contains("args")) k.in.args = c["args"].get<std::vector<std::string>>();
   return k;
 }
@@ -156,7 +162,7 @@ json plan_json(const SandboxPlan& p) {
   for (const auto& l : p.symlinks) j["symlinks"].push_back({l.name, l.target});
   std::vector<std::string> ph;
   for (const auto& d : p.placeholders) ph.push_back(d.dir ? d.path : d.path + " (file)");
-  j["mkdirs"] = ph;
+  j["placeholders"] = ph;
   j["notes"] = p.notes;
   return j;
 }
@@ -255,17 +261,23 @@ TEST(ProfileCompile, NetworkAndPolicyAnnotation) {
     const char* policy;
   };
   for (const Want& w :
-       {Want{"workspace", false, R"({"lockdown":true,"network":"open","profile":"workspace"})"},
+       {Want{"workspace", false,
+             R"({"lockdown":true,"network":"open","profile":"workspace","unix":{"allow":[]}})"},
         Want{"devbox", false, R"({"lockdown":false,"network":"open","profile":"devbox"})"},
-        Want{"read-only", true, R"({"lockdown":true,"network":"none","profile":"read-only"})"},
-        Want{"strict", true, R"({"lockdown":true,"network":"none","profile":"strict"})"}}) {
+        Want{"read-only", true,
+             R"({"lockdown":true,"network":"none","profile":"read-only","unix":{"allow":[]}})"},
+        Want{"strict", true,
+             R"({"lockdown":true,"network":"none","profile":"strict","unix":{"allow":[]}})"}}) {
     SCOPED_TRACE(w.profile);
     SandboxPlan p = must_plan(builtin(w.profile));
     bool present = false;
     std::string path = net_path(p.spec, &present);
     EXPECT_TRUE(present);
     EXPECT_EQ(path, w.netns_new ? "" : "/proc/self/ns/net");
-    EXPECT_EQ(p.spec.annotations.at("org.soyaos.comet.policy"), w.policy);
+    // The secrets' deny list aside (DenyHidesAndSocketsAreUnreachable).
+    json pol = json::parse(p.spec.annotations.at("org.soyaos.comet.policy"));
+    pol.erase("deny");
+    EXPECT_EQ(pol.dump(), w.policy);
     EXPECT_EQ(p.spec.annotations.at("org.soyaos.comet.profile"), w.profile);
   }
   // Without a netns to join, open means no network entry at all.
@@ -423,4 +435,123 @@ TEST(ProfileCompile, EnvFilter) {
   EXPECT_TRUE(dangerous_env("SSH_AUTH_SOCK"));
   EXPECT_FALSE(dangerous_env("HOME"));
   EXPECT_FALSE(dangerous_env("LANG"));
+}
+
+// Issue 22: protected names (placeholders of the right kind, .git's three
+// cases), secrets, the unix-socket allowlist and the limits.
+TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
+  Case k = builtin("workspace");
+  SandboxPlan p = must_plan(k);
+  const oci::Spec& s = p.spec;
+  auto placeholder = [&](const std::string& path) -> const Placeholder* {
+    for (const auto& ph : p.placeholders)
+      if (ph.path == path) return &ph;
+    return nullptr;
+  };
+  // .git is a directory: it stays writable (pinned), what git obeys is not.
+  const oci::Mount* git = find(s, "/home/ada/src/app/.git");
+  ASSERT_TRUE(git);
+  EXPECT_FALSE(has(git->options, "rro"));
+  for (const char* ro :
+       {"/home/ada/src/app/.git/config", "/home/ada/src/app/.git/hooks",
+        "/home/ada/src/app/.git/modules/lib/config", "/home/ada/src/app/.git/modules/lib/hooks",
+        "/home/ada/src/app/.gitmodules", "/home/ada/src/app/.vscode"})
+    EXPECT_TRUE(read_only_bind(find(s, ro))) << ro;
+  ASSERT_TRUE(placeholder("/home/ada/src/app/.envrc"));
+  EXPECT_FALSE(placeholder("/home/ada/src/app/.envrc")->dir);
+  ASSERT_TRUE(placeholder("/home/ada/src/app/.claude"));
+  EXPECT_TRUE(placeholder("/home/ada/src/app/.claude")->dir);
+  ASSERT_TRUE(placeholder("/home/ada/src/app/.git/modules/lib/info"));
+  EXPECT_FALSE(find(s, "/home/ada/.bashrc"));  // home is not writable here
+  EXPECT_FALSE(placeholder("/home/ada/src/app/.git"));
+
+  auto in_git = [](const std::string& x) {
+    return x == "/home/ada/src/app/.git" || x.rfind("/home/ada/src/app/.git/", 0) == 0;
+  };
+  // .git missing: one directory placeholder covers everything below it.
+  Case none = builtin("workspace");
+  for (auto it = none.in.host.begin(); it != none.in.host.end();)
+    it = in_git(it->first) ? none.in.host.erase(it) : ++it;
+  none.in.globbed.clear();
+  SandboxPlan pn = must_plan(none);
+  std::vector<std::string> below;
+  for (const auto& ph : pn.placeholders)
+    if (in_git(ph.path)) below.push_back(ph.path);
+  EXPECT_EQ(below, (std::vector<std::string>{"/home/ada/src/app/.git"}));
+  EXPECT_TRUE(read_only_bind(find(pn.spec, "/home/ada/src/app/.git")));
+  EXPECT_FALSE(find(pn.spec, "/home/ada/src/app/.git/config"));
+
+  // .git is a file (a linked worktree): the file is protected.
+  Case wt = none;
+  wt.in.host["/home/ada/src/app/.git"] = HostPath{HostKind::file, "/home/ada/src/app/.git", false};
+  SandboxPlan pw = must_plan(wt);
+  EXPECT_TRUE(read_only_bind(find(pw.spec, "/home/ada/src/app/.git")));
+  for (const auto& ph : pw.placeholders) EXPECT_FALSE(in_git(ph.path)) << ph.path;
+
+  // Secrets: hidden, also under strict, whose read list holds /etc.
+  for (const char* name : {"workspace", "strict", "read-only"}) {
+    SCOPED_TRACE(name);
+    SandboxPlan q = must_plan(builtin(name));
+    const oci::Mount* shadow = find(q.spec, "/etc/shadow");
+    ASSERT_TRUE(shadow);
+    EXPECT_EQ(shadow->source, k.in.deny_file);
+    const oci::Mount* key = find(q.spec, "/etc/ssh/ssh_host_rsa_key");
+    ASSERT_TRUE(key);
+    EXPECT_EQ(key->source, k.in.deny_file);
+    const oci::Mount* root = find(q.spec, "/root");
+    if (std::string(name) != "strict") {
+      ASSERT_TRUE(root);
+      EXPECT_EQ(root->type, "tmpfs");
+      EXPECT_TRUE(has(root->options, "mode=000"));
+    }
+  }
+  SandboxPlan dev = must_plan(builtin("devbox"));
+  EXPECT_FALSE(find(dev.spec, "/etc/shadow"));
+  EXPECT_EQ(json::parse(dev.spec.annotations.at("org.soyaos.comet.policy")).count("unix"), 0u);
+
+  // Limits.
+  ASSERT_TRUE(s.linux_->resources && s.linux_->resources->pids && s.linux_->resources->memory);
+  EXPECT_EQ(s.linux_->resources->pids->limit, 2048);
+  EXPECT_EQ(s.linux_->resources->memory->limit, 4LL << 30);
+  EXPECT_EQ(s.linux_->resources->memory->swap, 4LL << 30);
+  const oci::Mount* tmp = find(s, "/tmp");
+  ASSERT_TRUE(tmp);
+  EXPECT_TRUE(has(tmp->options, "size=1073741824"));
+  EXPECT_TRUE(has(tmp->options, "nr_inodes=262144"));
+
+  // The unix-socket allowlist: hidden sockets come back, after what hides them.
+  Case u = builtin("workspace");
+  u.profile.unix_sockets = {"/tmp/.X11-unix/X0", "/run/containerd/x.sock", "/etc/shadow"};
+  u.in.host["/run/containerd/x.sock"] = HostPath{HostKind::socket, "", false};
+  SandboxPlan pu = must_plan(u);
+  auto index_of = [&](const std::string& d) {
+    for (std::size_t i = 0; i < pu.spec.mounts.size(); ++i)
+      if (pu.spec.mounts[i].destination == d) return static_cast<long>(i);
+    return -1L;
+  };
+  EXPECT_GT(index_of("/tmp/.X11-unix/X0"), index_of("/tmp"));
+  EXPECT_GT(index_of("/run/containerd/x.sock"), index_of("/run/containerd"));
+  EXPECT_GE(index_of("/run/containerd"), 0);
+  // The runtime makes the socket's mount point in the hiding tmpfs: not ro,
+  // but without a write bit (and search only, where it was mode 000).
+  const oci::Mount* hider = find(pu.spec, "/run/containerd");
+  EXPECT_FALSE(has(hider->options, "ro"));
+  EXPECT_TRUE(has(hider->options, "mode=555"));
+  Case dn = u;
+  dn.profile.deny.push_back("/srv/scratch");
+  dn.profile.unix_sockets = {"/srv/scratch/db/db.sock"};
+  dn.in.host["/srv/scratch/db/db.sock"] = HostPath{HostKind::socket, "", false};
+  SandboxPlan pd = must_plan(dn);
+  const oci::Mount* denied = find(pd.spec, "/srv/scratch");
+  ASSERT_TRUE(denied);
+  EXPECT_FALSE(has(denied->options, "ro"));
+  EXPECT_TRUE(has(denied->options, "mode=111"));
+  ASSERT_TRUE(find(pd.spec, "/srv/scratch/db/db.sock"));
+  // ... and it is not verified unreadable: it holds the socket's mount point.
+  json deny = json::parse(pd.spec.annotations.at("org.soyaos.comet.policy"))["deny"];
+  EXPECT_EQ(std::count(deny.begin(), deny.end(), "/srv/scratch"), 0);
+  EXPECT_TRUE(has(find(pd.spec, "/run/containerd")->options, "ro"));  // no socket in it now
+  EXPECT_EQ(find(pu.spec, "/etc/shadow")->source, u.in.deny_file);    // deny of the path wins
+  EXPECT_EQ(json::parse(pu.spec.annotations.at("org.soyaos.comet.policy"))["unix"]["allow"],
+            json({"/etc/shadow", "/run/containerd/x.sock", "/tmp/.X11-unix/X0"}));
 }

@@ -88,7 +88,8 @@ TEST(CapabilityProfile, Builtins) {
   EXPECT_EQ(ro.write, (std::vector<std::string>{"/home/ada/.comet", "/tmp"}));
   EXPECT_TRUE(ro.network_restricted);
   EXPECT_TRUE(ro.block_runtime_sockets);
-  EXPECT_TRUE(ro.deny.empty());  // sockets have their own list (profile_compile.hpp)
+  EXPECT_FALSE(
+      has(ro.deny, "/run/docker.sock"));  // sockets have their own list (profile_compile.hpp)
   EXPECT_TRUE(has(ro.runtime_sockets, "/run/docker.sock"));
   EXPECT_TRUE(has(ro.runtime_sockets, "/run/containerd/containerd.sock"));
   EXPECT_TRUE(has(ro.runtime_sockets, "/run/podman/podman.sock"));
@@ -311,6 +312,16 @@ TEST(CapabilityProfile, ProofWorkspaceCannotWeakenAnyExistingProfile) {
       "floor:\n  add: [{id: npm-publish, command: npm publish}]\n",
       "floor:\n  disable: [sudo, rm-rf-outside-workspace]\n",
       "hooks: []\nruntime_sockets: []\n",
+      // issue 22: the unix-socket allowlist is the global files' alone, and
+      // a workspace profile may only lower limits.
+      "unix_sockets: [/run/dbus/system_bus_socket]\n",
+      "unix_sockets: []\n",
+      "profiles:\n  mine: {extends: strict, unix_sockets: [/tmp/.X11-unix/X0]}\n",
+      "profiles:\n  mine: {extends: workspace, limits: {pids: 4096}}\n",
+      "profiles:\n  mine: {extends: strict, limits: {memory: 8Gi}}\n",
+      "profiles:\n  mine: {extends: read-only, limits: {tmp: 2Gi}}\n",
+      "profiles:\n  mine: {extends: workspace, limits: {pids: 64, memory: 512Mi, tmp: 64Mi}}\n",
+      "protect: [\"{workspace}/Makefile\"]\n",
   };
   auto base = merge({etc(), user()});
   ASSERT_TRUE(base.ok());
@@ -340,6 +351,22 @@ TEST(CapabilityProfile, ProofWorkspaceCannotWeakenAnyExistingProfile) {
       EXPECT_TRUE(subset(before.runtime_socket_dirs, after.runtime_socket_dirs));
       EXPECT_GE(after.block_runtime_sockets, before.block_runtime_sockets);
       EXPECT_GE(after.network_restricted, before.network_restricted);
+      EXPECT_EQ(after.unix_socket_rule, before.unix_socket_rule);
+      EXPECT_EQ(after.unix_sockets, before.unix_sockets);
+      EXPECT_EQ(after.limits.pids, before.limits.pids);
+      EXPECT_EQ(after.limits.memory, before.limits.memory);
+      EXPECT_EQ(after.limits.tmp, before.limits.tmp);
+    }
+    // A profile the workspace file adds is no looser than what it extends.
+    for (const auto& [n, p] : with->custom) {
+      if (!p.from_workspace) continue;
+      auto r = must(resolve(*with, n, ctx()));
+      auto b = must(resolve(*with, p.extends, ctx()));
+      EXPECT_EQ(r.unix_sockets, b.unix_sockets);
+      for (auto [x, y] : {std::pair{r.limits.pids, b.limits.pids},
+                          {r.limits.memory, b.limits.memory},
+                          {r.limits.tmp, b.limits.tmp}})
+        EXPECT_TRUE(y == 0 || (x > 0 && x <= y)) << n << ": " << x << " > " << y;
     }
     // The floor only grows: nothing the global files ask about stops asking.
     EXPECT_EQ(with->floor_disable, base->floor_disable);
@@ -347,4 +374,136 @@ TEST(CapabilityProfile, ProofWorkspaceCannotWeakenAnyExistingProfile) {
   }
   EXPECT_GE(accepted, 4);  // the corpus exercises both outcomes
   EXPECT_LT(accepted, static_cast<int>(attempts.size()));
+}
+
+// Issue 22: what every sandboxed profile but devbox protects and denies.
+TEST(CapabilityProfile, BuiltinProtectedPathsAndSecrets) {
+  for (const char* name : {"workspace", "read-only", "strict"}) {
+    SCOPED_TRACE(name);
+    auto r = must(resolve(name, ctx()));
+    for (const char* p : {"/home/ada/src/app/.git",
+                          "/home/ada/src/app/.git/config",
+                          "/home/ada/src/app/.git/hooks",
+                          "/home/ada/src/app/.git/info",
+                          "/home/ada/src/app/.git/modules/*/config",
+                          "/home/ada/src/app/.git/modules/*/hooks",
+                          "/home/ada/src/app/.git/worktrees/*/gitdir",
+                          "/home/ada/src/app/.gitmodules",
+                          "/home/ada/src/app/.gitattributes",
+                          "/home/ada/src/app/.envrc",
+                          "/home/ada/src/app/.vscode",
+                          "/home/ada/src/app/.claude",
+                          "/home/ada/.gitconfig",
+                          "/home/ada/.config/git",
+                          "/home/ada/.bashrc",
+                          "/home/ada/.zshenv",
+                          "/home/ada/.config/fish",
+                          "/home/ada/.ssh",
+                          "/home/ada/.claude.json",
+                          "/home/ada/.comet/hooks",
+                          "/home/ada/.config/comet"})
+      EXPECT_TRUE(has(r.protect, p)) << p;
+    // Names without a trailing "/" in the list are files (their placeholder).
+    EXPECT_TRUE(has(r.protect_files, "/home/ada/src/app/.git/config"));
+    EXPECT_TRUE(has(r.protect_files, "/home/ada/src/app/.gitmodules"));
+    EXPECT_TRUE(has(r.protect_files, "/home/ada/.bashrc"));
+    EXPECT_FALSE(has(r.protect_files, "/home/ada/src/app/.git/hooks"));
+    EXPECT_FALSE(has(r.protect_files, "/home/ada/.ssh"));
+    EXPECT_EQ(r.protect_unless_dir, (std::vector<std::string>{"/home/ada/src/app/.git"}));
+    for (const char* p : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+                          "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key",
+                          "/etc/ssl/private", "/etc/security/opasswd", "/root"})
+      EXPECT_TRUE(has(r.deny, p)) << p;
+    EXPECT_TRUE(r.unix_socket_rule);
+    EXPECT_TRUE(r.unix_sockets.empty());  // built-in allowlists are empty
+    EXPECT_EQ(r.limits.pids, 2048);
+    EXPECT_EQ(r.limits.memory, 4LL << 30);
+    EXPECT_EQ(r.limits.tmp, 1LL << 30);
+  }
+  auto d = must(resolve("devbox", ctx()));
+  EXPECT_EQ(d.protect, (std::vector<std::string>{"/data"}));
+  EXPECT_TRUE(d.deny.empty());
+  EXPECT_FALSE(d.unix_socket_rule);
+  EXPECT_EQ(d.limits.pids, 8192);
+  EXPECT_EQ(d.limits.memory, 8LL << 30);
+  EXPECT_EQ(d.limits.tmp, 0);
+  auto off = must(resolve("off", ctx()));
+  EXPECT_EQ(off.limits.pids, 0);
+  // /root is denied unless the command runs as root.
+  ResolveContext root = ctx();
+  root.uid = 0;
+  EXPECT_FALSE(has(must(resolve("workspace", root)).deny, "/root"));
+  root.uid = 1000;
+  EXPECT_TRUE(has(must(resolve("workspace", root)).deny, "/root"));
+  root.workspace = "/root/src";
+  EXPECT_FALSE(has(must(resolve("workspace", root)).deny, "/root"));
+}
+
+TEST(CapabilityProfile, ProtectUnixSocketsAndLimitsFromConfig) {
+  const ConfigDoc g{
+      "protect: [\"{workspace}/Makefile\"]\n"
+      "unix_sockets: [/run/dbus/system_bus_socket, \"~/.x.sock\"]\n"
+      "profiles:\n"
+      "  small:\n"
+      "    extends: strict\n"
+      "    unix_sockets: [\"{runtime}/bus\"]\n"
+      "    limits: {pids: 64, memory: 512Mi, tmp: 64Mi}\n",
+      "/etc/comet/sandbox.yaml"};
+  const ConfigDoc w{
+      "protect: [\"{workspace}/Justfile\"]\nprofiles:\n"
+      "  tiny: {extends: workspace, limits: {memory: 1Gi}}\n",
+      "/home/ada/src/app/.comet/sandbox.yaml"};
+  auto set = merge({g}, w);
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  ResolveContext c = ctx();
+  c.runtime_dir = "/run/user/1000";
+  auto ws = must(resolve(*set, "workspace", c));
+  EXPECT_TRUE(has(ws.protect, "/home/ada/src/app/Makefile"));
+  EXPECT_TRUE(has(ws.protect, "/home/ada/src/app/Justfile"));
+  EXPECT_EQ(ws.unix_sockets,
+            (std::vector<std::string>{"/run/dbus/system_bus_socket", "/home/ada/.x.sock"}));
+  auto small = must(resolve(*set, "small", c));
+  EXPECT_EQ(small.unix_sockets,
+            (std::vector<std::string>{"/run/dbus/system_bus_socket", "/home/ada/.x.sock",
+                                      "/run/user/1000/bus"}));
+  EXPECT_EQ(small.limits.pids, 64);
+  EXPECT_EQ(small.limits.memory, 512LL << 20);
+  EXPECT_EQ(small.limits.tmp, 64LL << 20);
+  auto tiny = must(resolve(*set, "tiny", c));
+  EXPECT_EQ(tiny.limits.pids, 2048);  // the base's, where not set
+  EXPECT_EQ(tiny.limits.memory, 1LL << 30);
+  auto dev = must(resolve(*set, "devbox", c));
+  EXPECT_FALSE(has(dev.protect, "/home/ada/src/app/Makefile"));
+  EXPECT_TRUE(dev.unix_sockets.empty());
+
+  auto e = [](const std::string& text) {
+    return merge_error({ConfigDoc{text, "s.yaml"}}, std::nullopt);
+  };
+  auto ew = [](const std::string& text) { return merge_error({}, ConfigDoc{text, "ws.yaml"}); };
+  EXPECT_EQ(e("unix_sockets: [/run/docker.sock]\n"),
+            "s.yaml:1:16: unix_sockets[0]: \"/run/docker.sock\" is a container-runtime socket: "
+            "root on the host");
+  EXPECT_EQ(e("profiles:\n  x: {extends: strict, unix_socket: [/a]}\n"),
+            "s.yaml:2:24: profiles.x.unix_socket: unknown field (did you mean \"unix_sockets\"?)");
+  EXPECT_EQ(e("unix_sockets: [dbus]\n"),
+            "s.yaml:1:16: unix_sockets[0]: expected an absolute path or one starting with ~, "
+            "{workspace}, {tmp} or {runtime}, got \"dbus\"");
+  EXPECT_EQ(e("profiles:\n  x: {extends: strict, limits: {pids: 2}}\n"),
+            "s.yaml:2:39: profiles.x.limits.pids: expected an integer 8..32768, got 2");
+  EXPECT_EQ(e("profiles:\n  x: {extends: strict, limits: {memory: lots}}\n"),
+            "s.yaml:2:41: profiles.x.limits.memory: expected a size of at least 16777216 bytes "
+            "(bytes, or with a suffix k M G Ki Mi Gi), got \"lots\"");
+  EXPECT_EQ(e("profiles:\n  x: {extends: strict, limits: {cpu: 1}}\n"),
+            "s.yaml:2:33: profiles.x.limits.cpu: unknown field (known: pids, memory, tmp)");
+  EXPECT_EQ(ew("unix_sockets: [/run/dbus/system_bus_socket]\n"),
+            "ws.yaml:1:15: unix_sockets: only the global and user files can allow unix sockets");
+  EXPECT_EQ(ew("profiles:\n  x:\n    extends: strict\n    unix_sockets: [/a.sock]\n"),
+            "ws.yaml:4:19: unix_sockets: only the global and user files can allow unix sockets");
+  EXPECT_EQ(ew("profiles:\n  x: {extends: strict, limits: {pids: 4096}}\n"),
+            "ws.yaml:2:39: profiles.x.limits.pids: the workspace file can only lower a limit "
+            "(strict: 2048), got 4096");
+  EXPECT_EQ(ew("profiles:\n  x: {extends: workspace, limits: {tmp: 2Gi}}\n"),
+            "ws.yaml:2:41: profiles.x.limits.tmp: the workspace file can only lower a limit "
+            "(workspace: 1073741824), got 2147483648");
+  EXPECT_EQ(ew("profiles:\n  x: {extends: devbox, limits: {tmp: 2Gi}}\n"), "OK");  // host /tmp
 }

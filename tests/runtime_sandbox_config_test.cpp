@@ -197,6 +197,10 @@ TEST(SandboxConfig, WorkspaceFileCannotWeakenLoadedGlobalProfile) {
       "floor:\n  disable: [sudo]\n",
       "deny: []\nprofiles:\n  other: {extends: devbox, write: [/]}\n",
       "hooks: [\"{workspace}/h\"]\nruntime_sockets: [/srv/s.sock]\n",
+      "unix_sockets: [/srv/db.sock]\n",
+      "profiles:\n  big: {extends: strict, limits: {memory: 64Gi}}\n",
+      "protect: [\"{workspace}/Makefile\"]\nprofiles:\n  small: {extends: strict, limits: {pids: "
+      "64}}\n",
   };
   int refused = 0;
   for (const auto& text : attempts) {
@@ -218,8 +222,11 @@ TEST(SandboxConfig, WorkspaceFileCannotWeakenLoadedGlobalProfile) {
     EXPECT_TRUE(after->network_restricted);
     for (const auto& d : before->deny) EXPECT_TRUE(has(after->deny, d)) << d;
     for (const auto& p : before->protect) EXPECT_TRUE(has(after->protect, p)) << p;
+    EXPECT_EQ(after->unix_sockets, before->unix_sockets);
+    EXPECT_EQ(after->limits.pids, before->limits.pids);
+    EXPECT_EQ(after->limits.memory, before->limits.memory);
   }
-  EXPECT_EQ(refused, 4);
+  EXPECT_EQ(refused, 6);
 }
 
 TEST(SandboxConfig, HostFacts) {
@@ -256,4 +263,26 @@ TEST(SandboxConfig, HostFacts) {
   bool usr = false;
   for (const auto& e : top) usr |= e.name == "usr" && e.kind == cap::HostKind::dir;
   EXPECT_TRUE(usr);
+}
+
+// Protect and deny entries with a `*`: expanded up to the last component
+// holding one, the rest appended (there or not) to directories; dot-names
+// match, . and .. do not.
+TEST(SandboxConfig, HostGlob) {
+  TempDir d;
+  const std::string& t = d.path();
+  fs::create_directories(t + "/.git/modules/lib/hooks");
+  fs::create_directories(t + "/.git/modules/.hidden");
+  d.put(".git/modules/file", "x");
+  d.put("etc/ssh_host_rsa_key", "k");
+  d.put("etc/ssh_host_rsa_key.pub", "k");
+  d.put("etc/ssh_host_ed25519_key", "k");
+  EXPECT_EQ(
+      host_glob(t + "/.git/modules/*/hooks"),
+      (std::vector<std::string>{t + "/.git/modules/.hidden/hooks", t + "/.git/modules/lib/hooks"}));
+  EXPECT_EQ(
+      host_glob(t + "/etc/ssh_host_*_key"),
+      (std::vector<std::string>{t + "/etc/ssh_host_ed25519_key", t + "/etc/ssh_host_rsa_key"}));
+  EXPECT_TRUE(host_glob(t + "/.git/worktrees/*/gitdir").empty());
+  EXPECT_TRUE(host_glob(t + "/no-star").empty());
 }

@@ -433,6 +433,9 @@ struct Analysis {
   const AutoAllowContext& ctx;
   std::optional<Match> match;
   std::string unanalysable;  // why a script could not be read ("" when fine)
+  // protected-path-write: absolute paths (a `*` is one component) and the
+  // ones that count only as themselves ({workspace}/.git), not what is below.
+  std::vector<std::string> prot, prot_exact;
 
   bool enabled(const char* id) const {
     return std::find(floor.builtin.begin(), floor.builtin.end(), id) != floor.builtin.end();
@@ -851,6 +854,217 @@ void rule_custom(Analysis& an, const Unwrapped& u) {
   }
 }
 
+// --- protected-path-write -----------------------------------------------------
+
+std::vector<std::string> components(const std::string& p) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i) out.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+// `path` at or below `entry`, whose `*` components match any one component.
+bool at_or_below(const std::string& path, const std::string& entry) {
+  if (entry.find('*') == std::string::npos) return path_under(path, entry);
+  const auto pc = components(path), ec = components(entry);
+  if (pc.size() < ec.size()) return false;
+  for (std::size_t i = 0; i < ec.size(); ++i) {
+    if (fnmatch(ec[i].c_str(), pc[i].c_str(), FNM_PERIOD) != 0) return false;
+  }
+  return true;
+}
+
+// What git reads from any repository, nested ones too: .git/config, hooks,
+// info, and the same of its modules and worktrees.
+bool git_control_path(const std::string& p) {
+  const auto c = components(p);
+  for (std::size_t i = 0; i + 1 < c.size(); ++i) {
+    if (c[i] != ".git") continue;
+    std::size_t k = i + 1;
+    if ((c[k] == "modules" || c[k] == "worktrees") && k + 2 < c.size()) k += 2;
+    if (one_of(c[k], {"config", "config.worktree", "hooks", "info", "gitdir", "commondir"}))
+      return true;
+  }
+  return false;
+}
+
+// A path a command writes: protected, or not known (an expansion).
+std::optional<std::string> protected_target(const Analysis& an, const Word& w,
+                                            const std::optional<std::string>& cwd) {
+  if (w.text.empty()) return std::nullopt;
+  auto p = where(w, cwd, an.ctx);
+  if (!p) {
+    if (w.expansion || w.tilde) return "?" + w.text;  // not known before it runs
+    // A relative path after a cd that cannot be followed: by its name.
+    if (git_control_path(w.text)) return w.text;
+    const std::string rel = detail::normalize_path(w.text).substr(1);
+    for (const std::string& n : protected_workspace_names()) {
+      std::string e = n.back() == '/' ? n.substr(0, n.size() - 1) : n;
+      if (at_or_below("/" + rel, "/" + e)) return w.text;
+    }
+    return std::nullopt;
+  }
+  if (git_control_path(*p)) return *p;
+  for (const std::string& e : an.prot_exact)
+    if (*p == e) return *p;
+  for (const std::string& e : an.prot)
+    if (at_or_below(*p, e)) return *p;
+  return std::nullopt;
+}
+
+// `target` from protected_target(): "?WORD" when the path is not known.
+void hit_protected(Analysis& an, const std::string& what, const std::string& target) {
+  const std::string kinds =
+      "a protected path (git config or hooks, shell start-up files, editor or agent settings) "
+      "the host's tools obey";
+  if (target[0] == '?')
+    an.hit("protected-path-write", what + " writes " + quote(target.substr(1)) +
+                                       ", a path not known before it runs: it could be " + kinds);
+  else
+    an.hit("protected-path-write", what + " writes " + quote(target) + ", " + kinds);
+}
+
+void rule_protected_redirects(Analysis& an, const Simple& s,
+                              const std::optional<std::string>& cwd) {
+  for (const Redirect& r : s.redirects) {
+    if (r.op.find('>') == std::string::npos) continue;
+    // >&N and N>&M duplicate a descriptor; >&- closes one.
+    if (r.op.back() == '&' && !r.target.text.empty() &&
+        (r.target.text == "-" ||
+         std::all_of(r.target.text.begin(), r.target.text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '-'; })))
+      continue;
+    if (auto t = protected_target(an, r.target, cwd)) {
+      hit_protected(an, "a redirection (" + r.op + ")", *t);
+      return;
+    }
+  }
+}
+
+// Commands that write the files their arguments name. Every non-option word
+// is taken as a path (a mode, a sed script or an owner never names a
+// protected file); for sed only with -i.
+void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
+  const auto& v = u.argv;
+  const std::string n = base_name(v[0].text);
+  const bool writer =
+      one_of(n, {"cp",    "mv",    "ln",    "install", "tee",      "touch", "chmod",  "chown",
+                 "chgrp", "rm",    "rmdir", "mkdir",   "truncate", "patch", "unlink", "shred",
+                 "rsync", "unzip", "tar",   "dd",      "sed",      "perl"});
+  if (!writer) return;
+  if (n == "sed" || n == "perl") {
+    const bool in_place = std::any_of(v.begin() + 1, v.end(), [](const Word& w) {
+      return w.text.rfind("--in-place", 0) == 0 ||
+             (w.text.size() >= 2 && w.text[0] == '-' && w.text[1] != '-' &&
+              w.text.find('i') != std::string::npos);
+    });
+    if (!in_place) return;
+  }
+  bool opts = true;
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const Word& w = v[i];
+    Word target = w;
+    if (opts && w.text == "--") {
+      opts = false;
+      continue;
+    }
+    if (n == "dd") {
+      if (w.text.rfind("of=", 0) != 0) continue;
+      target.text = w.text.substr(3);
+    } else if (opts && w.text.size() > 1 && w.text[0] == '-' && !w.expansion) {
+      // -C DIR (tar), -d DIR (unzip), -t DIR (cp, mv, install, ln), --target-directory=DIR
+      auto eq = w.text.find('=');
+      if (eq != std::string::npos && w.text.rfind("--", 0) == 0) {
+        target.text = w.text.substr(eq + 1);
+      } else if (one_of(w.text, {"-C", "-d", "-t", "--directory", "--target-directory"}) &&
+                 i + 1 < v.size()) {
+        target = v[++i];
+      } else {
+        continue;
+      }
+    }
+    if (auto t = protected_target(an, target, cwd)) {
+      hit_protected(an, n, *t);
+      return;
+    }
+  }
+}
+
+// git subcommands that write .git/config (or install hooks).
+void rule_git_config(Analysis& an, const Unwrapped& u) {
+  const auto& v = u.argv;
+  std::size_t i = 1;
+  while (i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
+    i += one_of(v[i].text, {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}) ? 2 : 1;
+  }
+  if (i >= v.size()) return;
+  const std::string sub = v[i].text;
+  std::vector<std::string> rest;
+  for (std::size_t k = i + 1; k < v.size(); ++k) rest.push_back(v[k].text);
+  auto any = [&](std::initializer_list<const char*> names) {
+    return std::any_of(rest.begin(), rest.end(), [&](const std::string& a) {
+      return std::any_of(names.begin(), names.end(), [&](const char* n) {
+        const std::string s = n;
+        return a == s || (s.rfind("--", 0) == 0 && a.rfind(s + "=", 0) == 0);
+      });
+    });
+  };
+  auto first_arg = [&]() -> std::string {
+    for (const auto& a : rest)
+      if (a.empty() || a[0] != '-') return a;
+    return "";
+  };
+  std::string why;
+  if (sub == "config") {
+    const std::string verb = first_arg();
+    const bool get = any({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list",
+                          "--get-color", "--get-colorbool"}) ||
+                     one_of(verb, {"get", "list"});
+    const bool write = any({"--add", "--replace-all", "--unset", "--unset-all", "--rename-section",
+                            "--remove-section", "-e", "--edit"}) ||
+                       one_of(verb, {"set", "unset", "rename-section", "remove-section", "edit"});
+    // NAME alone reads; NAME VALUE [REGEX] sets. Options with a value.
+    std::size_t plain = 0;
+    for (std::size_t k = 0; k < rest.size(); ++k) {
+      const std::string& a = rest[k];
+      if (one_of(a, {"-f", "--file", "--blob", "--type", "--default", "--comment"})) {
+        ++k;
+        continue;
+      }
+      if (!a.empty() && a[0] != '-') ++plain;
+    }
+    if (write || (!get && plain >= 2)) why = "git config sets or edits configuration";
+  } else if (sub == "submodule") {
+    const std::string verb = first_arg();
+    if (one_of(verb, {"add", "init", "update", "set-url", "set-branch", "sync", "deinit",
+                      "absorbgitdirs"}))
+      why = "git submodule " + verb + " writes .gitmodules and .git/config";
+  } else if (sub == "remote") {
+    const std::string verb = first_arg();
+    if (one_of(verb, {"add", "set-url", "rename", "remove", "rm", "set-branches"}))
+      why = "git remote " + verb + " writes .git/config";
+  } else if (sub == "branch") {
+    if (any({"-u", "--set-upstream-to", "--unset-upstream", "-m", "-M", "--move", "-c", "-C",
+             "--copy", "-t", "--track"}))
+      why = "git branch with an upstream, a rename or a copy writes .git/config";
+  } else if (sub == "checkout" || sub == "switch") {
+    if (any({"-t", "--track"})) why = "git " + sub + " --track writes .git/config";
+  } else if (sub == "worktree") {
+    if (first_arg() == "add") why = "git worktree add writes .git/worktrees";
+  } else if (sub == "clone" || sub == "init") {
+    // A fresh repository is harmless (its hooks are *.sample); one with a
+    // template or a config of the caller's choosing is not.
+    if (any({"-c", "--config", "--template", "--separate-git-dir"}))
+      why = "git " + sub + " with a template or config writes hooks or config";
+  }
+  if (!why.empty()) an.hit("protected-path-write", why);
+}
+
 const std::regex& fork_bomb() {
   // name(){ name|name& };name  (any function name, any spacing)
   static const std::regex re(
@@ -865,6 +1079,7 @@ void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cw
 void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& cwd, int depth) {
   if (an.done()) return;
   rule_redirects(an, s);
+  rule_protected_redirects(an, s, cwd);
   // Scripts in $( ), ` ` and <( ) run too.
   for (const Word& w : s.words) {
     for (const std::string& sub : w.subs) analyse_script(an, sub, cwd, depth + 1);
@@ -894,13 +1109,17 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
     return;
   }
   if (n == "rm") rule_rm(an, u, cwd);
-  if (n == "git") rule_git(an, u);
+  if (n == "git") {
+    rule_git(an, u);
+    rule_git_config(an, u);
+  }
   if (n == "chmod" || n == "chown" || n == "chgrp") rule_chmod(an, u, cwd);
   if (n == "dd") rule_dd(an, u);
   if (is_mkfs(n)) an.hit("mkfs", n + " formats or repartitions a disk");
   if (one_of(n, {"sudo", "su", "doas", "pkexec", "run0"}))
     an.hit("sudo", n + " runs a command as another user");
   if (is_shutdown(u)) an.hit("shutdown", n + " stops or restarts the machine");
+  rule_protected_args(an, u, cwd);
   rule_custom(an, u);
   if (an.done()) return;
 
@@ -1025,7 +1244,8 @@ const std::vector<std::string> kBuiltinFloor = {"rm-rf-outside-workspace",
                                                 "mkfs",
                                                 "sudo",
                                                 "shutdown",
-                                                "fork-bomb"};
+                                                "fork-bomb",
+                                                "protected-path-write"};
 
 std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;
@@ -1088,7 +1308,24 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   v.command = argv;
   v.profile = profile.name;
   v.confined = profile.sandboxed;
-  Analysis an{floor, ctx, std::nullopt, ""};
+  Analysis an{floor, ctx, std::nullopt, "", {}, {}};
+  an.prot = profile.protect;
+  an.prot_exact = profile.protect_unless_dir;
+  for (const auto& [dir, names] : {std::pair{&ctx.workspace, &protected_workspace_names()},
+                                   {&ctx.home, &protected_home_names()}}) {
+    if (dir->empty()) continue;
+    for (const std::string& n : *names) {
+      std::string e = *dir + "/" + (n.back() == '/' ? n.substr(0, n.size() - 1) : n);
+      if (std::find(an.prot.begin(), an.prot.end(), e) == an.prot.end()) an.prot.push_back(e);
+    }
+  }
+  if (!ctx.workspace.empty()) {
+    an.prot.push_back(ctx.workspace + "/.comet");
+    an.prot_exact.push_back(ctx.workspace + "/.git");
+  }
+  // Exact-only entries must not also count for what is below them.
+  for (const std::string& e : an.prot_exact)
+    an.prot.erase(std::remove(an.prot.begin(), an.prot.end(), e), an.prot.end());
   if (argv.empty()) {
     v.reason = "no command";
     return v;

@@ -15,13 +15,7 @@ using detail::quote;
 using detail::Reader;
 using detail::suggest;
 
-namespace {
-
-const std::vector<std::string_view> kTopKeys = {
-    "apiVersion", "name",     "version",      "description", "runtime",
-    "tools",      "examples", "capabilities", "profile",     "resources"};
-const std::vector<std::string_view> kResourceKeys = {"pids", "memory", "tmp", "output",
-                                                     "cache_entry"};
+namespace detail {
 
 // "64Mi", "1G", "512k", 1048576: bytes; nullopt for anything else.
 std::optional<long long> parse_size(const std::string& t) {
@@ -44,6 +38,18 @@ std::optional<long long> parse_size(const std::string& t) {
   if (!mul || v > (1LL << 50) / mul) return std::nullopt;
   return v * mul;
 }
+
+}  // namespace detail
+
+using detail::parse_size;
+
+namespace {
+
+const std::vector<std::string_view> kTopKeys = {
+    "apiVersion", "name",     "version",      "description", "runtime",
+    "tools",      "examples", "capabilities", "profile",     "resources"};
+const std::vector<std::string_view> kResourceKeys = {"pids", "memory", "tmp", "output",
+                                                     "cache_entry"};
 
 Result<Resources> parse_resources(const Reader& r, const Field& f) {
   const std::string path = "resources";

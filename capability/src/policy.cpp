@@ -75,16 +75,14 @@ Result<Policy> policy_from_json(std::string_view text) {
         p.deny.push_back(e.get<std::string>());
       }
     } else if (k == "unix") {
-      if (!v.is_object()) return bad("unix: expected an object {\"allow\": [paths]}");
+      const char* want = "unix: expected {\"allow\": [absolute paths]}";
+      if (!v.is_object() || v.size() != 1 || !v.contains("allow") || !v["allow"].is_array())
+        return bad(want);
       std::vector<std::string> allow;
-      for (auto u = v.begin(); u != v.end(); ++u) {
-        if (u.key() != "allow") return bad("unix: unknown key \"" + u.key() + "\"");
-        if (!u.value().is_array()) return bad("unix.allow: expected an array of absolute paths");
-        for (const auto& e : u.value()) {
-          if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>()[0] != '/')
-            return bad("unix.allow: expected an array of absolute paths");
-          allow.push_back(e.get<std::string>());
-        }
+      for (const auto& e : v["allow"]) {
+        if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>()[0] != '/')
+          return bad(want);
+        allow.push_back(e.get<std::string>());
       }
       p.unix_allow = std::move(allow);
     } else if (k == "profile") {

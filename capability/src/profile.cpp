@@ -60,6 +60,56 @@ const Builtin* find_builtin(std::string_view name) {
 const std::vector<std::string> kHookSources = {"~/.comet/hooks", "{config}/comet", "/etc/comet",
                                                "{workspace}/.comet"};
 
+// Protected by every sandboxed profile but devbox (issue 22): what the
+// host's own tools read and obey later, outside any sandbox. A command that
+// could write .git/hooks/pre-commit or `core.fsmonitor` in .git/config would
+// have the user's next `git status` run it unconfined; the same for a
+// filter driver (.gitattributes + config), a shell rc file, direnv's .envrc,
+// and an editor's or agent's settings (tasks, hooks, MCP servers). A
+// trailing "/" marks a directory: the placeholder made when the name is
+// missing is a directory, else an empty file. `*` is one path component
+// (expanded by the runtime). .git itself is special (see resolve()).
+const std::vector<std::string> kProtectedWorkspace = {
+    ".git/config",
+    ".git/config.worktree",
+    ".git/hooks/",
+    ".git/info/",
+    ".git/modules/*/config",
+    ".git/modules/*/hooks/",
+    ".git/modules/*/info/",
+    ".git/worktrees/*/gitdir",
+    ".git/worktrees/*/commondir",
+    ".git/worktrees/*/config.worktree",
+    ".gitmodules",
+    ".gitattributes",
+    ".envrc",
+    ".vscode/",
+    ".idea/",
+    ".claude/",
+    ".cursor/",
+};
+const std::vector<std::string> kProtectedHome = {
+    ".gitconfig",   ".config/git/", ".bashrc",       ".bash_profile", ".bash_login",
+    ".bash_logout", ".profile",     ".zshrc",        ".zshenv",       ".zprofile",
+    ".zlogin",      ".zlogout",     ".config/fish/", ".ssh/",         ".vscode/",
+    ".idea/",       ".claude/",     ".claude.json",  ".cursor/",      ".envrc",
+};
+
+// Denied by every sandboxed profile but devbox: the host's secrets, which no
+// command run for an agent needs to read. /root too, unless the invoking
+// user is root (resolve()).
+const std::vector<std::string> kSecrets = {
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+};
+
 // Container-runtime API sockets: through them a workload could start an
 // unconfined container (issue 7). Hidden in every sandboxed profile but
 // devbox.
@@ -150,7 +200,42 @@ Status add_all(const Expander& x, std::vector<std::string>& out, const std::vect
   return {};
 }
 
+// The built-in protected names under `dir_tok` ("{workspace}" or "~"):
+// into r.protect, and the file ones into r.protect_files.
+Status add_protected(const Expander& x, ResolvedProfile& r, const std::string& dir_tok,
+                     const std::vector<std::string>& names, const std::string& what) {
+  for (const std::string& n : names) {
+    const bool dir = n.back() == '/';
+    TRY(auto e, x.expand(dir_tok + "/" + (dir ? n.substr(0, n.size() - 1) : n), what, true));
+    if (!e) continue;
+    add_unique(r.protect, *e);
+    if (!dir) add_unique(r.protect_files, *e);
+  }
+  return {};
+}
+
 }  // namespace
+
+const std::vector<std::string>& protected_workspace_names() {
+  return kProtectedWorkspace;
+}
+const std::vector<std::string>& protected_home_names() {
+  return kProtectedHome;
+}
+
+ResolvedProfile::Limits builtin_limits(std::string_view builtin) {
+  ResolvedProfile::Limits l;
+  if (builtin == "workspace" || builtin == "read-only" || builtin == "strict") {
+    l.pids = 2048;
+    l.memory = 4LL << 30;
+    l.tmp = 1LL << 30;
+  } else if (builtin == "devbox") {
+    l.pids = 8192;
+    l.memory = 8LL << 30;
+    l.tmp = 0;  // the host's /tmp
+  }
+  return l;
+}
 
 const std::vector<std::string_view>& builtin_profile_names() {
   return kBuiltins;
@@ -192,15 +277,34 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
         TRY(auto e, x.expand(h.path, what + " (hooks from " + h.file + ")"));
         if (e) add_unique(r.protect, *e);
       }
+      // {workspace}/.git: a directory keeps objects/, refs/, index, HEAD
+      // writable (the entries below it are protected one by one); a
+      // "gitdir:" file is protected; a missing one gets a directory
+      // placeholder, so that no repository can be created whose config
+      // the host's git would obey.
+      TRY(auto git, x.expand("{workspace}/.git", what, true));
+      if (git) {
+        add_unique(r.protect, *git);
+        add_unique(r.protect_unless_dir, *git);
+      }
+      TRYV(add_protected(x, r, "{workspace}", kProtectedWorkspace, what));
+      TRYV(add_protected(x, r, "~", kProtectedHome, what));
+      for (const ConfigPath& h : set.protect) {
+        TRY(auto e, x.expand(h.path, what + " (protect from " + h.file + ")"));
+        if (e) add_unique(r.protect, *e);
+      }
     }
     r.network_restricted = base->restricted;
-    r.unix_socket_rule = base->protect_hooks;  // every sandboxed profile but devbox
+    r.limits = builtin_limits(base->name);
     if (custom) {
       TRYV(add_all(x, r.read, custom->read, what));
       TRYV(add_all(x, r.write, custom->write, what));
       TRYV(add_all(x, r.deny, custom->deny, what));
       TRYV(add_all(x, r.protect, custom->protect, what));
       if (custom->network) r.network_restricted = *custom->network == Network::restricted;
+      if (custom->pids) r.limits.pids = *custom->pids;
+      if (custom->memory) r.limits.memory = *custom->memory;
+      if (custom->tmp) r.limits.tmp = *custom->tmp;
     }
     for (const DenyPath& d : set.deny) {
       TRY(auto e, x.expand(d.path, what + " (deny from " + d.file + ")"));
@@ -215,6 +319,25 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
         if (e) add_unique(r.runtime_sockets, *e);
       }
       TRYV(add_all(x, r.runtime_socket_dirs, kRuntimeSocketDirs, what, true));
+      TRYV(add_all(x, r.deny, kSecrets, what));
+      // /root: unless the command runs as root, or works (or lives) there.
+      const bool in_root =
+          detail::path_under(ctx.workspace, "/root") || detail::path_under(ctx.home, "/root");
+      if (ctx.uid != 0 && !in_root) add_unique(r.deny, "/root");
+      r.unix_socket_rule = true;
+      auto add_socket = [&](const std::string& path, const std::string& from) -> Status {
+        TRY(auto e, x.expand(path, what + " (unix_sockets from " + from + ")", true));
+        if (!e) return {};
+        if (is_runtime_socket(*e))
+          return Error::msg(from + ": unix_sockets: " + *e +
+                            " is a container-runtime socket: root on the host");
+        add_unique(r.unix_sockets, *e);
+        return {};
+      };
+      for (const ConfigPath& p : set.unix_sockets) TRYV(add_socket(p.path, p.file));
+      if (custom) {
+        for (const std::string& p : custom->unix_sockets) TRYV(add_socket(p, custom->file));
+      }
     }
     return r;
   } catch (const std::exception& e) {

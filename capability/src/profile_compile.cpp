@@ -16,7 +16,18 @@ using detail::quote;
 namespace {
 
 // What one path gets. Higher wins when two lists name the same path.
-enum class Op { read = 0, write = 1, pin = 2, protect = 3, socket_file = 4, hide = 5, deny = 6 };
+// unix_socket (an allowlisted socket bound back over a hiding mount) is
+// placed by add_unix_sockets() alone, never over an entry at its own path.
+enum class Op {
+  read = 0,
+  write = 1,
+  pin = 2,
+  protect = 3,
+  socket_file = 4,
+  hide = 5,
+  deny = 6,
+  unix_socket = 7
+};
 
 struct Entry {
   std::string path;  // real host path, also the destination inside
@@ -48,6 +59,7 @@ class Planner {
     add_roots();
     add_hidden();
     TRYV(add_protected());
+    add_unix_sockets();
     drop_shadowed();
     build_spec();
     return std::move(plan_);
@@ -82,6 +94,22 @@ class Planner {
       return h;
     }
     return HostPath{HostKind::missing, p, false};
+  }
+
+  // A list with each `*` entry replaced by its expansion (in_.globbed).
+  std::vector<std::string> expanded(const std::vector<std::string>& list) const {
+    std::vector<std::string> out;
+    for (const auto& p : list) {
+      if (p.find('*') == std::string::npos) {
+        if (!contains(out, p)) out.push_back(p);
+        continue;
+      }
+      auto it = in_.globbed.find(p);
+      if (it == in_.globbed.end()) continue;
+      for (const auto& m : it->second)
+        if (!contains(out, m)) out.push_back(m);
+    }
+    return out;
   }
 
   void note(std::string s) {
@@ -172,7 +200,7 @@ class Planner {
   }
 
   void add_hidden() {
-    for (const auto& d : p_.deny) {
+    for (const auto& d : expanded(p_.deny)) {
       HostPath h = fact(d);
       if (h.kind == HostKind::missing) {
         note("deny " + d + ": does not exist on the host; nothing to hide");
@@ -214,23 +242,37 @@ class Planner {
   }
 
   Status add_protected() {
-    std::vector<std::string> list = p_.protect;
-    if (!devbox_) {
-      for (const auto& x : in_.protect)
-        if (!contains(list, x)) list.push_back(x);
-    }
     struct Item {
       std::string path;
       HostPath h;
+      bool file = false;        // missing: an empty-file placeholder
+      bool unless_dir = false;  // {workspace}/.git
     };
     std::vector<Item> items;
-    for (const auto& x : list) items.push_back({x, fact(x)});
+    auto add = [&](const std::string& x, bool file, bool unless_dir) {
+      if (std::none_of(items.begin(), items.end(), [&](const Item& i) { return i.path == x; }))
+        items.push_back({x, fact(x), file, unless_dir});
+    };
+    for (const auto& x : p_.protect) {
+      const bool file = contains(p_.protect_files, x);
+      if (x.find('*') == std::string::npos) {
+        add(x, file, contains(p_.protect_unless_dir, x));
+      } else if (auto g = in_.globbed.find(x); g != in_.globbed.end()) {
+        for (const auto& m : g->second) add(m, file, false);
+      }
+    }
+    if (!devbox_) {
+      for (const auto& x : in_.protect) add(x, false, false);
+    }
     // Shallow first, so that a deeper path sees a protected parent.
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
       return path_depth(a.h.real) < path_depth(b.h.real);
     });
     for (const Item& it : items) {
       const std::string& real = it.h.real;
+      // A .git directory stays writable (objects, refs, index); what in it
+      // the host's git obeys is protected entry by entry.
+      if (it.unless_dir && it.h.kind == HostKind::dir) continue;
       // A symlink in a writable tree could be replaced by the workload,
       // wherever it points now.
       if (it.h.symlink) {
@@ -247,8 +289,8 @@ class Planner {
       HostKind kind = it.h.kind;
       if (kind == HostKind::missing) {
         // The workload must not be able to create it: make it (empty) first.
-        plan_.placeholders.push_back({real, /*dir=*/true});
-        kind = HostKind::dir;
+        plan_.placeholders.push_back({real, /*dir=*/!it.file});
+        kind = it.file ? HostKind::file : HostKind::dir;
       }
       // Pin every directory between the writable root and the path: a
       // mount point cannot be renamed, so the path cannot be moved away and
@@ -267,6 +309,38 @@ class Planner {
     return {};
   }
 
+  // The unix-socket allowlist: a socket the view hides (under the private
+  // /tmp, or below a hidden or denied directory) is bound back at its own
+  // path, so that the rule's allowlist can be reached. A deny or hiding
+  // mount of the socket's own path wins.
+  void add_unix_sockets() {
+    if (!p_.unix_socket_rule) return;
+    for (const auto& s : p_.unix_sockets) {
+      HostPath h = fact(s);
+      if (h.kind != HostKind::socket) {
+        note("unix_sockets " + s + ": " +
+             (h.kind == HostKind::missing ? std::string("does not exist on the host")
+                                          : "a " + std::string(to_string(h.kind))) +
+             "; not bound");
+        continue;
+      }
+      const Entry* hider = covering(h.real, {Op::deny, Op::hide, Op::socket_file});
+      if (hider && hider->path == h.real) {
+        note("unix_sockets " + s + ": hidden by " + hider->why + "; not bound");
+        continue;
+      }
+      // Not visible: under the private /tmp, /dev, or outside strict's list.
+      if (!hider && visible(h.real)) continue;
+      put(h.real, Op::unix_socket, HostKind::socket, "unix socket");
+    }
+  }
+
+  bool holds_unix_socket(const std::string& dir) const {
+    return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
+      return e.op == Op::unix_socket && path_under(e.path, dir) && e.path != dir;
+    });
+  }
+
   // Writes and reads inside a protected or hidden tree, and reads inside a
   // writable one, add nothing: drop them.
   void drop_shadowed() {
@@ -276,7 +350,7 @@ class Planner {
       for (const Entry& o : entries_) {
         if (&o == &e || !path_under(e.path, o.path) || o.path == e.path) continue;
         bool hides = o.op == Op::deny || o.op == Op::hide || o.op == Op::socket_file;
-        if (hides) drop = true;  // nothing shows through a hiding mount
+        if (hides && e.op != Op::unix_socket) drop = true;  // nothing shows through a hiding mount
         if (o.op == Op::protect && (e.op == Op::write || e.op == Op::read || e.op == Op::pin))
           drop = true;
         if (o.op == Op::write && e.op == Op::read) drop = true;
@@ -325,9 +399,15 @@ class Planner {
                          {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}));
     if (read_all_ || contains(p_.read, "/sys"))
       base.push_back(mount("/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"}));
-    if (tmp_private_)
-      base.push_back(
-          mount(in_.tmp, "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777", "size=50%"}));
+    if (tmp_private_) {
+      std::vector<std::string> opts = {"nosuid", "nodev", "mode=1777", "size=50%"};
+      if (p_.limits.tmp > 0) {
+        // A size alone leaves inodes at half the RAM's pages: bound both.
+        opts[3] = "size=" + std::to_string(p_.limits.tmp);
+        opts.push_back("nr_inodes=" + std::to_string(std::max(1024LL, p_.limits.tmp / 4096)));
+      }
+      base.push_back(mount(in_.tmp, "tmpfs", "tmpfs", opts));
+    }
 
     // Parents first; at one depth, by path (a stable config).
     std::vector<Entry> order = entries_;
@@ -353,11 +433,20 @@ class Planner {
         case Op::deny:
         case Op::hide:
           if (e.kind == HostKind::dir) {
-            binds.push_back(
-                mount(e.path, "tmpfs", "tmpfs",
-                      {"ro", "nosuid", "nodev", "noexec",
-                       e.op == Op::deny || e.why == "runtime state" ? "mode=000" : "mode=755",
-                       "size=4k"}));
+            const bool closed = e.op == Op::deny || e.why == "runtime state";
+            if (holds_unix_socket(e.path)) {
+              // The runtime creates the socket's mount point in it, so it
+              // cannot be ro: no write bit instead (the workload holds no
+              // capability), and search only where it was closed, so the
+              // socket can be reached but nothing listed.
+              binds.push_back(mount(
+                  e.path, "tmpfs", "tmpfs",
+                  {"nosuid", "nodev", "noexec", closed ? "mode=111" : "mode=555", "size=4k"}));
+            } else {
+              binds.push_back(mount(e.path, "tmpfs", "tmpfs",
+                                    {"ro", "nosuid", "nodev", "noexec",
+                                     closed ? "mode=000" : "mode=755", "size=4k"}));
+            }
           } else {
             binds.push_back(
                 mount(e.path, "bind", in_.deny_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
@@ -366,6 +455,11 @@ class Planner {
         case Op::socket_file:
           binds.push_back(
               mount(e.path, "bind", in_.socket_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
+          break;
+        case Op::unix_socket:
+          // connect() needs write permission on the inode, not a rw mount.
+          binds.push_back(
+              mount(e.path, "bind", e.path, {"bind", "ro", "nosuid", "nodev", "noexec"}));
           break;
       }
     }
@@ -392,6 +486,13 @@ class Planner {
     deny_all.allow = false;
     deny_all.access = "rwm";
     res.devices.push_back(deny_all);
+    if (p_.limits.pids > 0) res.pids = oci::Pids{p_.limits.pids};
+    if (p_.limits.memory > 0) {
+      oci::Memory mem;
+      mem.limit = p_.limits.memory;
+      mem.swap = p_.limits.memory;  // memory+swap: no swap beyond the limit
+      res.memory = mem;
+    }
     l.resources = std::move(res);
     s.linux_ = std::move(l);
 
@@ -399,10 +500,21 @@ class Planner {
     pol.lockdown = !devbox_;
     pol.network = p_.network_restricted ? NetworkPolicy::none : NetworkPolicy::open;
     pol.profile = p_.name;
-    if (p_.unix_socket_rule) pol.unix_allow = p_.unix_sockets;
+
     // verified unreadable from inside before CMD runs (read-deny verification)
+    // (not a denied directory an allowlisted socket is reached through: it
+    // holds that socket's mount point)
     for (const Entry& e : order)
-      if (e.op == Op::deny) pol.deny.push_back(e.path);
+      if (e.op == Op::deny && !holds_unix_socket(e.path)) pol.deny.push_back(e.path);
+    if (p_.unix_socket_rule) {
+      std::vector<std::string> allow;
+      for (const auto& u : p_.unix_sockets) {
+        std::string real = fact(u).real;
+        if (!contains(allow, real)) allow.push_back(real);
+      }
+      std::sort(allow.begin(), allow.end());
+      pol.unix_allow = std::move(allow);
+    }
     s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(pol);
     s.annotations[std::string(kAnnotationProfile)] = p_.name;
   }

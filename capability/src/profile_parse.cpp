@@ -1,6 +1,7 @@
 // sandbox.yaml parsing and merging (global files, then the workspace file).
 #include <sstream>
 #include "comet/capability/profile.hpp"
+#include "manifest_internal.hpp"
 #include "util.hpp"
 #include "yaml_read.hpp"
 
@@ -14,12 +15,14 @@ using detail::Reader;
 
 namespace {
 
-const std::vector<std::string_view> kTopKeys = {"default", "deny",  "profiles",
-                                                "hooks",   "floor", "runtime_sockets"};
+const std::vector<std::string_view> kTopKeys = {
+    "default", "deny", "profiles", "hooks", "floor", "protect", "runtime_sockets", "unix_sockets"};
 const std::vector<std::string_view> kFloorKeys = {"add", "disable"};
 const std::vector<std::string_view> kFloorRuleKeys = {"id", "command", "reason"};
-const std::vector<std::string_view> kProfileKeys = {"extends", "description", "read",   "write",
-                                                    "deny",    "protect",     "network"};
+const std::vector<std::string_view> kProfileKeys = {"extends", "description",  "read",
+                                                    "write",   "deny",         "protect",
+                                                    "network", "unix_sockets", "limits"};
+const std::vector<std::string_view> kLimitKeys = {"pids", "memory", "tmp"};
 const std::vector<std::string_view> kNetworks = {"open", "restricted"};
 
 std::string at(const std::string& file, Loc l) {
@@ -61,12 +64,67 @@ Result<std::vector<ConfigPath>> config_paths(const Reader& r, const Field& f,
   return out;
 }
 
+// unix_sockets entries: paths as runtime_sockets, and never a container
+// runtime's API socket (that would be root on the host).
+Result<std::vector<ConfigPath>> unix_socket_paths(const Reader& r, const Field& f,
+                                                  const std::string& path) {
+  TRY(auto list, config_paths(r, f, path, true));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (is_runtime_socket(list[i].path))
+      return r.error(list[i].loc, index(path, i),
+                     quote(list[i].path) + " is a container-runtime socket: root on the host");
+  }
+  return list;
+}
+
+Status parse_limits(const Reader& r, const Field& f, const std::string& path, CustomProfile& p) {
+  TRY(auto m, r.map(f, path, kLimitKeys));
+  if (const Field* v = m.get("pids")) {
+    const std::string expected =
+        "an integer " + std::to_string(kMinPids) + ".." + std::to_string(kMaxPids);
+    TRY(long long n, r.integer(*v, child(path, "pids"), expected));
+    if (n < kMinPids || n > kMaxPids)
+      return r.error(v->loc, child(path, "pids"),
+                     "expected " + expected + ", got " + std::to_string(n));
+    p.pids = n;
+    p.pids_loc = v->loc;
+  }
+  struct Size {
+    const char* key;
+    std::optional<long long>* out;
+    Loc* loc;
+    long long min;
+  };
+  for (Size z : {Size{"memory", &p.memory, &p.memory_loc, kMinMemory},
+                 Size{"tmp", &p.tmp, &p.tmp_loc, 1LL << 20}}) {
+    const Field* v = m.get(z.key);
+    if (!v) continue;
+    std::string t;
+    if (auto str = r.string(*v, child(path, z.key)); str.ok()) {
+      t = *str;
+    } else {
+      TRY(long long n, r.integer(*v, child(path, z.key), "a size (bytes, or 64Mi, 1Gi ...)"));
+      t = std::to_string(n);
+    }
+    auto b = detail::parse_size(t);
+    if (!b || *b < z.min)
+      return r.error(v->loc, child(path, z.key),
+                     "expected a size of at least " + std::to_string(z.min) +
+                         " bytes (bytes, or with a suffix k M G Ki Mi Gi), got \"" + t + "\"");
+    *z.out = *b;
+    *z.loc = v->loc;
+  }
+  return {};
+}
+
 struct Doc {
   std::optional<std::string> default_profile;
   Loc default_loc;
   std::vector<DenyPath> deny;
   std::vector<CustomProfile> profiles;
-  std::vector<ConfigPath> runtime_sockets, hooks;
+  std::vector<ConfigPath> runtime_sockets, hooks, protect, unix_sockets;
+  Loc unix_sockets_loc;  // the first unix_sockets key (top-level or a profile's)
+  bool has_unix_sockets = false;
   std::vector<FloorRule> floor;
   std::vector<std::string> floor_disable;
   Loc floor_disable_loc;
@@ -164,6 +222,11 @@ Result<CustomProfile> parse_profile(const Reader& r, const std::string& name, co
   if (const Field* x = m.get("protect")) {
     TRY(p.protect, paths(r, *x, child(path, "protect")));
   }
+  if (const Field* x = m.get("unix_sockets")) {
+    TRY(auto list, unix_socket_paths(r, *x, child(path, "unix_sockets")));
+    for (auto& e : list) p.unix_sockets.push_back(std::move(e.path));
+  }
+  if (const Field* x = m.get("limits")) TRYV(parse_limits(r, *x, child(path, "limits"), p));
   if (const Field* n = m.get("network")) {
     TRY(std::string net, r.string(*n, child(path, "network")));
     if (net == "open") {
@@ -212,11 +275,24 @@ Result<Doc> parse_doc(const ConfigDoc& cd) {
     if (const Field* d = m.get("hooks")) {
       TRY(doc.hooks, config_paths(r, *d, "hooks"));
     }
+    if (const Field* d = m.get("protect")) {
+      TRY(doc.protect, config_paths(r, *d, "protect"));
+    }
+    if (const Field* d = m.get("unix_sockets")) {
+      TRY(doc.unix_sockets, unix_socket_paths(r, *d, "unix_sockets"));
+      doc.unix_sockets_loc = d->loc;
+      doc.has_unix_sockets = true;
+    }
     if (const Field* d = m.get("floor")) TRYV(parse_floor(r, *d, doc));
     if (const Field* ps = m.get("profiles")) {
       TRY(auto entries, r.entries(*ps, "profiles"));
       for (const auto& [name, f] : entries) {
         TRY(CustomProfile p, parse_profile(r, name, f));
+        if (!p.unix_sockets.empty() && !doc.has_unix_sockets) {
+          TRY(auto pm, r.map(f, child("profiles", name), kProfileKeys));
+          doc.unix_sockets_loc = pm.get("unix_sockets")->loc;
+          doc.has_unix_sockets = true;
+        }
         doc.profiles.push_back(std::move(p));
       }
     }
@@ -242,6 +318,29 @@ Status add_floor(ProfileSet& set, Doc& doc, const std::string& filename) {
 void add_lists(ProfileSet& set, Doc& doc) {
   for (auto& p : doc.runtime_sockets) set.runtime_sockets.push_back(std::move(p));
   for (auto& p : doc.hooks) set.hooks.push_back(std::move(p));
+  for (auto& p : doc.protect) set.protect.push_back(std::move(p));
+  for (auto& p : doc.unix_sockets) set.unix_sockets.push_back(std::move(p));
+}
+
+// A workspace file's profile may only lower the limits of what it extends
+// (0 there means none, so any value is lower).
+Status check_lowers(const CustomProfile& p, const std::string& file) {
+  const ResolvedProfile::Limits base = builtin_limits(p.extends);
+  struct L {
+    const char* key;
+    const std::optional<long long>& v;
+    long long base;
+    Loc loc;
+  };
+  for (const L& l :
+       {L{"pids", p.pids, base.pids, p.pids_loc}, L{"memory", p.memory, base.memory, p.memory_loc},
+        L{"tmp", p.tmp, base.tmp, p.tmp_loc}}) {
+    if (l.v && l.base != 0 && *l.v > l.base)
+      return Error::msg(at(file, l.loc) + ": profiles." + p.name + ".limits." + l.key +
+                        ": the workspace file can only lower a limit (" + p.extends + ": " +
+                        std::to_string(l.base) + "), got " + std::to_string(*l.v));
+  }
+  return {};
 }
 
 }  // namespace
@@ -279,6 +378,12 @@ Result<ProfileSet> merge(const std::vector<ConfigDoc>& global_docs,
 
     const ConfigDoc& wd = *workspace_doc;
     TRY(Doc doc, parse_doc(wd));
+    if (doc.has_unix_sockets) {
+      // The allowlist opens sockets the rule would refuse: a repository may
+      // not loosen its own sandbox.
+      return Error::msg(at(wd.filename, doc.unix_sockets_loc) +
+                        ": unix_sockets: only the global and user files can allow unix sockets");
+    }
     if (doc.default_profile) {
       return Error::msg(at(wd.filename, doc.default_loc) +
                         ": default: the workspace file cannot set the default profile");
@@ -290,6 +395,7 @@ Result<ProfileSet> merge(const std::vector<ConfigDoc>& global_docs,
                           " (defined at " + at(it->second.file, it->second.loc) + ")");
       }
       p.from_workspace = true;
+      TRYV(check_lowers(p, wd.filename));
       std::string name = p.name;
       set.custom.emplace(std::move(name), std::move(p));
     }

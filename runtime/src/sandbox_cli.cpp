@@ -112,12 +112,26 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   if (clean_path(g.root) != kDefaultStateRoot) in.hide.push_back(clean_path(g.root));
   in.top_level = host_top_level();
   const cap::ResolvedProfile& r = p.profile;
+  // Entries with a `*` are expanded here (the planner cannot list a
+  // directory), and the matches get facts like any other path.
+  for (const std::vector<std::string>* list : {&r.deny, &r.protect}) {
+    for (const auto& path : *list) {
+      if (path.find('*') != std::string::npos && !in.globbed.count(path))
+        in.globbed[path] = host_glob(path);
+    }
+  }
+  std::vector<std::string> matches;
+  for (const auto& [pattern, list] : in.globbed)
+    matches.insert(matches.end(), list.begin(), list.end());
   const std::vector<const std::vector<std::string>*> lists = {
-      &r.read,     &r.write, &r.deny, &r.protect, &r.runtime_sockets, &r.runtime_socket_dirs,
-      &in.protect, &in.hide};
+      &r.read,         &r.write,           &r.deny,
+      &r.protect,      &r.runtime_sockets, &r.runtime_socket_dirs,
+      &r.unix_sockets, &in.protect,        &in.hide,
+      &matches};
   for (const std::vector<std::string>* list : lists) {
     for (const auto& path : *list) {
-      if (!in.host.count(path)) in.host[path] = host_path(path);
+      if (path.find('*') == std::string::npos && !in.host.count(path))
+        in.host[path] = host_path(path);
     }
   }
   in.host[p.workspace] = host_path(p.workspace);
@@ -432,6 +446,9 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
     j["block_runtime_sockets"] = r.block_runtime_sockets;
     j["runtime_sockets"] = r.runtime_sockets;
     j["runtime_socket_dirs"] = r.runtime_socket_dirs;
+    j["unix_socket_rule"] = r.unix_socket_rule;
+    j["unix_sockets"] = r.unix_sockets;
+    j["limits"] = {{"pids", r.limits.pids}, {"memory", r.limits.memory}, {"tmp", r.limits.tmp}};
     if (plan) {
       j["policy"] = nlohmann::ordered_json::parse(policy);
       j["root"] = "a per-run empty read-only directory holding the host's top-level binds";
@@ -470,6 +487,16 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
       << (r.block_runtime_sockets
               ? "container-runtime sockets hidden: " + join_list(r.runtime_sockets)
               : std::string("not hidden (devbox)"))
+      << "\n";
+  out << "unix       "
+      << (r.unix_socket_rule
+              ? "connect() only to sockets in writable places, and to: " +
+                    (r.unix_sockets.empty() ? std::string("(none)") : join_list(r.unix_sockets))
+              : std::string("any socket (devbox)"))
+      << "\n";
+  out << "limits     pids " << r.limits.pids << ", memory " << r.limits.memory
+      << " bytes (no swap), /tmp "
+      << (r.limits.tmp ? std::to_string(r.limits.tmp) + " bytes" : std::string("the host's"))
       << "\n";
   out << "policy     org.soyaos.comet.policy=" << policy << "\n";
   out << "mounts     (a per-run empty read-only root, then, in order)\n";

@@ -2,6 +2,7 @@
 #include "comet/runtime/sandbox_config.hpp"
 
 #include <dirent.h>
+#include <glob.h>
 #include <limits.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -91,6 +92,7 @@ cap::ResolveContext resolve_context(const Invoker& who, const std::string& works
   c.workspace = workspace;
   c.home = who.home;
   c.tmp = "/tmp";
+  c.uid = who.uid;
   std::string xdg = who.via_sudo ? std::string() : get(env, "XDG_CONFIG_HOME");
   if (!xdg.empty() && xdg[0] == '/')
     c.config_home = clean_path(xdg);
@@ -209,6 +211,35 @@ std::vector<cap::TopEntry> host_top_level() {
   ::closedir(d);
   std::sort(out.begin(), out.end(),
             [](const cap::TopEntry& a, const cap::TopEntry& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<std::string> host_glob(const std::string& pattern) {
+  std::vector<std::string> out;
+  const std::size_t star = pattern.rfind('*');
+  if (star == std::string::npos || pattern.empty() || pattern[0] != '/') return out;
+  const std::size_t end = pattern.find('/', star);
+  const std::string head = pattern.substr(0, end);
+  const std::string tail = end == std::string::npos ? std::string() : pattern.substr(end);
+  glob_t g{};
+  // GLOB_PERIOD: a leading dot is matched by `*` too (a module named .x);
+  // "." and ".." are dropped below.
+  const int flags = GLOB_NOSORT | GLOB_PERIOD | GLOB_NOESCAPE | (tail.empty() ? 0 : GLOB_ONLYDIR);
+  if (::glob(head.c_str(), flags, nullptr, &g) == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+      std::string m = g.gl_pathv[i];
+      if (clean_path(m) != m) continue;  // a "." or ".." component
+      std::string base = m.substr(m.rfind('/') + 1);
+      if (base == "." || base == "..") continue;
+      // With a rest to append, only a directory can hold it (GLOB_ONLYDIR
+      // is a hint).
+      if (!tail.empty() && !is_dir(m)) continue;
+      out.push_back(m + tail);
+    }
+  }
+  ::globfree(&g);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

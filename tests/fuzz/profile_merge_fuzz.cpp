@@ -12,13 +12,16 @@
 //      b. every profile the global set knows (the built-ins, G's custom
 //         profiles and the default "") resolves with W exactly as without W
 //         -- same base, sandboxed flag, read, write, network restriction
-//         and runtime-socket blocking -- except that W's own `deny:`,
-//         `hooks:` and `runtime_sockets:` entries may be added to the deny,
+//         and runtime-socket blocking, the unix-socket rule and its
+//         allowlist, the limits -- except that W's own `deny:`, `hooks:`,
+//         `protect:` and `runtime_sockets:` entries may be added to the deny,
 //         protect and runtime-socket lists (which only removes access):
 //         without-W lists must be subsets of with-W lists, and an
 //         unsandboxed profile's lists are unchanged;
 //      c. a profile that fails to resolve without W fails with W too;
 //      d. merge(G, W) does not change the default profile.
+//      e. a profile W adds has the allowlist of what it extends, and limits
+//         no higher (0 = none).
 //   3. Every resolved path list is absolute, normalised and de-duplicated.
 #include <algorithm>
 #include <cstddef>
@@ -47,7 +50,10 @@ std::string describe(const cap::ResolvedProfile& r) {
   return "name=" + r.name + " base=" + r.base + " sandboxed=" + std::to_string(r.sandboxed) +
          " read=" + join(r.read) + " write=" + join(r.write) + " deny=" + join(r.deny) +
          " protect=" + join(r.protect) + " net_restricted=" + std::to_string(r.network_restricted) +
-         " block_sockets=" + std::to_string(r.block_runtime_sockets);
+         " block_sockets=" + std::to_string(r.block_runtime_sockets) +
+         " unix_rule=" + std::to_string(r.unix_socket_rule) + " unix=" + join(r.unix_sockets) +
+         " limits=" + std::to_string(r.limits.pids) + "/" + std::to_string(r.limits.memory) + "/" +
+         std::to_string(r.limits.tmp);
 }
 
 void check_paths(const std::vector<std::string>& list, const std::string& what) {
@@ -63,17 +69,22 @@ void check_paths(const std::vector<std::string>& list, const std::string& what) 
   }
 }
 
+bool subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return std::all_of(a.begin(), a.end(), [&](const std::string& p) {
+    return std::find(b.begin(), b.end(), p) != b.end();
+  });
+}
+
 void check_resolved(const cap::ResolvedProfile& r) {
   check_paths(r.read, r.name + " read");
   check_paths(r.write, r.name + " write");
   check_paths(r.deny, r.name + " deny");
   check_paths(r.protect, r.name + " protect");
-}
-
-bool subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  return std::all_of(a.begin(), a.end(), [&](const std::string& p) {
-    return std::find(b.begin(), b.end(), p) != b.end();
-  });
+  check_paths(r.unix_sockets, r.name + " unix_sockets");
+  FUZZ_CHECK(subset(r.protect_files, r.protect) && subset(r.protect_unless_dir, r.protect),
+             r.name + ": protect_files/protect_unless_dir not in protect");
+  for (const auto& s : r.unix_sockets)
+    FUZZ_CHECK(!cap::is_runtime_socket(s), r.name + ": a runtime socket allowed: " + s);
 }
 
 const std::vector<cap::ResolveContext>& contexts() {
@@ -132,6 +143,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         a.block_runtime_sockets == b.block_runtime_sockets &&
                         subset(a.runtime_sockets, b.runtime_sockets) &&
                         a.runtime_socket_dirs == b.runtime_socket_dirs && subset(a.deny, b.deny) &&
+                        a.unix_socket_rule == b.unix_socket_rule &&
+                        a.unix_sockets == b.unix_sockets && a.limits.pids == b.limits.pids &&
+                        a.limits.memory == b.limits.memory && a.limits.tmp == b.limits.tmp &&
                         (a.sandboxed || (a.deny == b.deny && a.protect == b.protect));
       FUZZ_CHECK(same, "the workspace file changed profile \"" + name +
                            "\":\nwithout: " + describe(a) + "\nwith:    " + describe(b));
@@ -143,6 +157,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(p.from_workspace, "profile " + name + " only in merge(G, W) not from_workspace");
       auto r = cap::resolve(*gw, name, ctx);
       if (r.ok()) check_resolved(*r);
+      auto base = cap::resolve(*gw, p.extends, ctx);
+      if (!r.ok() || !base.ok()) continue;
+      FUZZ_CHECK(r->unix_sockets == base->unix_sockets,
+                 "workspace profile " + name + " changed the unix-socket allowlist");
+      for (auto [x, y] : {std::pair{r->limits.pids, base->limits.pids},
+                          {r->limits.memory, base->limits.memory},
+                          {r->limits.tmp, base->limits.tmp}})
+        FUZZ_CHECK(y == 0 || (x > 0 && x <= y),
+                   "workspace profile " + name + " raised a limit: " + describe(*r));
     }
   }
   return 0;

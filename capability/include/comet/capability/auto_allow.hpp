@@ -35,6 +35,15 @@
 //   shutdown                  shutdown, reboot, halt, poweroff, telinit,
 //                             init 0/6, systemctl poweroff/reboot/halt/...
 //   fork-bomb                 :(){ :|:& };: and its renamings
+//   protected-path-write      a write to a protected path (the profile's
+//                             protect list and profile.hpp's built-in names
+//                             under the workspace and home; any .git/config,
+//                             hooks or info): a redirection into one, a
+//                             writing command (cp, mv, tee, sed -i, dd of=,
+//                             ...) naming one or a path it cannot know; git
+//                             config that sets, git submodule add/init/
+//                             update, git remote add/set-url, git branch
+//                             -u/-m, git worktree add, git clone -c
 // sandbox.yaml's `floor.add` adds rules (word globs, ProfileSet::floor);
 // `floor.disable` (global files only) turns built-in ones off.
 #pragma once

@@ -48,11 +48,8 @@ struct Policy {
   NetworkPolicy network = NetworkPolicy::open;
   std::string profile;            // informational (sandbox profile name)
   std::vector<std::string> deny;  // paths that must be unreadable inside (verified)
-  // The unix-socket rule ("unix":{"allow":[...]}): when set, a connect()
-  // (or a datagram sent with an address) to a pathname unix socket that is
-  // not on a writable mount of the container and not one of these sockets
-  // is refused with EACCES and reported; an abstract one only reaches a
-  // socket that a process of the container bound (docs/sandbox.md).
+  // The unix-socket rule (sandbox profiles, issue 22): set = on, holding the
+  // sockets it lets through (absolute, sorted). JSON "unix":{"allow":[...]}.
   std::optional<std::vector<std::string>> unix_allow;
   // Derived from the capabilities annotation, never read from the policy
   // annotation: the TCP ports egress allows (declared tcp/http/https entries

@@ -21,9 +21,13 @@
 //       read: [/opt/sdk]            # added to the base's lists
 //       write: ["{workspace}/build"]
 //       deny: [~/.netrc]
-//       protect: ["{workspace}/.git/hooks"]   # readable, never writable
+//       protect: ["{workspace}/tools"]   # readable, never writable
+//       unix_sockets: ["{runtime}/bus"]  # the unix-socket allowlist; global files only
+//       limits: {pids: 512, memory: 2Gi, tmp: 256Mi}  # per key replaces the base's
 //       network: open               # restricted | open; replaces the base's
 //   runtime_sockets: [/srv/ci/dockerd.sock]   # hidden too (beside the built-in list)
+//   unix_sockets: [/run/dbus/system_bus_socket]  # every sandboxed profile; global files only
+//   protect: ["{workspace}/Makefile"]  # every sandboxed profile but devbox
 //   hooks: [/etc/comet/hooks.d]     # hook sources: never writable inside (but devbox)
 //   floor:                          # the permission layer (auto_allow.hpp)
 //     add:
@@ -35,11 +39,12 @@
 // Merging: global files in order (/etc/comet/sandbox.yaml, then
 // $XDG_CONFIG_HOME/comet/sandbox.yaml; finding them is the runtime's job),
 // then the workspace file (.comet/sandbox.yaml), which may only add: new
-// custom profiles, deny paths, runtime sockets, hook dirs and floor rules
-// (each only takes access away). Redefining a built-in or a profile defined
-// earlier, a workspace `default:` or `floor.disable`, is an error naming the
-// profile (or field) and both positions. So no workspace file can make a global or built-in
-// profile weaker (tests prove it over a corpus of workspace files).
+// custom profiles, deny and protect paths, runtime sockets, hook dirs and
+// floor rules (each only takes access away). Redefining a built-in or a
+// profile defined earlier, a workspace `default:`, `floor.disable` or
+// `unix_sockets`, or a workspace profile's limit above its base's, is an
+// error naming the profile (or field) and the position(s). So no workspace file can make a global
+// or built-in profile weaker (tests prove it over a corpus of workspace files).
 #pragma once
 
 #include <map>
@@ -67,7 +72,12 @@ struct CustomProfile {
   std::string description;
   std::vector<std::string> read, write, deny, protect;  // as written (unexpanded)
   std::optional<Network> network;                       // unset: the base's
-  std::string file;                                     // where it is defined
+  std::vector<std::string> unix_sockets;                // global/user files only
+  // limits: {pids, memory, tmp}; each set key replaces the base's. A
+  // workspace file's profile may only lower them.
+  std::optional<long long> pids, memory, tmp;
+  Loc pids_loc, memory_loc, tmp_loc;
+  std::string file;  // where it is defined
   Loc loc;
   bool from_workspace = false;
 };
@@ -99,6 +109,8 @@ struct ProfileSet {
   std::vector<DenyPath> deny;               // applies to every sandboxed profile
   std::vector<ConfigPath> runtime_sockets;  // beside the built-in list
   std::vector<ConfigPath> hooks;            // protected like the config
+  std::vector<ConfigPath> protect;          // every sandboxed profile but devbox
+  std::vector<ConfigPath> unix_sockets;     // the unix-socket allowlist (global files only)
   std::vector<FloorRule> floor;             // added to the built-in floor
   std::vector<std::string> floor_disable;   // built-in floor rule ids (global files only)
 };
@@ -118,6 +130,7 @@ struct ResolveContext {
   std::string tmp;          // absolute; "{tmp}"
   std::string config_home;  // $XDG_CONFIG_HOME; default home/.config
   std::string runtime_dir;  // $XDG_RUNTIME_DIR; optional (user runtime sockets)
+  long long uid = -1;       // the invoking user; -1 unknown. /root is denied unless 0
 };
 
 struct ResolvedProfile {
@@ -125,11 +138,21 @@ struct ResolvedProfile {
   std::string base;       // the built-in it derives from
   bool sandboxed = true;  // false only for off
   // Absolute, normalised, de-duplicated host paths; "/" means everything.
-  std::vector<std::string> read;     // readable (deny wins inside)
-  std::vector<std::string> write;    // writable (deny and protect win inside)
-  std::vector<std::string> deny;     // neither readable nor writable
-  std::vector<std::string> protect;  // readable, never writable (hook and config sources)
-  bool network_restricted = false;   // connect/bind/send* and io_uring refused
+  std::vector<std::string> read;   // readable (deny wins inside)
+  std::vector<std::string> write;  // writable (deny and protect win inside)
+  std::vector<std::string> deny;   // neither readable nor writable
+  // Readable, never writable: hook and config sources, git's config and
+  // hooks, shell rc files, agent and editor config (kProtected*, profile.cpp).
+  // An entry may hold `*` (glob(3), expanded by the runtime:
+  // SandboxInputs::globbed). A missing entry inside a writable tree gets an
+  // empty placeholder: a directory, or a file for the entries also in
+  // `protect_files`. An entry also in `protect_unless_dir` ({workspace}/.git)
+  // is protected only when it is not a directory (a "gitdir:" file, or
+  // missing: a directory placeholder then covers everything below it).
+  std::vector<std::string> protect;
+  std::vector<std::string> protect_files;
+  std::vector<std::string> protect_unless_dir;
+  bool network_restricted = false;  // connect/bind/send* and io_uring refused
   // Container-runtime API sockets (docker, podman, containerd, cri-o,
   // buildkit and the config's runtime_sockets) are made unreachable: every
   // sandboxed profile but devbox. `runtime_socket_dirs` are the runtimes'
@@ -152,6 +175,18 @@ struct ResolvedProfile {
     long long tmp = 0;
   } limits;
 };
+
+// The built-in protected names (issue 22), relative to the workspace and to
+// the home directory; a trailing "/" marks a directory, `*` one component.
+// resolve() adds them to every sandboxed profile but devbox; the auto-allow
+// floor (protected-path-write) asks about writes to them in any profile.
+const std::vector<std::string>& protected_workspace_names();
+const std::vector<std::string>& protected_home_names();
+
+// A built-in's default limits (profile.hpp's table in docs/sandbox.md):
+// workspace, read-only, strict: 2048 pids, 4 GiB, /tmp 1 GiB; devbox: 8192
+// pids, 8 GiB, tmp 0 (the host's /tmp); off and unknown names: none.
+ResolvedProfile::Limits builtin_limits(std::string_view builtin);
 
 // Fail-closed: an unknown name, a missing context path a profile needs, or
 // a path that does not expand to an absolute one is an error. "" resolves

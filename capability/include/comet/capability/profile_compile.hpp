@@ -22,6 +22,13 @@
 //   /proc              a fresh proc; /dev a minimal tmpfs (null zero full
 //                      random urandom tty, pts, shm); /sys a read-only sysfs
 //                      when "/" or /sys is readable
+//   unix_sockets S     the socket allowlist of the unix-socket rule: in the
+//                      policy annotation; a socket the view would hide (under
+//                      the private /tmp, a hidden or denied directory) is
+//                      bound back at its own path, after the hiding mounts
+//   limits             pids -> linux.resources.pids, memory ->
+//                      memory.limit and memory.swap (no swap beyond it), tmp
+//                      -> the private /tmp's size= and nr_inodes=
 //   protect P          rbind + rro over P when P lies in a writable tree;
 //                      every directory between that tree's root and P is
 //                      pinned (bound onto itself, still writable) so that P
@@ -53,7 +60,9 @@
 //                noNewPrivileges, the caller's env minus sandbox_env()'s
 //                dangerous names
 //   annotations  org.soyaos.comet.policy {"lockdown":B,"network":"none"|
-//                "open","profile":NAME}, lockdown false only for devbox;
+//                "open","profile":NAME[,"deny":[...]][,"unix":{"allow":[...]}]},
+//                lockdown false only for devbox, unix exactly when the
+//                profile has the unix-socket rule;
 //                org.soyaos.comet.profile NAME
 #pragma once
 
@@ -101,9 +110,17 @@ struct SandboxInputs {
   std::vector<std::string> protect;
   std::vector<std::string> hide;
   std::vector<TopEntry> top_level;
-  // Facts for every path in the profile's lists and in protect/hide above;
-  // a path without facts is taken as missing.
+  // Facts for every path in the profile's lists and in protect/hide above
+  // (and for every path in `globbed`); a path without facts is taken as
+  // missing.
   std::map<std::string, HostPath> host;
+  // The expansion of every protect or deny entry holding a `*`, keyed by the
+  // entry as the profile holds it: glob(3) of the pattern up to its last
+  // component with a `*`, plus the rest of the pattern (so
+  // {workspace}/.git/modules/*/hooks names the hooks of every module, there
+  // or not). An entry without an expansion, or with an empty one, adds
+  // nothing.
+  std::map<std::string, std::vector<std::string>> globbed;
 };
 
 struct Symlink {

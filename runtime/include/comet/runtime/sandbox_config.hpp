@@ -74,6 +74,11 @@ Result<LoadedConfig> load_sandbox_config(const ConfigPaths& paths);
 // entries. Never fails: an unreadable path is "missing".
 capability::HostPath host_path(const std::string& path);
 std::vector<capability::TopEntry> host_top_level();
+// A protect or deny entry with a `*` (SandboxInputs::globbed): glob(3) of
+// the pattern up to its last component holding a `*`, dot-names included
+// (not . and ..), each match followed by the rest of the pattern; sorted.
+// Matches nothing: empty.
+std::vector<std::string> host_glob(const std::string& pattern);
 
 // The workload's environment: the caller's, with the invoking user's HOME,
 // USER and LOGNAME under sudo (sandbox_env() then drops the dangerous ones).
