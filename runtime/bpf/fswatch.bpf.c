@@ -118,9 +118,12 @@ static __always_inline __u64 reg(const void *regs, int off) {
 
 /* EPERM ENOENT EACCES ENOTDIR EROFS, and EXDEV (-18): a rename or link
  * across mounts, which the kernel refuses before it looks at whether the
- * target is read-only (kept for the two-path calls only, in fs_exit). */
+ * target is read-only (kept for the two-path calls only, in fs_exit); and
+ * EBUSY (-16): a rename onto, or an unlink of, a mount point (a sandbox's
+ * protected path: git's rename of config.lock over .git/config). */
 static __always_inline int wanted(long ret) {
-  return ret == -1 || ret == -2 || ret == -13 || ret == -20 || ret == -30 || ret == -18;
+  return ret == -1 || ret == -2 || ret == -13 || ret == -20 || ret == -30 || ret == -18 ||
+         ret == -16;
 }
 
 /* Argument i (0..4) of the call, from the five loaded up front. */
@@ -341,6 +344,8 @@ int fs_exit(unsigned long long *ctx) {
   struct shape s;
   if (!shape_of(nr, &s)) return 0;
   if (ret == -18 && s.p2 < 0) return 0; /* EXDEV: only a rename or link says it */
+  /* EBUSY: only a rename or link, unlink, unlinkat, rmdir */
+  if (ret == -16 && s.p2 < 0 && nr != 87 && nr != 263 && nr != 84) return 0;
   if (s.rd == EXEC && ret != -13 && ret != -2) return 0; /* an exec: EACCES (Landlock's), ENOENT */
   __u64 a[5] = {reg(regs, DI), reg(regs, SI), reg(regs, DX), reg(regs, R10), reg(regs, R8)};
   /* A datagram to a path: its address where connect's is (args 1 and 2).

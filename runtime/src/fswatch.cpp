@@ -532,8 +532,18 @@ std::optional<FsViolation> classify_sandbox(int nr, int err, Kind k, const FsPat
     v.err = err;
     return v;
   };
-  const bool refused_write =
-      k == Kind::write && (err == EROFS || err == EACCES || err == EPERM || err == EXDEV);
+  // EBUSY: a rename onto, or an unlink of, a mount point (a protected path
+  // or a pinned parent of one).
+  const bool refused_write = k == Kind::write && (err == EROFS || err == EACCES || err == EPERM ||
+                                                  err == EXDEV || err == EBUSY);
+  // A protected path named by either path first (a rename's target is the
+  // second), then a denied one, then a write outside the writable places.
+  if (refused_write)
+    for (const FsPath* p : {&path, &path2}) {
+      if (p->path.empty() || !p->known || p->cut || p->opaque) continue;
+      const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
+      if (const std::string* pr = under_any(view.protect, judged)) return make(judged, pr, true);
+    }
   for (const FsPath* p : {&path, &path2}) {
     if (p->path.empty()) continue;
     if (!p->known || p->cut || p->opaque) {
@@ -543,9 +553,7 @@ std::optional<FsViolation> classify_sandbox(int nr, int err, Kind k, const FsPat
     const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
     if (err == EACCES)
       if (const std::string* d = under_any(view.deny, judged)) return make(judged, d, false);
-    if (!refused_write) continue;
-    if (const std::string* pr = under_any(view.protect, judged)) return make(judged, pr, true);
-    if (!under_any(view.writable, judged)) return make(judged, nullptr, true);
+    if (refused_write && !under_any(view.writable, judged)) return make(judged, nullptr, true);
   }
   return std::nullopt;
 }
@@ -558,6 +566,11 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
   // looks at a read-only target); judged like any other write of the two.
   const bool two_paths = nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2 ||
                          nr == SYS_link || nr == SYS_linkat;
+  if (view.sandbox) {
+    const Kind sk = kind_of(nr, flags);
+    if (sk == Kind::skip) return std::nullopt;
+    return classify_sandbox(nr, err, sk, path, path2, view);
+  }
   if (err != EPERM && err != ENOENT && err != EACCES && err != ENOTDIR && err != EROFS &&
       !(err == EXDEV && two_paths))
     return std::nullopt;
@@ -600,7 +613,6 @@ std::optional<FsViolation> classify_fs(int nr, std::uint64_t flags, int err, con
       return make(abs, &d, k);
     return std::nullopt;
   };
-  if (view.sandbox) return classify_sandbox(nr, err, k, path, path2, view);
   for (const FsPath* p : {&path, &path2}) {
     if (p->path.empty()) continue;  // an fd-relative call (AT_EMPTY_PATH, utimensat(fd, NULL))
     const std::string& where = p->resolved.empty() ? p->path : p->resolved;

@@ -499,6 +499,9 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       // read (another thread rewrote the path between the two): then here,
       // named by the path as the program at sys_exit read it.
       if (rec.nr == SYS_execve || rec.nr == SYS_execveat) {
+        // No exec lock (a sandbox profile): a failed exec is only a failed
+        // exec (a PATH search's ENOENT), never a refusal of the policy's.
+        if (!r.lockdown.exec_lock) return;
         const int t = static_cast<int>(rec.tid);
         violations::Event e;
         e.container = container;

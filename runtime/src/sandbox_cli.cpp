@@ -333,7 +333,15 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   l.owner_gid = p.who.gid;
   l.fs_view.writable = p.profile.write;
   l.fs_view.writable.push_back(in.tmp);  // the private /tmp (devbox: the host's, in write)
-  l.fs_view.protect = p.profile.protect;
+  // What is protected as planned: not a protect_unless_dir entry that is a
+  // directory ({workspace}/.git: its entries are protected one by one).
+  for (const auto& pr : p.profile.protect) {
+    const bool dir_kept =
+        std::find(p.profile.protect_unless_dir.begin(), p.profile.protect_unless_dir.end(), pr) !=
+            p.profile.protect_unless_dir.end() &&
+        in.host.count(pr) && in.host.at(pr).kind == cap::HostKind::dir;
+    if (!dir_kept) l.fs_view.protect.push_back(pr);
+  }
   l.fs_view.protect.insert(l.fs_view.protect.end(), in.protect.begin(), in.protect.end());
   l.fs_view.deny = p.profile.deny;
   l.fs_view.deny.insert(l.fs_view.deny.end(), in.hide.begin(), in.hide.end());
