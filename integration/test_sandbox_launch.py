@@ -3,8 +3,8 @@ docs/sandbox.md): signals reach the command through its init, the sandbox
 dies with the runtime and leaves nothing behind, limits hold, and the
 command keeps the caller's terminal while TIOCSTI is refused.
 
-Limits are set with the COMET_SANDBOX_LIMITS test hook until the profiles
-carry them."""
+Limits come from a custom profile's `limits:` (the built-ins' defaults are
+far above what a test can reach quickly)."""
 from __future__ import annotations
 
 import json
@@ -41,6 +41,12 @@ def launch(rt, workdir, ws, runtime_binary):
     state root, cgroups and mounts must be clean."""
     procs: list[subprocess.Popen] = []
     logs: list[str] = []
+
+    (workdir / "global.yaml").write_text(
+        "profiles:\n"
+        "  pids16: {extends: workspace, limits: {pids: 16}}\n"
+        "  mem64: {extends: workspace, limits: {memory: 64Mi}}\n"
+        "  tmp2: {extends: workspace, limits: {tmp: 2Mi}}\n")
 
     def argv_env(*cmd, profile=None, env=None, args=()):
         e = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
@@ -166,10 +172,10 @@ def test_untrapped_sigterm_ends_the_command(launch):
 def test_sigkill_of_the_runtime_leaves_nothing(launch, ws, rt):
     # A protect placeholder (<workspace>/.comet, made empty for the run) and
     # limits (cgroups) are what a killed runtime could leave behind.
-    p = launch.spawn("sh", "-c", "sleep 300 & echo ready; wait",
-                     env={"COMET_SANDBOX_LIMITS": "pids=64,memory=268435456"})
+    p = launch.spawn("sh", "-c", "sleep 300 & echo ready; wait")  # default limits: cgroups
     wait_line(p, "ready")
     assert (ws / ".comet").is_dir()  # made for the run
+    assert (ws / ".envrc").is_file()  # a file placeholder too
     inside = descendants(p.pid)
     assert len(inside) >= 3, inside  # init, sh, sleep (and the guardian)
     p.kill()
@@ -178,23 +184,58 @@ def test_sigkill_of_the_runtime_leaves_nothing(launch, ws, rt):
     while any(alive(q) for q in inside) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [q for q in inside if alive(q)]
-    while (ws / ".comet").exists() and time.monotonic() < deadline:
+    while ((ws / ".comet").exists() or (ws / ".envrc").exists()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not (ws / ".comet").exists()
+    assert not (ws / ".comet").exists() and not (ws / ".envrc").exists()
     # the fixture checks the state root, cgroups and mounts
 
 
 def test_placeholder_is_removed_after_a_run(launch, ws):
     res = launch("/bin/true")
     assert res.returncode == 0
-    assert not (ws / ".comet").exists()
+    assert sorted(os.listdir(ws)) == []
+
+
+def test_a_placeholder_the_host_wrote_to_is_kept(launch, ws):
+    # The placeholder is the host's file while the run lasts: a user (or
+    # an editor) that writes it keeps what it wrote.
+    p = launch.spawn("sh", "-c", "echo ready; sleep 2")
+    wait_line(p, "ready")
+    (ws / ".envrc").write_text("export A=1\n")
+    p.communicate(timeout=20)
+    assert (ws / ".envrc").read_text() == "export A=1\n"
+    os.unlink(ws / ".envrc")
+
+
+def test_job_control_stops_and_resumes_the_sandbox(launch):
+    p = launch.spawn(PY, "-c", "import time\nfor i in range(400):\n"
+                     "  print('tick', i, flush=True); time.sleep(0.05)\n")
+    wait_line(p, "tick")
+
+    def in_sandbox(pid):  # its own pid namespace (not the guardian)
+        with open(f"/proc/{pid}/status") as f:
+            return any(l.startswith("NSpid:") and len(l.split()) > 2 for l in f)
+    inside = [q for q in descendants(p.pid) if in_sandbox(q)]
+    assert len(inside) >= 2, inside  # the init and python
+    p.send_signal(signal.SIGTSTP)
+    deadline = time.monotonic() + 5
+    def state(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    while time.monotonic() < deadline and state(p.pid) != "T":
+        time.sleep(0.05)
+    assert state(p.pid) == "T", "the runtime did not stop"
+    assert all(state(q) == "T" for q in inside if alive(q)), [state(q) for q in inside]
+    p.send_signal(signal.SIGCONT)
+    wait_line(p, "tick")  # ticking again
+    p.kill()
 
 
 def test_pids_limit_holds(launch):
     script = ("import os,time\nn=0\ntry:\n  for i in range(200):\n"
               "    if os.fork()==0:\n      time.sleep(5); os._exit(0)\n    n+=1\n"
               "except OSError as e:\n  print('stopped', n, e.errno)\n")
-    res = launch(PY, "-c", script, env={"COMET_SANDBOX_LIMITS": "pids=16"})
+    res = launch(PY, "-c", script, profile="pids16")
     assert res.returncode == 0, res.stderr
     words = res.stdout.split()
     assert words[0] == "stopped", res.stdout
@@ -204,23 +245,16 @@ def test_pids_limit_holds(launch):
 def test_memory_limit_holds(launch):
     script = ("b=[]\nfor i in range(64):\n  b.append(bytearray(8<<20))\n"
               "print('allocated', flush=True)\n")
-    res = launch(PY, "-c", script, env={"COMET_SANDBOX_LIMITS": "memory=67108864"})
+    res = launch(PY, "-c", script, profile="mem64")
     assert "allocated" not in res.stdout
     assert res.returncode in (137, 1), (res.returncode, res.stderr)
 
 
 def test_tmp_size_holds(launch):
     res = launch("dd", "if=/dev/zero", "of=/tmp/f", "bs=1M", "count=8",
-                 env={"COMET_SANDBOX_LIMITS": "tmp=2m"})
+                 profile="tmp2")
     assert res.returncode != 0
     assert "No space left" in res.stderr
-
-
-def test_no_limit_makes_no_cgroup(launch):
-    res = launch(PY, "-c", "print(open('/proc/self/cgroup').read())")
-    assert res.returncode == 0, res.stderr
-    ids = sandbox_ids(res.stderr)
-    assert ids and not any(i in res.stdout for i in ids)
 
 
 PTY_PROBE = r'''
@@ -236,8 +270,11 @@ print("tty:%s" % os.isatty(0), flush=True)
 '''
 
 
-def test_terminal_io_while_tiocsti_is_refused(launch):
-    argv, env = launch.argv_env(PY, "-c", PTY_PROBE)
+@pytest.mark.parametrize("profile", ["workspace", "read-only", "strict"])
+def test_terminal_io_while_tiocsti_is_refused(launch, profile):
+    # The attack of issue 22 item 2: text pushed into the caller's terminal
+    # runs as the caller once the sandbox has ended. Through a real pty.
+    argv, env = launch.argv_env(PY, "-c", PTY_PROBE, profile=profile)
     pid, master = pty.fork()
     if pid == 0:
         os.execve(argv[0], argv, env)
@@ -262,6 +299,9 @@ def test_terminal_io_while_tiocsti_is_refused(launch):
     assert "echo:hello" in text, text
     assert "tiocsti:refused" in text, text
     assert "tty:True" in text, text
+    # Nothing was pushed: the line discipline would have echoed an "x" as
+    # input, before the probe's own output of the refusal.
+    assert "xtiocsti" not in text and "\r\nx" not in text.split("tiocsti:")[0], text
 
 
 def test_refused_actions_are_summarised_and_delivered(launch, workdir):

@@ -179,34 +179,6 @@ void sweep_stale(const Globals& g) {
   }
 }
 
-// COMET_SANDBOX_LIMITS=pids=N,memory=BYTES,tmp=SIZE: a test hook until the
-// profiles carry limits (capability/profile.hpp ResolvedProfile::limits):
-// set on the planned spec as the planner will set them.
-Status test_limits(oci::Spec& spec, const std::string& tmp) {
-  const char* e = std::getenv("COMET_SANDBOX_LIMITS");
-  if (!e || !*e) return ok();
-  for (const auto& kv : split(e, ',')) {
-    auto eq = kv.find('=');
-    std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    if (!spec.linux_) spec.linux_.emplace();
-    auto& lx = *spec.linux_;
-    if (!lx.resources) lx.resources.emplace();
-    if (k == "pids") {
-      lx.resources->pids.emplace().limit = std::atoll(v.c_str());
-    } else if (k == "memory") {
-      auto& m = lx.resources->memory.emplace();
-      m.limit = std::atoll(v.c_str());
-      m.swap = m.limit;
-    } else if (k == "tmp") {
-      for (auto& m : spec.mounts)
-        if (m.destination == tmp && m.type == "tmpfs") m.options.push_back("size=" + v);
-    } else {
-      return Error::msg("COMET_SANDBOX_LIMITS: unknown " + k);
-    }
-  }
-  return ok();
-}
-
 int exit_for(const Error& e) {
   const std::string m = e.what();
   bool exec = m.find("exec: \"") != std::string::npos;
@@ -323,7 +295,6 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   cap::SandboxInputs in = plan_inputs(g, p, l.skeleton_dir, o.args, env);
   auto plan = cap::compile_profile(p.profile, in);
   if (!plan.ok()) return exit_for(plan.error());
-  if (Status st = test_limits(plan->spec, in.tmp); !st.ok()) return exit_for(st.error());
   l.spec = std::move(plan->spec);
   l.rootfs = in.root_dir;
   l.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
