@@ -84,7 +84,7 @@ mv .git/config .git/config.old; echo "mvconfig=$?"
 printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > .git/config.worktree; echo "worktree=$?"
 printf '[filter "x"]\\n\\tclean = touch {marker}\\n' >> .git/info/attributes; echo "info=$?"
 echo '* filter=x diff=x' > .gitattributes; echo "gitattributes=$?"
-printf '[submodule "s"]\\n\\tpath = s\\n\\turl = ext::sh -c touch% {marker}\\n' > .gitmodules; echo "gitmodules=$?"
+printf '[submodule "s"]\\n\\tpath = s\\n\\turl = ext::sh -c touch%% {marker}\\n' > .gitmodules; echo "gitmodules=$?"
 """
     res, evs = sandbox(repo, attack, profile)
     for step in ("fsmonitor", "hookspath", "hook", "hook2", "mvhooks", "mvconfig", "worktree",
