@@ -252,3 +252,32 @@ def test_a_datagram_to_a_host_socket_is_refused(sbx, ws, hostdir):
     finally:
         host.close()
         own.close()
+
+
+def test_an_allowlisted_socket_is_reached_and_a_workspace_file_cannot_allowlist(sbx, ws, hostdir):
+    # The allowlist is the global or user file's; a repository's own file
+    # cannot open a socket (it may only take access away).
+    allowed = hostdir / "agent.sock"
+    other = hostdir / "other.sock"
+    la, lo = UnixListener(allowed), UnixListener(other)
+    try:
+        os.chmod(allowed, 0o777)
+        os.chmod(other, 0o777)
+        res, evs = sbx(CONNECT, str(allowed), str(other), profile="workspace",
+                       config=f"unix_sockets: [{allowed}]\n")
+        got = {r["p"]: r for r in lines(res)}
+        assert got[str(allowed)]["ok"], got
+        assert not got[str(other)]["ok"] and got[str(other)]["errno"] == "EACCES", got
+        assert la.accepted == 1 and lo.accepted == 0
+        (ws / ".comet").mkdir()
+        (ws / ".comet" / "sandbox.yaml").write_text(f"unix_sockets: [{other}]\n")
+        try:
+            res, _ = sbx(CONNECT, str(other), profile="workspace")
+            assert res.rc == 125 and "unix_sockets" in res.err, res.err
+            assert lo.accepted == 0
+        finally:
+            (ws / ".comet" / "sandbox.yaml").unlink()
+            (ws / ".comet").rmdir()
+    finally:
+        la.close()
+        lo.close()
