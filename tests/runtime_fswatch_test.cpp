@@ -482,6 +482,61 @@ TEST_F(FsResolve, AnUnknownPathIsLeftAlone) {
   EXPECT_EQ(p.resolved, "");
 }
 
+// A sandbox profile's view (docs/sandbox.md): writes refused under a
+// protected path or outside the writable places, reads refused under a
+// denied one; a missing file is only missing.
+FsView sandbox_view() {
+  FsView v;
+  v.sandbox = true;
+  v.writable = {"/ws", "/tmp"};
+  v.protect = {"/ws/.git/config", "/ws/.git/hooks", "/ws/.envrc"};
+  v.deny = {"/etc/shadow", "/run/comet-runtime"};
+  v.cwd = "/ws";
+  return v;
+}
+
+std::optional<FsViolation> sb(int nr, std::uint64_t flags, int err, const std::string& p,
+                              const std::string& p2 = "") {
+  auto at_ws = [](const std::string& x) {
+    return absolute_in_task(0, AT_FDCWD, x, FsCwd{}, "/ws");
+  };
+  return classify_fs(nr, flags, err, at_ws(p), at_ws(p2), sandbox_view());
+}
+
+TEST(FsClassifySandbox, ARefusedWriteUnderAProtectedPathNamesIt) {
+  auto v = sb(SYS_openat, O_WRONLY | O_CREAT, EROFS, ".git/hooks/pre-commit");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->surface, "fs.write");
+  EXPECT_EQ(v->requested, "/ws/.git/hooks/pre-commit");
+  EXPECT_EQ(v->matched_entry, "/ws/.git/hooks");
+  // git's rename of its lock over .git/config: EBUSY, the target named
+  auto r = sb(SYS_rename, 0, EBUSY, ".git/config.lock", ".git/config");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->requested, "/ws/.git/config");
+  EXPECT_EQ(r->matched_entry, "/ws/.git/config");
+}
+
+TEST(FsClassifySandbox, WritesOutsideTheWritablePlacesAndDeniedReads) {
+  auto v = sb(SYS_unlink, 0, EROFS, "/etc/hostname");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->surface, "fs.write");
+  EXPECT_FALSE(v->matched_entry);
+  auto d = sb(SYS_openat, O_RDONLY, EACCES, "/etc/shadow");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->surface, "fs.read");
+  EXPECT_EQ(d->matched_entry, "/etc/shadow");
+}
+
+TEST(FsClassifySandbox, OrdinaryFailuresAreNotViolations) {
+  EXPECT_FALSE(sb(SYS_openat, O_RDONLY, ENOENT, "/usr/share/missing"));
+  EXPECT_FALSE(sb(SYS_openat, O_RDONLY, ENOENT, "/ws/.envrc"));  // reading is allowed
+  // a file of the workspace the user's own mode bits refuse
+  EXPECT_FALSE(sb(SYS_openat, O_WRONLY, EACCES, "/ws/readonly.txt"));
+  EXPECT_FALSE(sb(SYS_openat, O_WRONLY, EACCES, "/tmp/x"));
+  EXPECT_FALSE(sb(SYS_execve, 0, ENOENT, "/usr/local/bin/bash"));
+  EXPECT_FALSE(sb(SYS_connect, 0, EACCES, "/run/docker.sock"));  // the unix-socket rule's own
+}
+
 }  // namespace
 }  // namespace comet::runtime
 
