@@ -1,5 +1,6 @@
 #include "comet/egress/nft_load.hpp"
 
+#include <dlfcn.h>
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
@@ -15,12 +16,60 @@
 #include "comet/egress/proc.hpp"
 
 namespace comet::egress {
+namespace {
+
+// libnftables is loaded on first use, not linked: with its libnftnl, libmnl,
+// libxtables, libjansson and libgmp it is six of the shared objects the
+// dynamic loader would otherwise map and relocate at every start of
+// comet-runtime, while only a container with an egress allowlist calls it.
+struct NftLib {
+  decltype(&::nft_ctx_new) ctx_new = nullptr;
+  decltype(&::nft_ctx_free) ctx_free = nullptr;
+  decltype(&::nft_ctx_buffer_output) buffer_output = nullptr;
+  decltype(&::nft_ctx_buffer_error) buffer_error = nullptr;
+  decltype(&::nft_ctx_get_error_buffer) get_error_buffer = nullptr;
+  decltype(&::nft_run_cmd_from_buffer) run_cmd_from_buffer = nullptr;
+  std::string error;  // why it could not be loaded; empty when loaded
+};
+
+template <typename F>
+bool bind_sym(void* h, const char* name, F& f, std::string& error) {
+  f = reinterpret_cast<F>(::dlsym(h, name));
+  if (!f && error.empty()) error = std::string("dlsym ") + name + ": " + ::dlerror();
+  return f != nullptr;
+}
+
+const NftLib& nft_lib() {
+  static const NftLib lib = [] {
+    NftLib l;
+    // The handle stays open for the life of the process (contexts may be
+    // freed at exit).
+    void* h = ::dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = ::dlerror();
+      l.error = std::string("dlopen libnftables.so.1: ") + (e ? e : "unknown error");
+      return l;
+    }
+    bind_sym(h, "nft_ctx_new", l.ctx_new, l.error);
+    bind_sym(h, "nft_ctx_free", l.ctx_free, l.error);
+    bind_sym(h, "nft_ctx_buffer_output", l.buffer_output, l.error);
+    bind_sym(h, "nft_ctx_buffer_error", l.buffer_error, l.error);
+    bind_sym(h, "nft_ctx_get_error_buffer", l.get_error_buffer, l.error);
+    bind_sym(h, "nft_run_cmd_from_buffer", l.run_cmd_from_buffer, l.error);
+    return l;
+  }();
+  return lib;
+}
+
+}  // namespace
 
 Result<Nft> Nft::open() {
+  const NftLib& lib = nft_lib();
+  if (!lib.error.empty()) return Error::msg(lib.error);
   Nft n;
-  n.ctx_ = nft_ctx_new(NFT_CTX_DEFAULT);
+  n.ctx_ = lib.ctx_new(NFT_CTX_DEFAULT);
   if (!n.ctx_) return Error::msg("nft_ctx_new failed");
-  if (nft_ctx_buffer_error(n.ctx_) != 0 || nft_ctx_buffer_output(n.ctx_) != 0)
+  if (lib.buffer_error(n.ctx_) != 0 || lib.buffer_output(n.ctx_) != 0)
     return Error::msg("nft_ctx_buffer_error failed");
   return n;
 }
@@ -29,13 +78,13 @@ Status Nft::run(const std::string& script) {
   if (script.empty()) return ok();
   int saved = errno;
   errno = 0;
-  int r = nft_run_cmd_from_buffer(ctx_, script.c_str());
+  int r = nft_lib().run_cmd_from_buffer(ctx_, script.c_str());
   int e = errno;
   errno = saved;
   if (r != 0) {
     // libnftables' message is several lines (the error, the input line, a
     // caret line); errors here are one line: the first, and the input.
-    std::string text = nft_ctx_get_error_buffer(ctx_);
+    std::string text = nft_lib().get_error_buffer(ctx_);
     std::vector<std::string> lines;
     for (std::size_t pos = 0; pos < text.size();) {
       std::size_t end = text.find('\n', pos);
@@ -57,13 +106,13 @@ Status Nft::run(const std::string& script) {
 Nft::Nft(Nft&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)) {}
 Nft& Nft::operator=(Nft&& o) noexcept {
   if (this != &o) {
-    if (ctx_) nft_ctx_free(ctx_);
+    if (ctx_) nft_lib().ctx_free(ctx_);
     ctx_ = std::exchange(o.ctx_, nullptr);
   }
   return *this;
 }
 Nft::~Nft() {
-  if (ctx_) nft_ctx_free(ctx_);
+  if (ctx_) nft_lib().ctx_free(ctx_);
 }
 
 Status loopback_up() {

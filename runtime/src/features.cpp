@@ -1,6 +1,5 @@
 // `features`: what this runtime implements, and nothing more
 // (runtime-spec features.md). containerd reads it to decide what to ask for.
-#include <libmount/libmount.h>
 #include <seccomp.h>
 #include <sys/capability.h>
 
@@ -10,6 +9,7 @@
 #include "comet/oci/state.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
+#include "comet/runtime/mount_optmap.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
 namespace comet::runtime {
@@ -20,10 +20,7 @@ std::string features_json() {
   f.oci_version_max = oci_version();
   f.hooks = {"prestart",       "createRuntime", "createContainer",
              "startContainer", "poststart",     "poststop"};
-  for (const libmnt_optmap* m = mnt_get_builtin_optmap(MNT_LINUX_MAP); m && m->name; m++) {
-    if (std::strchr(m->name, '=')) continue;
-    f.mount_options.emplace_back(m->name);
-  }
+  for (const MountOptName& m : linux_mount_opts()) f.mount_options.emplace_back(m.name);
   for (const char* o :
        {"bind", "rbind", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec", "rexec",
         "rnodiratime", "rdiratime", "rnoatime", "rstrictatime", "rrelatime"})

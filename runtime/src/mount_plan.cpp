@@ -1,10 +1,11 @@
-// Pure: OCI mounts -> MountOps. libmount is used only for its option table.
-#include <libmount/libmount.h>
+// Pure: OCI mounts -> MountOps, with libmount's option names
+// (mount_optmap.hpp).
 #include <linux/mount.h>
 #include <sys/mount.h>
 
 #include <cstring>
 
+#include "comet/runtime/mount_optmap.hpp"
 #include "comet/runtime/mounts.hpp"
 #include "comet/runtime/sys.hpp"
 
@@ -36,12 +37,9 @@ constexpr RecAttr kRecAttrs[] = {
     {"rrelatime", MOUNT_ATTR_RELATIME, false},
 };
 
-const libmnt_optmap* find_opt(const std::string& name) {
-  for (const libmnt_optmap* m = mnt_get_builtin_optmap(MNT_LINUX_MAP); m && m->name; m++) {
-    // Entries with a value ("name=") never match a bare flag option.
-    if (std::strchr(m->name, '=')) continue;
-    if (name == m->name) return m;
-  }
+const MountOptName* find_opt(const std::string& name) {
+  for (const MountOptName& m : linux_mount_opts())
+    if (name == m.name) return &m;
   return nullptr;
 }
 
@@ -73,13 +71,13 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       }
     }
     if (rec) continue;
-    if (const libmnt_optmap* m = find_opt(opt)) {
-      unsigned long f = static_cast<unsigned long>(m->id);
+    if (const MountOptName* m = find_opt(opt)) {
+      unsigned long f = m->flag;
       if (f & kPropagation) {
         o.propagation = f;  // includes MS_REC for the r* forms
         continue;
       }
-      if (m->mask & MNT_INVERT)
+      if (m->invert)
         o.flags &= ~f;
       else
         o.flags |= f;

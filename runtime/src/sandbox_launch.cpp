@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -286,18 +288,24 @@ struct LaunchCleanup {
   pid_t init = -1;                   // our child, killed and reaped on failure
   Guardian* guardian = nullptr;
   std::uint64_t fs_cgroup = 0;  // watched (fswatch.hpp): unwatched again (idempotent)
-  ~LaunchCleanup() {
-    if (fs_cgroup) fswatch_unwatch(fs_cgroup);
+  ~LaunchCleanup() { run(); }
+  // Undoes it all, once.
+  void run() {
     if (init > 0) {
       ::kill(init, SIGKILL);
       while (::waitpid(init, nullptr, __WALL) < 0 && errno == EINTR) {
       }
+      init = -1;
     }
+    if (fs_cgroup) fswatch_unwatch(std::exchange(fs_cgroup, 0));
     if (!cgroups.empty()) {
       if (Status st = destroy_cgroups(cgroups); !st.ok()) log::warn(st.error().what());
+      cgroups.clear();
     }
     for (auto it = made.rbegin(); it != made.rend(); ++it) remove_placeholder(*it);
+    made.clear();
     if (guardian) guardian->done();
+    guardian = nullptr;
   }
 };
 
@@ -626,8 +634,16 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
       log::warn("sandbox: the violation reporter did not finish; events may be missing");
     summarize_events(events_path, l.events);
   }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
+  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  // The sandbox has ended and the reporter has finished. What we made on
+  // the host is undone now; what is left is memory. Freeing it object by
+  // object (the spec, the child's context, the plan, the parse trees, up to
+  // main) cost ~1.5 ms: after the clone every heap page written is a
+  // copy-on-write fault, ~12 us on this class of VM. The exit returns it
+  // all at once.
+  cleanup.run();
+  std::fflush(nullptr);
+  ::_exit(code);
 }
 
 }  // namespace comet::runtime

@@ -57,8 +57,10 @@ struct SandboxLaunch {
   FsView fs_view;
 };
 
-// Runs it to the end: the command's status (128+N for signal N), or the
-// error that kept it from starting.
+// Runs it to the end and exits the process with the command's status
+// (128+N for signal N), once what it made on the host is undone; returns
+// only the error that kept it from starting. (The exit skips freeing the
+// plan and the parse trees: see the end of launch_sandbox.)
 Result<int> launch_sandbox(const SandboxLaunch& l);
 
 }  // namespace comet::runtime
