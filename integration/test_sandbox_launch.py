@@ -312,3 +312,19 @@ def test_refused_actions_are_summarised_and_delivered(launch, workdir):
     assert "sandbox: refused" in res.stderr, res.stderr
     lines = [json.loads(x) for x in events.read_text().splitlines() if x]
     assert any(x.get("type") == "capability_violation" for x in lines), lines
+
+
+def test_a_sandbox_ending_keeps_the_placeholders_another_one_stands_on(launch, ws):
+    # The red team's race: A ends while B runs on the same workspace. A
+    # removing its placeholders would remove B's read-only mounts on them.
+    a = launch.spawn("sh", "-c", "echo ready; sleep 1")
+    wait_line(a, "ready")
+    b = launch.spawn("sh", "-c", "echo ready; sleep 2.5; echo x > .envrc && echo WROTE; "
+                     "mkdir -p .vscode && echo '{}' > .vscode/tasks.json && echo WROTE2; echo end")
+    wait_line(b, "ready")
+    a.communicate(timeout=20)
+    assert (ws / ".envrc").exists(), "A removed the placeholder B stands on"
+    out, _ = b.communicate(timeout=20)
+    assert "WROTE" not in out, out
+    assert "end" in out
+    assert sorted(os.listdir(ws)) == [], sorted(os.listdir(ws))  # the last one out cleaned

@@ -537,6 +537,13 @@ TEST(FsClassifySandbox, OrdinaryFailuresAreNotViolations) {
   EXPECT_FALSE(sb(SYS_connect, 0, EACCES, "/run/docker.sock"));  // the unix-socket rule's own
 }
 
+TEST(FsClassifySandbox, EBusyInTheWorkspaceIsTheSandboxsMount) {
+  // `mv .git x`: .git is a pinned parent of its protected entries
+  auto v = sb(SYS_renameat2, 0, EBUSY, ".git", ".git-old");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->requested, "/ws/.git");
+}
+
 }  // namespace
 }  // namespace comet::runtime
 

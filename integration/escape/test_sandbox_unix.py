@@ -281,3 +281,21 @@ def test_an_allowlisted_socket_is_reached_and_a_workspace_file_cannot_allowlist(
     finally:
         la.close()
         lo.close()
+
+
+def test_relative_paths_and_symlinks_are_judged_where_they_lead(sbx, ws, hostdir):
+    # The red team's spellings: ".." out of the workspace, an absolute
+    # symlink in it, and an abstract name with a NUL inside (shown as '@').
+    host = hostdir / "agentd.sock"
+    l = UnixListener(host)
+    try:
+        os.chmod(host, 0o777)
+        os.symlink(str(host), ws / "lnk")
+        up = "../" * len(ws.parts) + str(host).lstrip("/")
+        res, evs = sbx(CONNECT, up, "lnk", profile="workspace")
+        got = {r["p"]: r for r in lines(res)}
+        assert got[up]["errno"] == "EACCES" and got["lnk"]["errno"] == "EACCES", got
+        assert l.accepted == 0
+        assert [e["requested"] for e in evs if e["surface"] == "unix-socket"] == [up, "lnk"], evs
+    finally:
+        l.close()

@@ -553,7 +553,10 @@ std::optional<FsViolation> classify_sandbox(int nr, int err, Kind k, const FsPat
     const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
     if (err == EACCES)
       if (const std::string* d = under_any(view.deny, judged)) return make(judged, d, false);
-    if (refused_write && !under_any(view.writable, judged)) return make(judged, nullptr, true);
+    // EBUSY in a writable place: only the sandbox's mounts make one there
+    // (a pinned parent of a protected path, `mv .git x`).
+    if (refused_write && (err == EBUSY || !under_any(view.writable, judged)))
+      return make(judged, nullptr, true);
   }
   return std::nullopt;
 }

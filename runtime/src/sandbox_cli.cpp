@@ -300,6 +300,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   l.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
   l.symlinks = std::move(plan->symlinks);
   l.placeholders = std::move(plan->placeholders);
+  l.workspace = p.workspace;
   l.owner_uid = p.who.uid;
   l.owner_gid = p.who.gid;
   l.fs_view.writable = p.profile.write;

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <map>
@@ -24,6 +26,7 @@
 
 #include "comet/capability/policy.hpp"
 #include "comet/runtime/cgroups.hpp"
+#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/child.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
@@ -55,6 +58,8 @@ struct GuardEntry {
 
 struct GuardBlock {
   int rd;
+  int mutex_fd = -1, users_fd = -1;  // the placeholder registry's (PlaceholderRegistry)
+  char registry_path[PATH_MAX], users_path[PATH_MAX], registry_dir[PATH_MAX];
   int n;
   GuardEntry e[1];  // n of them
 };
@@ -104,8 +109,22 @@ int guardian_main(void* arg) noexcept {
   unsigned long all = ~0UL;
   raw(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, sizeof all);
   raw(SYS_setsid);
-  raw(SYS_close_range, 0, g->rd - 1, 0);
-  raw(SYS_close_range, g->rd + 1, ~0U, 0);
+  // Every fd but the pipe and the registry's two (closed in the gaps).
+  int keep[3] = {g->rd, g->mutex_fd, g->users_fd};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (keep[j] < keep[i]) {
+        int t = keep[i];
+        keep[i] = keep[j];
+        keep[j] = t;
+      }
+  int from = 0;
+  for (int k : keep) {
+    if (k < 0) continue;
+    if (k > from) raw(SYS_close_range, from, k - 1, 0);
+    from = k + 1;
+  }
+  raw(SYS_close_range, from, ~0U, 0);
   char b = 0;
   long n;
   do {
@@ -137,7 +156,16 @@ int guardian_main(void* arg) noexcept {
     struct timespec ts = {0, 10 * 1000 * 1000};
     raw(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
   }
-  // Placeholders, children first: only what is still the empty one we made.
+  // Placeholders: only by the last sandbox of the workspace out (another
+  // one's mounts sit on them), children first, and only what is still the
+  // empty one made.
+  if (g->users_fd >= 0) {
+    raw(SYS_flock, g->mutex_fd, LOCK_EX);
+    if (raw(SYS_flock, g->users_fd, LOCK_EX | LOCK_NB) < 0) raw(SYS_exit_group, 0);
+    raw(SYS_unlink, reinterpret_cast<long>(g->users_path));
+    raw(SYS_unlink, reinterpret_cast<long>(g->registry_path));
+    raw(SYS_rmdir, reinterpret_cast<long>(g->registry_dir));
+  }
   for (int i = g->n - 1; i >= 0; i--) {
     const GuardEntry& e = g->e[i];
     std::uint64_t ino = __atomic_load_n(&e.ino, __ATOMIC_ACQUIRE);
@@ -156,6 +184,8 @@ int guardian_main(void* arg) noexcept {
   return 0;
 }
 
+class PlaceholderRegistry;
+
 class Guardian {
  public:
   Guardian() = default;
@@ -165,6 +195,11 @@ class Guardian {
 
   // Paths first (cgroups, then placeholders parents first), then start().
   void add(GuardEntry::Kind k, const std::string& path) { pending_.emplace_back(k, path); }
+  void add_made(GuardEntry::Kind k, const std::string& path, dev_t dev, ino_t ino) {
+    preset_.push_back({pending_.size(), dev, ino});
+    pending_.emplace_back(k, path);
+  }
+  void locks(const PlaceholderRegistry& r);
   bool empty() const { return pending_.empty(); }
 
   Status start() {
@@ -174,12 +209,24 @@ class Guardian {
     if (mem == MAP_FAILED) return Error::sys(errno, "sandbox: map the guardian");
     block_ = static_cast<GuardBlock*>(mem);
     block_->n = static_cast<int>(n);
+    block_->mutex_fd = mutex_fd_;
+    block_->users_fd = users_fd_;
+    for (auto [dst, src] : {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
+                            {block_->users_path, &lock_paths_[1]},
+                            {block_->registry_dir, &lock_paths_[2]}}) {
+      if (src->size() >= PATH_MAX) return Error::msg("sandbox: path too long: " + *src);
+      std::memcpy(dst, src->c_str(), src->size() + 1);
+    }
     for (size_t i = 0; i < n; i++) {
       GuardEntry& e = block_->e[i];
       e.kind = pending_[i].first;
       if (pending_[i].second.size() >= sizeof e.path)
         return Error::msg("sandbox: path too long: " + pending_[i].second);
       std::memcpy(e.path, pending_[i].second.c_str(), pending_[i].second.size() + 1);
+    }
+    for (const auto& pr : preset_) {
+      block_->e[pr.index].dev = pr.dev;
+      block_->e[pr.index].ino = pr.ino;
     }
     int p[2];
     if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "sandbox: pipe");
@@ -217,6 +264,14 @@ class Guardian {
  private:
   static constexpr size_t kStack = 64 * 1024;
   std::vector<std::pair<GuardEntry::Kind, std::string>> pending_;
+  struct Preset {
+    size_t index;
+    dev_t dev;
+    ino_t ino;
+  };
+  std::vector<Preset> preset_;
+  int mutex_fd_ = -1, users_fd_ = -1;
+  std::string lock_paths_[3];
   GuardBlock* block_ = nullptr;
   size_t size_ = 0;
   UniqueFd wr_;
@@ -282,8 +337,126 @@ void remove_placeholder(const Made& m) {
 
 // ---- what stays on the host until the end, undone whatever happens ------
 
+// Placeholders are the host's files while any sandbox of the workspace
+// runs: a second sandbox binds over the first one's, and unlinking a file
+// that is a mount point removes the mounts on it in every namespace. So
+// they are shared, per workspace, under the state root
+// (<root>/.placeholders/<hash of the workspace>): a registry ("dev ino
+// d|f path" lines) whose flock is the mutex around making and removing
+// them, and a users file each running sandbox holds LOCK_SH on. The last
+// sandbox out (LOCK_EX|LOCK_NB on users succeeds) removes every registered
+// placeholder that is still the empty one made; the others leave them.
+class PlaceholderRegistry {
+ public:
+  Status open(const std::string& state_root, const std::string& workspace) {
+    dir_ = join_path(state_root, ".placeholders");
+    const std::string base = join_path(dir_, sha256_hex(workspace).substr(0, 32));
+    registry_path_ = base + ".registry";
+    users_path_ = base + ".users";
+    // The last one out removes the files (and the directory when empty):
+    // a mutex is only ours once the path still names what we locked.
+    for (int tries = 0; tries < 20; tries++) {
+      if (::mkdir(dir_.c_str(), 0700) < 0 && errno != EEXIST)
+        return Error::sys(errno, "sandbox: create " + dir_);
+      mutex_.reset(::open(registry_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+      if (!mutex_) {
+        if (errno == ENOENT) continue;  // the directory went between the two
+        return Error::sys(errno, "sandbox: open the placeholder registry " + registry_path_);
+      }
+      if (::flock(mutex_.get(), LOCK_EX) < 0) return Error::sys(errno, "sandbox: lock " + base);
+      struct stat held, named;
+      if (::fstat(mutex_.get(), &held) == 0 && ::stat(registry_path_.c_str(), &named) == 0 &&
+          held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+        locked_ = true;
+        users_.reset(
+            ::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (!users_) return Error::sys(errno, "sandbox: open the placeholder users " + base);
+        return ok();
+      }
+      mutex_.reset();  // removed by the last sandbox out meanwhile: again
+    }
+    return Error::msg("sandbox: the placeholder registry " + registry_path_ + " keeps changing");
+  }
+  // Registered and still there as made.
+  std::vector<Made> entries() const {
+    std::vector<Made> out;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    ::lseek(mutex_.get(), 0, SEEK_SET);
+    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    for (const auto& line : split(text, '\n')) {
+      unsigned long long dev = 0, ino = 0;
+      char kind = 0;
+      int used = 0;
+      if (std::sscanf(line.c_str(), "%llu %llu %c %n", &dev, &ino, &kind, &used) != 3) continue;
+      Made m{line.substr(static_cast<size_t>(used)), kind == 'd', static_cast<dev_t>(dev),
+             static_cast<ino_t>(ino)};
+      struct stat st;
+      if (::lstat(m.path.c_str(), &st) == 0 && st.st_dev == m.dev && st.st_ino == m.ino)
+        out.push_back(std::move(m));
+    }
+    return out;
+  }
+  Status add(const Made& m) {
+    std::string line = std::to_string(static_cast<unsigned long long>(m.dev)) + " " +
+                       std::to_string(static_cast<unsigned long long>(m.ino)) +
+                       (m.dir ? " d " : " f ") + m.path + "\n";
+    ::lseek(mutex_.get(), 0, SEEK_END);
+    if (::write(mutex_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      return Error::sys(errno, "sandbox: write the placeholder registry");
+    return ok();
+  }
+  // A user from now on; the mutex is released.
+  Status join() {
+    if (::flock(users_.get(), LOCK_SH) < 0) return Error::sys(errno, "sandbox: lock users");
+    unlock();
+    return ok();
+  }
+  // Whether this is the last sandbox of the workspace: then the mutex
+  // stays held (and the registry is emptied) until the placeholders are
+  // removed and this object goes.
+  bool last() {
+    if (!mutex_) return true;
+    if (!locked_ && ::flock(mutex_.get(), LOCK_EX) == 0) locked_ = true;
+    if (::flock(users_.get(), LOCK_EX | LOCK_NB) < 0) {
+      unlock();
+      return false;
+    }
+    // Nothing of it stays: the files go (under the mutex), the directory
+    // when empty. A sandbox waiting on the old mutex sees the path changed.
+    ::unlink(users_path_.c_str());
+    ::unlink(registry_path_.c_str());
+    ::rmdir(dir_.c_str());
+    return true;
+  }
+  void unlock() {
+    if (locked_) ::flock(mutex_.get(), LOCK_UN);
+    locked_ = false;
+  }
+  int mutex_fd() const { return mutex_.get(); }
+  int users_fd() const { return users_.get(); }
+  const std::string& registry_path() const { return registry_path_; }
+  const std::string& users_path() const { return users_path_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_, registry_path_, users_path_;
+  UniqueFd mutex_, users_;
+  bool locked_ = false;
+};
+
+void Guardian::locks(const PlaceholderRegistry& r) {
+  mutex_fd_ = r.mutex_fd();
+  users_fd_ = r.users_fd();
+  lock_paths_[0] = r.registry_path();
+  lock_paths_[1] = r.users_path();
+  lock_paths_[2] = r.dir();
+}
+
 struct LaunchCleanup {
-  std::vector<Made> made;            // placeholders, parents first
+  std::vector<Made> made;            // placeholders, parents first (ours and adopted)
+  PlaceholderRegistry* registry = nullptr;
   std::vector<std::string> cgroups;  // created
   pid_t init = -1;                   // our child, killed and reaped on failure
   Guardian* guardian = nullptr;
@@ -302,7 +475,15 @@ struct LaunchCleanup {
       if (Status st = destroy_cgroups(cgroups); !st.ok()) log::warn(st.error().what());
       cgroups.clear();
     }
-    for (auto it = made.rbegin(); it != made.rend(); ++it) remove_placeholder(*it);
+    if (!made.empty() && (!registry || registry->last())) {
+      // Children first (deepest paths first: adopted ones are in any order).
+      std::stable_sort(made.begin(), made.end(), [](const Made& a, const Made& b) {
+        return std::count(a.path.begin(), a.path.end(), '/') >
+               std::count(b.path.begin(), b.path.end(), '/');
+      });
+      for (const Made& m : made) remove_placeholder(m);
+    }
+    if (registry) registry->unlock();
     made.clear();
     if (guardian) guardian->done();
     guardian = nullptr;
@@ -497,21 +678,38 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     cg = std::move(p);
     for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
   }
+  // Placeholders: shared with the workspace's other sandboxes (the
+  // registry), made under its mutex.
+  PlaceholderRegistry registry;
+  std::vector<Made> adopted;
+  if (!l.placeholders.empty()) {
+    TRYV(registry.open(l.skeleton_dir, l.workspace));
+    cleanup.registry = &registry;
+    adopted = registry.entries();
+    for (const Made& m : adopted)
+      guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.dev, m.ino);
+    guardian.locks(registry);
+  }
   const auto steps = placeholder_steps(l.placeholders);
-  const size_t first_step = cg ? cg->dirs().size() : 0;
+  const size_t first_step = (cg ? cg->dirs().size() : 0) + adopted.size();
   for (const auto& [path, dir] : steps)
     guardian.add(dir ? GuardEntry::kDir : GuardEntry::kFile, path);
   if (!guardian.empty()) {
     TRYV(guardian.start());
     cleanup.guardian = &guardian;
   }
+  cleanup.made = adopted;
   for (size_t i = 0; i < steps.size(); i++) {
     TRYV(make_placeholder(steps[i].first, steps[i].second, l.owner_uid, l.owner_gid));
     struct stat st;
-    if (::lstat(steps[i].first.c_str(), &st) == 0)
-      cleanup.made.push_back({steps[i].first, steps[i].second, st.st_dev, st.st_ino});
+    if (::lstat(steps[i].first.c_str(), &st) == 0) {
+      Made m{steps[i].first, steps[i].second, st.st_dev, st.st_ino};
+      TRYV(registry.add(m));
+      cleanup.made.push_back(std::move(m));
+    }
     guardian.made(first_step + i);
   }
+  if (!l.placeholders.empty()) TRYV(registry.join());
   UniqueFd v2dir;
   std::string v2path;
   if (cg) {

@@ -55,11 +55,31 @@ UniqueFd task_fd(int pid, int fd, int listener, std::uint64_t id, int* err) {
 }
 
 // The file a path names, seen from the task: O_PATH, resolved in its root
-// (a relative path from its cwd, which then acts as the root: ".." and
-// absolute symlinks cannot leave it; a wrong answer, never a host path).
+// (openat2 RESOLVE_IN_ROOT: ".." and absolute symlinks stay in it, no
+// magic links). A relative path is taken from the task's cwd as its root
+// sees it: /proc/PID/cwd names it from the runtime's root, which is the
+// same path for a sandbox (its view binds host paths where they are); when
+// that name is not usable, the cwd itself acts as the root (".." and
+// absolute symlinks cannot leave it: a wrong answer, never a host path).
 UniqueFd open_in_task(int pid, const std::string& path, int* err) {
   const std::string proc = "/proc/" + std::to_string(pid);
-  UniqueFd base(::open((proc + (path.size() && path[0] == '/' ? "/root" : "/cwd")).c_str(),
+  std::string where = path;
+  bool from_root = !path.empty() && path[0] == '/';
+  if (!from_root) {
+    char buf[4096];
+    ssize_t n = ::readlink((proc + "/cwd").c_str(), buf, sizeof buf - 1);
+    std::string cwd = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    struct stat a, b;
+    // Usable: absolute, and the same directory seen through the task's root.
+    if (!cwd.empty() && cwd[0] == '/' && cwd.find(" (deleted)") == std::string::npos &&
+        ::stat((proc + "/cwd").c_str(), &a) == 0 &&
+        ::stat((proc + "/root" + cwd).c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+      where = cwd + "/" + path;
+      from_root = true;
+    }
+  }
+  UniqueFd base(::open((proc + (from_root ? "/root" : "/cwd")).c_str(),
                        O_PATH | O_CLOEXEC | O_DIRECTORY));
   if (!base) {
     *err = errno;
@@ -70,7 +90,7 @@ UniqueFd open_in_task(int pid, const std::string& path, int* err) {
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   for (int tries = 0; tries < 8; tries++) {
     UniqueFd f(
-        static_cast<int>(::syscall(SYS_openat2, base.get(), path.c_str(), &how, sizeof how)));
+        static_cast<int>(::syscall(SYS_openat2, base.get(), where.c_str(), &how, sizeof how)));
     if (f) return f;
     if (errno != EAGAIN) break;
   }
@@ -252,8 +272,9 @@ Judged judge_address(UnixRuleState& st, int pid, const struct sockaddr_un& sa, s
   }
   const size_t max = len - offsetof(sockaddr_un, sun_path);
   if (sa.sun_path[0] == '\0') {
-    std::string name(sa.sun_path + 1, max - 1);
-    j.requested = "@" + std::string(name.c_str());
+    // As /proc/net/unix shows one: every NUL of the name as '@'.
+    j.requested = "@";
+    for (size_t i = 1; i < max; i++) j.requested.push_back(sa.sun_path[i] ? sa.sun_path[i] : '@');
     std::memcpy(&j.addr, &sa, len);
     j.addrlen = len;
     j.abstract_netns = true;

@@ -48,7 +48,8 @@ struct SandboxLaunch {
   std::vector<std::pair<std::string, mode_t>> files;  // bind sources, inside skeleton_dir
   std::vector<capability::Symlink> symlinks;          // in rootfs
   std::vector<capability::Placeholder> placeholders;  // created on the host, removed after
-  uid_t owner_uid = 0;                                // of the placeholders
+  std::string workspace;  // keys the placeholders shared with its other sandboxes
+  uid_t owner_uid = 0;    // of the placeholders
   gid_t owner_gid = 0;
   std::string events;  // --events FILE|unix:PATH, or ""
   // fs.read / fs.write events (fswatch.hpp), in its sandbox mode: what the
