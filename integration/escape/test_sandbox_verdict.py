@@ -57,3 +57,29 @@ def test_the_verdict_allows_when_the_sandbox_starts(rt, workdir):
     assert v["confined"] and v["auto_allow"], v
     run = rt("sandbox", "--workspace", str(ws), "--", "ls", env=env)
     assert run.rc == 0, run.err
+
+
+def test_the_verdict_is_false_where_the_run_would_fail(rt, workdir):
+    # The red team's two: a state root that is a file, and a workspace
+    # where the placeholders cannot be made (immutable).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    ws = workdir / "ws"
+    ws.mkdir()
+    bad_root = workdir / "root-file"
+    bad_root.write_text("x")
+    cases = [([str(rt.binary), "--root", str(bad_root)], ws)]
+    frozen = workdir / "frozen"
+    frozen.mkdir()
+    if subprocess.run(["chattr", "+i", str(frozen)], capture_output=True).returncode == 0:
+        cases.append(([str(rt.binary), "--root", str(rt.root)], frozen))
+    try:
+        for argv, cwd in cases:
+            v = subprocess.run([*argv, "sandbox", "--can-auto-allow", "--", "true"], cwd=cwd,
+                               env=env, capture_output=True, text=True, timeout=60)
+            run = subprocess.run([*argv, "sandbox", "--", "true"], cwd=cwd, env=env,
+                                 capture_output=True, text=True, timeout=60)
+            verdict = json.loads(v.stdout)
+            assert run.returncode == 125, run
+            assert verdict["auto_allow"] is False and "cannot start" in verdict["reason"], verdict
+    finally:
+        subprocess.run(["chattr", "-i", str(frozen)], capture_output=True)

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -504,8 +506,26 @@ Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<
                          const Environ& env) {
   if (!p.profile.sandboxed) return ok();
   TRYV(mkdir_p(g.root, 0711));
+  struct stat rs;
+  if (::stat(g.root.c_str(), &rs) < 0) return Error::sys(errno, "the state root " + g.root);
+  if (!S_ISDIR(rs.st_mode)) return Error::msg("the state root " + g.root + ": not a directory");
+  if (::access(g.root.c_str(), W_OK) < 0) return Error::sys(errno, "the state root " + g.root);
   cap::SandboxInputs in = plan_inputs(g, p, g.root, args, env);
   TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
+  // Each missing protected name needs its placeholder: the nearest existing
+  // directory must take a new entry (writable, not immutable or append-only).
+  for (const auto& ph : plan.placeholders) {
+    std::string dir = parent_of(ph.path);
+    while (dir != "/" && !path_exists(dir)) dir = parent_of(dir);
+    if (::access(dir.c_str(), W_OK) < 0)
+      return Error::sys(errno, "create the placeholder " + ph.path + " in " + dir);
+    UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int flags = 0;
+    if (d && ::ioctl(d.get(), FS_IOC_GETFLAGS, &flags) == 0 &&
+        (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
+      return Error::sys(EPERM, "create the placeholder " + ph.path + " in " + dir +
+                                   " (immutable or append-only)");
+  }
   int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   if (p.profile.network_restricted) flags |= CLONE_NEWNET;
   const auto& res = plan.spec.linux_ ? plan.spec.linux_->resources : std::nullopt;
