@@ -299,3 +299,27 @@ def test_relative_paths_and_symlinks_are_judged_where_they_lead(sbx, ws, hostdir
         assert [e["requested"] for e in evs if e["surface"] == "unix-socket"] == [up, "lnk"], evs
     finally:
         l.close()
+
+
+def test_a_host_fifo_outside_the_writable_places_cannot_be_written(sbx, hostdir):
+    # A FIFO is a daemon's input too (/run/initctl); a read-only mount does
+    # not stop opening one for writing: Landlock (writes only beneath the
+    # writable mounts) does.
+    fifo = hostdir / "ctl"
+    os.mkfifo(fifo, 0o666)
+    got = []
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        script = ("import errno,os\ntry:\n  fd=os.open(%r, os.O_WRONLY|os.O_NONBLOCK); os.write(fd,b'order')"
+                  "; print('written')\nexcept OSError as e: print('refused', errno.errorcode[e.errno])\n"
+                  % str(fifo))
+        res, evs = sbx(script, profile="workspace")
+        try:
+            got.append(os.read(fd, 100))
+        except BlockingIOError:
+            pass
+        assert "refused EACCES" in res.out, res.out + res.err
+        assert got in ([], [b""]), got
+        assert any(e["requested"] == str(fifo) and e["surface"] == "fs.write" for e in evs), evs
+    finally:
+        os.close(fd)

@@ -333,7 +333,11 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
     for (const MountOp& m : ctx.mounts) {
       bool writable_type =
           m.type == "bind" || m.type == "tmpfs" || m.type == "devpts" || m.type == "mqueue";
-      if (writable_type && !(m.opt.flags & MS_RDONLY)) ctx.landlock_write.push_back(m.dest);
+      // Read-only also when recursively so ("rro": a sandbox profile's
+      // readable trees): there a FIFO or a device node, which a read-only
+      // mount does not stop from being opened for writing, stays closed.
+      const bool ro = (m.opt.flags & MS_RDONLY) || (m.opt.rec_attr_set & MOUNT_ATTR_RDONLY);
+      if (writable_type && !ro) ctx.landlock_write.push_back(m.dest);
     }
     if (!ctx.rootfs_readonly) ctx.landlock_write.push_back("/");
     ctx.layers.push_back("landlock:write");
