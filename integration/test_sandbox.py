@@ -276,6 +276,8 @@ def test_exit_status_passes_through(sbx, ws):
     assert "nonexistent" in res.error
     res = sbx("no-such-command-anywhere")
     assert res.rc == 127, res
+    # a run that failed to start removes its placeholders too
+    assert sorted(os.listdir(ws)) == [], sorted(os.listdir(ws))
     # a config error: 125, and nothing ran
     (ws / ".comet").mkdir()
     (ws / ".comet" / "sandbox.yaml").write_text("profiles:\n  x: {extend: strict}\n")

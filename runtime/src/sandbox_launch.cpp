@@ -671,6 +671,7 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
   if (!(ctx.new_ns_flags & CLONE_NEWPID)) return Error::msg("sandbox: a pid namespace is required");
 
   Guardian guardian;
+  PlaceholderRegistry registry;
   LaunchCleanup cleanup;
   std::optional<CgroupPlan> cg;
   if (wants_cgroup(lx)) {
@@ -679,8 +680,8 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
   }
   // Placeholders: shared with the workspace's other sandboxes (the
-  // registry), made under its mutex.
-  PlaceholderRegistry registry;
+  // registry, declared before the cleanup that uses it), made under its
+  // mutex.
   std::vector<Made> adopted;
   if (!l.placeholders.empty()) {
     TRYV(registry.open(l.skeleton_dir, l.workspace));
