@@ -432,6 +432,8 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
     j["write"] = r.write;
     j["deny"] = r.deny;
     j["protect"] = r.protect;
+    j["pin"] = r.pin;
+    j["protect_if_missing"] = r.protect_if_missing;
     j["block_runtime_sockets"] = r.block_runtime_sockets;
     j["runtime_sockets"] = r.runtime_sockets;
     j["runtime_socket_dirs"] = r.runtime_socket_dirs;

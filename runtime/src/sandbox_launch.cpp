@@ -18,9 +18,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <utility>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "comet/capability/policy.hpp"
 #include "comet/runtime/cgroups.hpp"
@@ -50,6 +50,7 @@ namespace {
 struct GuardEntry {
   enum Kind : int { kCgroup, kDir, kFile } kind;
   std::uint64_t dev, ino;  // a placeholder we made (0: not made yet)
+  std::uint64_t size;      // a file placeholder's: the size of its content
   char path[PATH_MAX];
 };
 
@@ -149,7 +150,7 @@ int guardian_main(void* arg) noexcept {
     if (st.st_ino != ino || st.st_dev != e.dev) continue;
     if (e.kind == GuardEntry::kDir)
       raw(SYS_rmdir, reinterpret_cast<long>(e.path));  // ENOTEMPTY: not ours to remove
-    else if (S_ISREG(st.st_mode) && st.st_size == 0)
+    else if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == e.size)
       raw(SYS_unlink, reinterpret_cast<long>(e.path));
   }
   raw(SYS_exit_group, 0);
@@ -164,7 +165,9 @@ class Guardian {
   ~Guardian() { done(); }
 
   // Paths first (cgroups, then placeholders parents first), then start().
-  void add(GuardEntry::Kind k, const std::string& path) { pending_.emplace_back(k, path); }
+  void add(GuardEntry::Kind k, const std::string& path, std::uint64_t size = 0) {
+    pending_.push_back({k, path, size});
+  }
   bool empty() const { return pending_.empty(); }
 
   Status start() {
@@ -176,10 +179,11 @@ class Guardian {
     block_->n = static_cast<int>(n);
     for (size_t i = 0; i < n; i++) {
       GuardEntry& e = block_->e[i];
-      e.kind = pending_[i].first;
-      if (pending_[i].second.size() >= sizeof e.path)
-        return Error::msg("sandbox: path too long: " + pending_[i].second);
-      std::memcpy(e.path, pending_[i].second.c_str(), pending_[i].second.size() + 1);
+      e.kind = pending_[i].kind;
+      e.size = pending_[i].size;
+      if (pending_[i].path.size() >= sizeof e.path)
+        return Error::msg("sandbox: path too long: " + pending_[i].path);
+      std::memcpy(e.path, pending_[i].path.c_str(), pending_[i].path.size() + 1);
     }
     int p[2];
     if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "sandbox: pipe");
@@ -216,7 +220,12 @@ class Guardian {
 
  private:
   static constexpr size_t kStack = 64 * 1024;
-  std::vector<std::pair<GuardEntry::Kind, std::string>> pending_;
+  struct Pending {
+    GuardEntry::Kind kind;
+    std::string path;
+    std::uint64_t size;
+  };
+  std::vector<Pending> pending_;
   GuardBlock* block_ = nullptr;
   size_t size_ = 0;
   UniqueFd wr_;
@@ -235,36 +244,55 @@ struct Made {
   bool dir;
   dev_t dev;
   ino_t ino;
+  std::string content;  // a file's
+};
+
+struct Step {
+  std::string path;
+  bool dir;
+  std::string content;  // a file's (Placeholder::content)
 };
 
 // Every missing component of every placeholder, parents first: what we
-// are about to create (and will remove while it is still ours and empty).
-std::vector<std::pair<std::string, bool>> placeholder_steps(
-    const std::vector<capability::Placeholder>& ps) {
-  std::vector<std::pair<std::string, bool>> steps;
+// are about to create (and will remove while it is still ours and as made).
+std::vector<Step> placeholder_steps(const std::vector<capability::Placeholder>& ps) {
+  std::vector<Step> steps;
   for (const auto& ph : ps) {
-    std::vector<std::pair<std::string, bool>> missing;
+    std::vector<Step> missing;
     bool leaf = true;
     for (std::string p = ph.path; p != "/" && !path_exists(p); p = parent_of(p)) {
-      missing.emplace_back(p, leaf ? ph.dir : true);
+      missing.push_back({p, leaf ? ph.dir : true, leaf && !ph.dir ? ph.content : ""});
       leaf = false;
     }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
       bool dup = false;
-      for (auto& s : steps) dup |= s.first == it->first;
+      for (auto& s : steps) dup |= s.path == it->path;
       if (!dup) steps.push_back(*it);
     }
   }
   return steps;
 }
 
-Status make_placeholder(const std::string& path, bool dir, uid_t uid, gid_t gid) {
-  if (dir) {
+Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
+  const std::string& path = step.path;
+  if (step.dir) {
     if (::mkdir(path.c_str(), 0755) < 0)
       return Error::sys(errno, "sandbox: create the protected directory " + path);
   } else {
     int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return Error::sys(errno, "sandbox: create the protected file " + path);
+    // .git/commondir holds "." (git dies on an empty one).
+    for (std::size_t off = 0; off < step.content.size();) {
+      ssize_t n = ::write(fd, step.content.data() + off, step.content.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        ::unlink(path.c_str());
+        return Error::sys(err, "sandbox: write the protected file " + path);
+      }
+      off += static_cast<std::size_t>(n);
+    }
     ::close(fd);
   }
   if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
@@ -274,10 +302,17 @@ Status make_placeholder(const std::string& path, bool dir, uid_t uid, gid_t gid)
 void remove_placeholder(const Made& m) {
   struct stat st;
   if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return;
-  if (m.dir)
+  if (m.dir) {
     ::rmdir(m.path.c_str());
-  else if (S_ISREG(st.st_mode) && st.st_size == 0)
-    ::unlink(m.path.c_str());
+  } else if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) == m.content.size()) {
+    if (m.content.empty()) {
+      ::unlink(m.path.c_str());
+      return;
+    }
+    // Still exactly what we wrote.
+    auto text = read_file(m.path);
+    if (text.ok() && *text == m.content) ::unlink(m.path.c_str());
+  }
 }
 
 // ---- what stays on the host until the end, undone whatever happens ------
@@ -499,17 +534,17 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
   }
   const auto steps = placeholder_steps(l.placeholders);
   const size_t first_step = cg ? cg->dirs().size() : 0;
-  for (const auto& [path, dir] : steps)
-    guardian.add(dir ? GuardEntry::kDir : GuardEntry::kFile, path);
+  for (const Step& st : steps)
+    guardian.add(st.dir ? GuardEntry::kDir : GuardEntry::kFile, st.path, st.content.size());
   if (!guardian.empty()) {
     TRYV(guardian.start());
     cleanup.guardian = &guardian;
   }
   for (size_t i = 0; i < steps.size(); i++) {
-    TRYV(make_placeholder(steps[i].first, steps[i].second, l.owner_uid, l.owner_gid));
+    TRYV(make_placeholder(steps[i], l.owner_uid, l.owner_gid));
     struct stat st;
-    if (::lstat(steps[i].first.c_str(), &st) == 0)
-      cleanup.made.push_back({steps[i].first, steps[i].second, st.st_dev, st.st_ino});
+    if (::lstat(steps[i].path.c_str(), &st) == 0)
+      cleanup.made.push_back({steps[i].path, steps[i].dir, st.st_dev, st.st_ino, steps[i].content});
     guardian.made(first_step + i);
   }
   UniqueFd v2dir;
