@@ -161,7 +161,10 @@ json plan_json(const SandboxPlan& p) {
   j["symlinks"] = json::array();
   for (const auto& l : p.symlinks) j["symlinks"].push_back({l.name, l.target});
   std::vector<std::string> ph;
-  for (const auto& d : p.placeholders) ph.push_back(d.dir ? d.path : d.path + " (file)");
+  for (const auto& d : p.placeholders)
+    ph.push_back(d.dir               ? d.path
+                 : d.content.empty() ? d.path + " (file)"
+                                     : d.path + " (file: " + json(d.content).dump() + ")");
   j["placeholders"] = ph;
   j["notes"] = p.notes;
   return j;
@@ -554,4 +557,90 @@ TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
   EXPECT_EQ(find(pu.spec, "/etc/shadow")->source, u.in.deny_file);    // deny of the path wins
   EXPECT_EQ(json::parse(pu.spec.annotations.at("org.soyaos.comet.policy"))["unix"]["allow"],
             json({"/etc/shadow", "/run/containerd/x.sock", "/tmp/.X11-unix/X0"}));
+}
+
+// The red team (2026-12): .git stays a valid repository (HEAD read-only,
+// objects/ and refs/ pinned but writable), commondir and the rebase state
+// are protected, the bare-repository names at the workspace root count only
+// while .git is missing, and a .git symlink is refused.
+TEST(ProfileCompile, GitKeptValid) {
+  const std::string ws = "/home/ada/src/app";
+  Case k = builtin("workspace");
+  SandboxPlan p = must_plan(k);
+  auto placeholder = [](const SandboxPlan& pl, const std::string& path) -> const Placeholder* {
+    for (const auto& ph : pl.placeholders)
+      if (ph.path == path) return &ph;
+    return nullptr;
+  };
+  EXPECT_TRUE(read_only_bind(find(p.spec, ws + "/.git/HEAD")));
+  for (const char* pinned : {"/.git/objects", "/.git/refs"}) {
+    const oci::Mount* m = find(p.spec, ws + pinned);
+    ASSERT_TRUE(m) << pinned;
+    EXPECT_EQ(m->source, ws + pinned);
+    EXPECT_FALSE(has(m->options, "rro")) << pinned;
+    EXPECT_FALSE(has(m->options, "ro")) << pinned;
+    EXPECT_TRUE(has(m->options, "rbind")) << pinned;
+  }
+  const Placeholder* cd = placeholder(p, ws + "/.git/commondir");
+  ASSERT_TRUE(cd);
+  EXPECT_FALSE(cd->dir);
+  EXPECT_EQ(cd->content, ".\n");
+  ASSERT_TRUE(placeholder(p, ws + "/.git/modules/lib/commondir"));
+  for (const char* d :
+       {"/.git/rebase-merge", "/.git/rebase-apply", "/.git/sequencer", "/.devcontainer"}) {
+    ASSERT_TRUE(placeholder(p, ws + d)) << d;
+    EXPECT_TRUE(placeholder(p, ws + d)->dir) << d;
+    EXPECT_TRUE(read_only_bind(find(p.spec, ws + d))) << d;
+  }
+  ASSERT_TRUE(placeholder(p, ws + "/.mcp.json"));
+  EXPECT_TRUE(placeholder(p, ws + "/.mcp.json")->content.empty());
+  // .git exists: the project's own config/ (and HEAD, objects, refs at the
+  // root) stay as they are.
+  for (const char* n : {"/config", "/HEAD", "/objects", "/refs"}) {
+    EXPECT_FALSE(find(p.spec, ws + n)) << n;
+    EXPECT_FALSE(placeholder(p, ws + n)) << n;
+  }
+
+  // .git missing: its placeholder, and the bare-repository names.
+  Case none = builtin("workspace");
+  for (auto it = none.in.host.begin(); it != none.in.host.end();)
+    it = it->first.rfind(ws + "/.git", 0) == 0 ? none.in.host.erase(it) : ++it;
+  none.in.globbed.clear();
+  SandboxPlan pn = must_plan(none);
+  EXPECT_TRUE(read_only_bind(find(pn.spec, ws + "/config")));  // a directory there: read-only
+  EXPECT_FALSE(placeholder(pn, ws + "/config"));
+  for (const auto& [n, dir] : std::vector<std::pair<std::string, bool>>{
+           {"/HEAD", false}, {"/objects", true}, {"/refs", true}}) {
+    const Placeholder* ph = placeholder(pn, ws + n);
+    ASSERT_TRUE(ph) << n;
+    EXPECT_EQ(ph->dir, dir) << n;
+    EXPECT_TRUE(ph->content.empty()) << n;  // an empty HEAD: no repository
+    EXPECT_TRUE(read_only_bind(find(pn.spec, ws + n))) << n;
+  }
+  EXPECT_FALSE(find(pn.spec, ws + "/.git/objects"));  // nothing to pin
+
+  // A pin that is not a directory, or is a symlink, or lies outside any
+  // writable tree: nothing.
+  Case odd = builtin("workspace");
+  odd.in.host[ws + "/.git/objects"] = HostPath{HostKind::file, ws + "/.git/objects", false};
+  odd.in.host[ws + "/.git/refs"] = HostPath{HostKind::dir, "/srv/refs", true};
+  SandboxPlan po = must_plan(odd);
+  EXPECT_FALSE(find(po.spec, ws + "/.git/objects"));
+  EXPECT_FALSE(find(po.spec, ws + "/.git/refs"));
+  EXPECT_FALSE(find(po.spec, "/srv/refs"));
+  ResolvedProfile pinned_out = k.profile;
+  pinned_out.pin.push_back("/usr/lib");
+  auto pu = compile_profile(pinned_out, k.in);
+  ASSERT_TRUE(pu.ok());
+  const oci::Mount* usr_lib = find(pu->spec, "/usr/lib");
+  EXPECT_FALSE(usr_lib);
+
+  // .git a symlink inside the writable workspace: an error at start.
+  Case link = builtin("workspace");
+  link.in.host[ws + "/.git"] = HostPath{HostKind::dir, "/srv/repo.git", true};
+  auto pl = compile_profile(link.profile, link.in);
+  ASSERT_FALSE(pl.ok());
+  EXPECT_EQ(pl.error().message(), "sandbox: cannot protect " + ws +
+                                      "/.git: it is a symlink inside the writable " + ws +
+                                      " (the workload could replace it)");
 }

@@ -2,6 +2,8 @@
 // resolution, and the proof that a workspace file cannot weaken anything.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -506,4 +508,86 @@ TEST(CapabilityProfile, ProtectUnixSocketsAndLimitsFromConfig) {
             "ws.yaml:2:41: profiles.x.limits.tmp: the workspace file can only lower a limit "
             "(workspace: 1073741824), got 2147483648");
   EXPECT_EQ(ew("profiles:\n  x: {extends: devbox, limits: {tmp: 2Gi}}\n"), "OK");  // host /tmp
+}
+
+// The red team (2026-12): a workspace at or above the home directory is
+// refused by the profiles that write {workspace}; .git is kept valid (HEAD
+// protected, objects/ and refs/ pinned); the bare-repository names at the
+// workspace root count only while .git is missing.
+TEST(CapabilityProfile, HomeWorkspaceRefusedAndGitKeptValid) {
+  for (const char* name : {"workspace", "strict"}) {
+    SCOPED_TRACE(name);
+    ResolveContext c = ctx();
+    c.workspace = "/home/ada";
+    auto r = resolve(name, c);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message(),
+              "sandbox: the workspace /home/ada is the home directory: too much of what your "
+              "shell and tools run lives there; use a project directory");
+    c.workspace = "/home";
+    r = resolve(name, c);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message(),
+              "sandbox: the workspace /home holds the home directory /home/ada: too much of what "
+              "your shell and tools run lives there; use a project directory");
+    c.home = "/home/ada/";  // as written, normalised
+    c.workspace = "/home/ada";
+    EXPECT_FALSE(resolve(name, c).ok());
+  }
+  // The custom profile extending one refuses it too.
+  ResolveContext c = ctx();
+  c.workspace = "/home/ada";
+  auto set = merge({{"profiles:\n  ws2:\n    extends: workspace\n", "/etc/comet/sandbox.yaml"}});
+  ASSERT_TRUE(set.ok());
+  EXPECT_FALSE(resolve(*set, "ws2", c).ok());
+  set = merge({{"profiles:\n  ro2:\n    extends: read-only\n    write: [\"{workspace}\"]\n",
+                "/etc/comet/sandbox.yaml"}});
+  ASSERT_TRUE(set.ok());
+  EXPECT_FALSE(resolve(*set, "ro2", c).ok());
+  // Not a profile that does not write the workspace, nor an explicit
+  // `write: [~]` (the user's choice: the home names stay protected).
+  EXPECT_TRUE(resolve("read-only", c).ok());
+  set = merge({{"profiles:\n  home:\n    extends: read-only\n    write: [\"~\"]\n",
+                "/etc/comet/sandbox.yaml"}});
+  ASSERT_TRUE(set.ok());
+  auto h = must(resolve(*set, "home", c));
+  for (const char* p :
+       {"/home/ada/.bash_aliases", "/home/ada/.local/bin", "/home/ada/.local/lib",
+        "/home/ada/.config/autostart", "/home/ada/.config/systemd", "/home/ada/.config/nvim",
+        "/home/ada/.vimrc", "/home/ada/.config/direnv", "/home/ada/.cargo/config.toml",
+        "/home/ada/.cargo/config", "/home/ada/.npmrc", "/home/ada/.inputrc", "/home/ada/.pythonrc"})
+    EXPECT_TRUE(has(h.protect, p)) << p;
+  EXPECT_TRUE(has(h.protect_files, "/home/ada/.cargo/config.toml"));
+  EXPECT_FALSE(has(h.protect_files, "/home/ada/.local/bin"));
+  // A sibling of the home directory is fine; so is a project inside it.
+  c.workspace = "/home/adam";
+  EXPECT_TRUE(resolve("workspace", c).ok());
+  EXPECT_TRUE(resolve("workspace", ctx()).ok());
+
+  auto r = must(resolve("workspace", ctx()));
+  const std::string ws = "/home/ada/src/app";
+  for (const std::string n :
+       {"/.git/HEAD", "/.git/commondir", "/.git/modules/*/commondir", "/.git/rebase-merge",
+        "/.git/rebase-apply", "/.git/sequencer", "/.mcp.json", "/.devcontainer"})
+    EXPECT_TRUE(has(r.protect, ws + n)) << n;
+  EXPECT_TRUE(has(r.protect_files, ws + "/.git/HEAD"));
+  EXPECT_TRUE(has(r.protect_files, ws + "/.git/commondir"));
+  EXPECT_TRUE(has(r.protect_files, ws + "/.mcp.json"));
+  EXPECT_FALSE(has(r.protect_files, ws + "/.git/rebase-merge"));
+  EXPECT_EQ(r.placeholder_content.at(ws + "/.git/commondir"), ".\n");
+  EXPECT_EQ(r.placeholder_content.at(ws + "/.git/modules/*/commondir"), ".\n");
+  EXPECT_EQ(r.pin, (std::vector<std::string>{ws + "/.git/objects", ws + "/.git/refs"}));
+  EXPECT_EQ(r.protect_if_missing,
+            (std::map<std::string, std::string>{{ws + "/HEAD", ws + "/.git"},
+                                                {ws + "/config", ws + "/.git"},
+                                                {ws + "/objects", ws + "/.git"},
+                                                {ws + "/refs", ws + "/.git"}}));
+  for (const auto& [e, cond] : r.protect_if_missing) EXPECT_TRUE(has(r.protect, e)) << e;
+  EXPECT_TRUE(has(r.protect_files, ws + "/HEAD"));
+  EXPECT_TRUE(has(r.protect_files, ws + "/config"));
+  EXPECT_FALSE(has(r.protect_files, ws + "/objects"));
+  // devbox protects none of it.
+  auto d = must(resolve("devbox", ctx()));
+  EXPECT_TRUE(d.pin.empty());
+  EXPECT_TRUE(d.protect_if_missing.empty());
 }

@@ -29,6 +29,8 @@ struct Word {
   bool quoted = false;            // some part was quoted
   std::vector<std::string> subs;  // inner scripts of $(..), `..`, <(..), >(..)
   bool process_sub = false;       // the word is a <(..) / >(..)
+  bool glob = false;              // holds an unquoted * ? or [ (a pathname pattern)
+  bool brace = false;             // holds an unquoted { (brace expansion, maybe)
 };
 
 struct Redirect {
@@ -375,6 +377,8 @@ class Reader {
         w.text += "`" + inner + "`";
         continue;
       }
+      if (c == '*' || c == '?' || c == '[') w.glob = true;
+      if (c == '{') w.brace = true;
       w.text += c;
       ++i_;
     }
@@ -887,9 +891,63 @@ bool git_control_path(const std::string& p) {
     if (c[i] != ".git") continue;
     std::size_t k = i + 1;
     if ((c[k] == "modules" || c[k] == "worktrees") && k + 2 < c.size()) k += 2;
-    if (one_of(c[k], {"config", "config.worktree", "hooks", "info", "gitdir", "commondir"}))
+    if (one_of(c[k], {"config", "config.worktree", "hooks", "info", "gitdir", "commondir", "HEAD",
+                      "rebase-merge", "rebase-apply", "sequencer"}))
       return true;
   }
+  return false;
+}
+
+// Bash's brace expansion of one word ("a{b,c}d" -> "abd" "acd"), lexically;
+// a `{` without a top-level comma stays as it is.
+std::vector<std::string> brace_expand(const std::string& t, int depth = 0) {
+  if (depth > 8) return {t};
+  for (std::size_t open = t.find('{'); open != std::string::npos; open = t.find('{', open + 1)) {
+    int level = 0;
+    std::vector<std::size_t> commas;
+    std::size_t close = std::string::npos;
+    for (std::size_t i = open; i < t.size(); ++i) {
+      if (t[i] == '{') ++level;
+      if (t[i] == '}' && --level == 0) {
+        close = i;
+        break;
+      }
+      if (t[i] == ',' && level == 1) commas.push_back(i);
+    }
+    if (close == std::string::npos) break;
+    if (commas.empty()) continue;
+    std::vector<std::string> out;
+    std::size_t from = open + 1;
+    commas.push_back(close);
+    for (std::size_t c : commas) {
+      const std::string alt = t.substr(0, open) + t.substr(from, c - from) + t.substr(close + 1);
+      for (auto& e : brace_expand(alt, depth + 1)) out.push_back(std::move(e));
+      from = c + 1;
+    }
+    return out;
+  }
+  return {t};
+}
+
+// A pathname pattern (an unquoted glob) that could name `entry` or a path
+// below it (components matched one by one, as the shell does: a leading
+// dot only explicitly). A `*` component of an entry matches anything.
+bool glob_may_hit(const std::string& pattern, const std::string& entry) {
+  const auto pc = components(pattern), ec = components(entry);
+  if (pc.size() < ec.size()) return false;
+  for (std::size_t i = 0; i < ec.size(); ++i) {
+    if (ec[i] == "*") continue;
+    if (fnmatch(pc[i].c_str(), ec[i].c_str(), FNM_PERIOD) != 0) return false;
+  }
+  return true;
+}
+
+// A pattern with a component that could be ".git" and anything after it:
+// what git reads is too varied to match name by name (fail closed).
+bool glob_under_git(const std::string& pattern) {
+  const auto pc = components(pattern);
+  for (std::size_t i = 0; i + 1 < pc.size(); ++i)
+    if (fnmatch(pc[i].c_str(), ".git", FNM_PERIOD) == 0) return true;
   return false;
 }
 
@@ -897,7 +955,38 @@ bool git_control_path(const std::string& p) {
 std::optional<std::string> protected_target(const Analysis& an, const Word& w,
                                             const std::optional<std::string>& cwd) {
   if (w.text.empty()) return std::nullopt;
+  if (w.brace && !w.expansion) {
+    const auto alts = brace_expand(w.text);
+    if (alts.size() > 1) {
+      for (const std::string& a : alts) {
+        Word one = w;
+        one.text = a;
+        one.brace = false;
+        if (auto t = protected_target(an, one, cwd)) return t;
+      }
+      return std::nullopt;
+    }
+  }
   auto p = where(w, cwd, an.ctx);
+  if (w.glob && !w.expansion) {
+    // Whatever it matches when it runs: ask if that could be protected.
+    if (p) {
+      if (glob_under_git(*p)) return *p;
+      for (const std::string& e : an.prot_exact)
+        if (components(*p).size() == components(e).size() && glob_may_hit(*p, e)) return *p;
+      for (const std::string& e : an.prot)
+        if (glob_may_hit(*p, e)) return *p;
+      return std::nullopt;
+    }
+    if (w.tilde) return "?" + w.text;
+    const std::string rel = detail::normalize_path(w.text);
+    if (glob_under_git(rel)) return w.text;
+    for (const std::string& n : protected_workspace_names()) {
+      std::string e = n.back() == '/' ? n.substr(0, n.size() - 1) : n;
+      if (glob_may_hit(rel, "/" + e)) return w.text;
+    }
+    return std::nullopt;
+  }
   if (!p) {
     if (w.expansion || w.tilde) return "?" + w.text;  // not known before it runs
     // A relative path after a cd that cannot be followed: by its name.
@@ -991,6 +1080,141 @@ void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<s
     if (auto t = protected_target(an, target, cwd)) {
       hit_protected(an, n, *t);
       return;
+    }
+    // .git/objects and .git/refs are pinned, not protected: a mode that
+    // takes away the search bit makes .git invalid to another user's git.
+    if (one_of(n, {"chmod", "chown", "chgrp"})) {
+      const auto p = where(target, cwd, an.ctx);
+      const auto c = components(p ? *p : target.text);
+      if (c.size() >= 2 && c[c.size() - 2] == ".git" && one_of(c.back(), {"objects", "refs"})) {
+        hit_protected(an, n, p ? *p : target.text);
+        return;
+      }
+    }
+  }
+}
+
+void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& cwd, int depth);
+void analyse_script(Analysis& an, std::string_view text, std::optional<std::string> cwd, int depth);
+
+// awk's output redirections (print > "file", >> and | "cmd") and system()
+// sit inside its program: every string literal of the program is taken as
+// a path it may write, and, when the program pipes or calls system(), as a
+// shell script too. `gawk -i inplace` writes its file operands.
+void rule_awk(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth) {
+  const auto& v = u.argv;
+  std::size_t i = 1;
+  bool inplace = false, from_file = false;
+  for (; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;
+    if (one_of(a, {"-f", "--file"})) from_file = true;
+    if (one_of(a, {"-i", "--include"}) && i + 1 < v.size() && v[i + 1].text == "inplace")
+      inplace = true;
+    if (a.rfind("-iinplace", 0) == 0 || a == "--include=inplace") inplace = true;
+    if (one_of(a, {"-F", "-v", "-f", "-i", "--file", "--include", "--assign", "--field-separator",
+                   "-e", "--source", "-l", "--load"})) {
+      if (one_of(a, {"-e", "--source"}) && i + 1 < v.size()) {
+        // gawk -e PROGRAM: read below with the rest
+        ++i;
+        continue;
+      }
+      ++i;
+    }
+  }
+  std::vector<std::string> programs;
+  for (std::size_t k = 1; k < v.size(); ++k)
+    if (one_of(v[k - 1].text, {"-e", "--source"})) programs.push_back(v[k].text);
+  if (!from_file && programs.empty() && i < v.size()) programs.push_back(v[i++].text);
+  for (const std::string& prog : programs) {
+    std::vector<std::string> literals;
+    for (std::size_t k = 0; k < prog.size(); ++k) {
+      if (prog[k] != '"') continue;
+      std::string lit;
+      for (++k; k < prog.size() && prog[k] != '"'; ++k) {
+        if (prog[k] == '\\' && k + 1 < prog.size()) ++k;
+        lit += prog[k];
+      }
+      literals.push_back(std::move(lit));
+    }
+    for (const std::string& lit : literals) {
+      Word w;
+      w.text = lit;
+      w.quoted = true;
+      if (auto t = protected_target(an, w, cwd)) {
+        hit_protected(an, base_name(v[0].text) + " (a string of its program)", *t);
+        return;
+      }
+    }
+    if (prog.find("system") != std::string::npos || prog.find('|') != std::string::npos) {
+      for (const std::string& lit : literals) analyse_script(an, lit, cwd, depth + 1);
+      if (an.done()) return;
+    }
+  }
+  if (!inplace) return;
+  for (; i < v.size(); ++i) {
+    if (v[i].text.find('=') != std::string::npos && !v[i].expansion) continue;  // var=value
+    if (auto t = protected_target(an, v[i], cwd)) {
+      hit_protected(an, base_name(v[0].text) + " -i inplace", *t);
+      return;
+    }
+  }
+}
+
+// find: the commands of -exec/-execdir/-ok/-okdir are read as commands
+// ({} standing for the first starting point), the starting points of
+// -delete and the files of -fprint/-fprintf/-fls are paths it writes.
+void rule_find(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth) {
+  const auto& v = u.argv;
+  std::size_t i = 1;
+  while (i < v.size() && one_of(v[i].text, {"-H", "-L", "-P"})) ++i;
+  std::vector<Word> starts;
+  for (; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    if (!a.empty() && (a[0] == '-' || a == "(" || a == "!")) break;
+    starts.push_back(v[i]);
+  }
+  Word first;
+  first.text = ".";
+  if (!starts.empty()) first = starts.front();
+  for (; i < v.size() && !an.done(); ++i) {
+    const std::string& a = v[i].text;
+    if (a == "-delete") {
+      for (const Word& st : starts.empty() ? std::vector<Word>{first} : starts) {
+        if (auto t = protected_target(an, st, cwd)) {
+          hit_protected(an, "find -delete", *t);
+          return;
+        }
+      }
+    } else if (one_of(a, {"-fprint", "-fprint0", "-fprintf", "-fls"}) && i + 1 < v.size()) {
+      if (auto t = protected_target(an, v[i + 1], cwd)) {
+        hit_protected(an, "find " + a, *t);
+        return;
+      }
+    } else if (one_of(a, {"-exec", "-execdir", "-ok", "-okdir"})) {
+      Simple inner;
+      for (++i; i < v.size() && v[i].text != ";" && v[i].text != "+"; ++i) {
+        Word w = v[i];
+        for (std::size_t k = w.text.find("{}"); k != std::string::npos; k = w.text.find("{}", k)) {
+          w.text.replace(k, 2, first.text);
+          w.expansion = w.expansion || first.expansion;
+          k += first.text.size();
+        }
+        if (w.text == first.text) w.tilde = first.tilde;
+        inner.words.push_back(std::move(w));
+      }
+      if (inner.words.empty()) continue;
+      if (depth + 1 > kMaxDepth) {
+        an.unanalysable = "commands nested too deeply";
+        return;
+      }
+      std::optional<std::string> inner_cwd =
+          a.find("dir") != std::string::npos ? std::nullopt : cwd;
+      analyse_simple(an, inner, inner_cwd, depth + 1);
     }
   }
 }
@@ -1120,6 +1344,8 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
     an.hit("sudo", n + " runs a command as another user");
   if (is_shutdown(u)) an.hit("shutdown", n + " stops or restarts the machine");
   rule_protected_args(an, u, cwd);
+  if (one_of(n, {"awk", "gawk", "mawk", "nawk", "busybox-awk"})) rule_awk(an, u, cwd, depth);
+  if (n == "find") rule_find(an, u, cwd, depth);
   rule_custom(an, u);
   if (an.done()) return;
 
@@ -1309,7 +1535,10 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   v.profile = profile.name;
   v.confined = profile.sandboxed;
   Analysis an{floor, ctx, std::nullopt, "", {}, {}};
-  an.prot = profile.protect;
+  // Not the names protected only while another path is missing (the
+  // bare-repository names without .git): the floor cannot know.
+  for (const std::string& e : profile.protect)
+    if (!profile.protect_if_missing.count(e)) an.prot.push_back(e);
   an.prot_exact = profile.protect_unless_dir;
   for (const auto& [dir, names] : {std::pair{&ctx.workspace, &protected_workspace_names()},
                                    {&ctx.home, &protected_home_names()}}) {

@@ -69,12 +69,25 @@ const std::vector<std::string> kHookSources = {"~/.comet/hooks", "{config}/comet
 // trailing "/" marks a directory: the placeholder made when the name is
 // missing is a directory, else an empty file. `*` is one path component
 // (expanded by the runtime). .git itself is special (see resolve()).
+//
+// .git/HEAD keeps the repository valid: with an invalid HEAD (or no
+// objects/ or refs/, which are pinned: ResolvedProfile::pin) git would take
+// the workspace itself for a bare repository, whose HEAD, config, objects/
+// and refs/ the workload could write. .git/commondir names where git finds
+// its config; the rebase and sequencer state holds `exec` lines the host's
+// `git rebase --continue` runs.
 const std::vector<std::string> kProtectedWorkspace = {
     ".git/config",
     ".git/config.worktree",
+    ".git/HEAD",
+    ".git/commondir",
     ".git/hooks/",
     ".git/info/",
+    ".git/rebase-merge/",
+    ".git/rebase-apply/",
+    ".git/sequencer/",
     ".git/modules/*/config",
+    ".git/modules/*/commondir",
     ".git/modules/*/hooks/",
     ".git/modules/*/info/",
     ".git/worktrees/*/gitdir",
@@ -87,13 +100,55 @@ const std::vector<std::string> kProtectedWorkspace = {
     ".idea/",
     ".claude/",
     ".cursor/",
+    ".mcp.json",
+    ".devcontainer/",
 };
+// The home directory's: only ever complete enough for a home that is no
+// workspace (resolve() refuses a workspace at or above the home directory;
+// a custom profile's explicit `write: [~]` gets these).
 const std::vector<std::string> kProtectedHome = {
-    ".gitconfig",   ".config/git/", ".bashrc",       ".bash_profile", ".bash_login",
-    ".bash_logout", ".profile",     ".zshrc",        ".zshenv",       ".zprofile",
-    ".zlogin",      ".zlogout",     ".config/fish/", ".ssh/",         ".vscode/",
-    ".idea/",       ".claude/",     ".claude.json",  ".cursor/",      ".envrc",
+    ".gitconfig",
+    ".config/git/",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".bash_aliases",
+    ".profile",
+    ".inputrc",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".config/fish/",
+    ".ssh/",
+    ".local/bin/",
+    ".local/lib/",
+    ".pythonrc",
+    ".config/autostart/",
+    ".config/systemd/",
+    ".config/nvim/",
+    ".vimrc",
+    ".config/direnv/",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".npmrc",
+    ".vscode/",
+    ".idea/",
+    ".claude/",
+    ".claude.json",
+    ".cursor/",
+    ".envrc",
 };
+
+// Without {workspace}/.git, git looks for a bare repository in the
+// workspace itself (HEAD, config, objects/, refs/): protected only then
+// (ResolvedProfile::protect_if_missing), as a project's own config/ must
+// stay writable beside a real .git.
+const std::vector<std::string> kBareRepoNames = {"HEAD", "config", "objects/", "refs/"};
+// Directories of .git that must stay in place (pinned, still writable).
+const std::vector<std::string> kPinnedGit = {".git/objects", ".git/refs"};
 
 // Denied by every sandboxed profile but devbox: the host's secrets, which no
 // command run for an agent needs to read. /root too, unless the invoking
@@ -187,6 +242,10 @@ class Expander {
   std::string config_;
 };
 
+bool contains_str(const std::vector<std::string>& list, const std::string& p) {
+  return std::find(list.begin(), list.end(), p) != list.end();
+}
+
 void add_unique(std::vector<std::string>& list, std::string p) {
   if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(std::move(p));
 }
@@ -268,6 +327,26 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
     }
     const Expander x(ctx);
     const std::string what = "profile " + r.name;
+    // A workspace at or above the home directory would make the home
+    // writable: no list of the names in it that shells and tools run
+    // (rc files, ~/.local/bin, python's user site, autostart, systemd
+    // units, editor and agent config, ...) is ever complete.
+    // (The base's `{workspace}`, or a custom profile's; an explicit `~` or
+    // parent directory in `write:` stays the user's choice.)
+    const bool writes_ws = contains_str(base->write, "{workspace}") ||
+                           (custom && contains_str(custom->write, "{workspace}"));
+    if (writes_ws && !ctx.home.empty() && !ctx.workspace.empty() && ctx.home[0] == '/' &&
+        ctx.workspace[0] == '/') {
+      const std::string home = detail::normalize_path(ctx.home);
+      const std::string ws = detail::normalize_path(ctx.workspace);
+      if (ws != "/" && detail::path_under(home, ws)) {
+        return Error::msg(
+            "sandbox: the workspace " + ws +
+            (ws == home ? " is the home directory" : " holds the home directory " + home) +
+            ": too much of what your shell and tools run lives there; use a "
+            "project directory");
+      }
+    }
     TRYV(add_all(x, r.read, base->read, what));
     TRYV(add_all(x, r.write, base->write, what));
     TRYV(add_all(x, r.protect, base->protect, what));
@@ -286,8 +365,25 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
       if (git) {
         add_unique(r.protect, *git);
         add_unique(r.protect_unless_dir, *git);
+        for (const std::string& n : kBareRepoNames) {
+          const std::string bare = n.back() == '/' ? n.substr(0, n.size() - 1) : n;
+          TRY(auto e, x.expand("{workspace}/" + bare, what, true));
+          if (!e || contains_str(r.protect, *e)) continue;
+          TRYV(add_protected(x, r, "{workspace}", {n}, what));
+          r.protect_if_missing[*e] = *git;
+        }
+        for (const std::string& n : kPinnedGit) {
+          TRY(auto e, x.expand("{workspace}/" + n, what, true));
+          if (e) add_unique(r.pin, *e);
+        }
       }
       TRYV(add_protected(x, r, "{workspace}", kProtectedWorkspace, what));
+      // An empty commondir makes git die ("failed to read"): the
+      // placeholder names the repository itself.
+      for (const char* n : {"{workspace}/.git/commondir", "{workspace}/.git/modules/*/commondir"}) {
+        TRY(auto e, x.expand(n, what, true));
+        if (e) r.placeholder_content[*e] = ".\n";
+      }
       TRYV(add_protected(x, r, "~", kProtectedHome, what));
       for (const ConfigPath& h : set.protect) {
         TRY(auto e, x.expand(h.path, what + " (protect from " + h.file + ")"));

@@ -59,6 +59,7 @@ class Planner {
     add_roots();
     add_hidden();
     TRYV(add_protected());
+    add_pins();
     add_unix_sockets();
     drop_shadowed();
     build_spec();
@@ -245,24 +246,33 @@ class Planner {
     struct Item {
       std::string path;
       HostPath h;
-      bool file = false;        // missing: an empty-file placeholder
+      bool file = false;        // missing: a file placeholder
       bool unless_dir = false;  // {workspace}/.git
+      std::string content;      // the file placeholder's
     };
     std::vector<Item> items;
-    auto add = [&](const std::string& x, bool file, bool unless_dir) {
+    auto add = [&](const std::string& x, bool file, bool unless_dir, const std::string& content) {
       if (std::none_of(items.begin(), items.end(), [&](const Item& i) { return i.path == x; }))
-        items.push_back({x, fact(x), file, unless_dir});
+        items.push_back({x, fact(x), file, unless_dir, content});
     };
     for (const auto& x : p_.protect) {
+      // Only while another path is missing ({workspace}/HEAD without .git).
+      if (auto c = p_.protect_if_missing.find(x); c != p_.protect_if_missing.end()) {
+        const HostPath cond = fact(c->second);
+        if (cond.kind != HostKind::missing || cond.symlink) continue;
+      }
       const bool file = contains(p_.protect_files, x);
+      std::string content;
+      if (auto c = p_.placeholder_content.find(x); c != p_.placeholder_content.end())
+        content = c->second;
       if (x.find('*') == std::string::npos) {
-        add(x, file, contains(p_.protect_unless_dir, x));
+        add(x, file, contains(p_.protect_unless_dir, x), content);
       } else if (auto g = in_.globbed.find(x); g != in_.globbed.end()) {
-        for (const auto& m : g->second) add(m, file, false);
+        for (const auto& m : g->second) add(m, file, false, content);
       }
     }
     if (!devbox_) {
-      for (const auto& x : in_.protect) add(x, false, false);
+      for (const auto& x : in_.protect) add(x, false, false, "");
     }
     // Shallow first, so that a deeper path sees a protected parent.
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
@@ -270,17 +280,18 @@ class Planner {
     });
     for (const Item& it : items) {
       const std::string& real = it.h.real;
-      // A .git directory stays writable (objects, refs, index); what in it
-      // the host's git obeys is protected entry by entry.
-      if (it.unless_dir && it.h.kind == HostKind::dir) continue;
       // A symlink in a writable tree could be replaced by the workload,
-      // wherever it points now.
+      // wherever it points now. {workspace}/.git too (checked before the
+      // directory rule below): `rm .git && git init` would replace it.
       if (it.h.symlink) {
         if (const Entry* lw = root_of(it.path, /*writable_only=*/true)) {
           return Error::msg("sandbox: cannot protect " + it.path + ": it is a symlink inside the " +
                             "writable " + lw->path + " (the workload could replace it)");
         }
       }
+      // A .git directory stays writable (objects, refs, index); what in it
+      // the host's git obeys is protected entry by entry.
+      if (it.unless_dir && it.h.kind == HostKind::dir) continue;
       if (special(real)) continue;
       if (covering(real, {Op::deny, Op::hide, Op::socket_file})) continue;  // hidden already
       const Entry* w = root_of(real, /*writable_only=*/true);
@@ -289,7 +300,7 @@ class Planner {
       HostKind kind = it.h.kind;
       if (kind == HostKind::missing) {
         // The workload must not be able to create it: make it (empty) first.
-        plan_.placeholders.push_back({real, /*dir=*/!it.file});
+        plan_.placeholders.push_back({real, /*dir=*/!it.file, it.file ? it.content : ""});
         kind = it.file ? HostKind::file : HostKind::dir;
       }
       // Pin every directory between the writable root and the path: a
@@ -307,6 +318,20 @@ class Planner {
       put(real, Op::protect, kind, "protect");
     }
     return {};
+  }
+
+  // ResolvedProfile::pin: an existing directory inside a writable tree (not
+  // a symlink, not already read-only or hidden) is bound onto itself.
+  void add_pins() {
+    for (const auto& x : p_.pin) {
+      const HostPath h = fact(x);
+      if (h.kind != HostKind::dir || h.symlink || special(h.real)) continue;
+      if (covering(h.real, {Op::deny, Op::hide, Op::socket_file})) continue;
+      const Entry* w = root_of(h.real, /*writable_only=*/true);
+      const Entry* pr = covering(h.real, {Op::protect});
+      if (!w || w->path == h.real || (pr && path_depth(pr->path) >= path_depth(w->path))) continue;
+      put(h.real, Op::pin, HostKind::dir, "pin");
+    }
   }
 
   // The unix-socket allowlist: a socket the view hides (under the private

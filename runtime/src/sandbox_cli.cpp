@@ -125,11 +125,17 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   std::vector<std::string> matches;
   for (const auto& [pattern, list] : in.globbed)
     matches.insert(matches.end(), list.begin(), list.end());
-  const std::vector<const std::vector<std::string>*> lists = {
-      &r.read,         &r.write,           &r.deny,
-      &r.protect,      &r.runtime_sockets, &r.runtime_socket_dirs,
-      &r.unix_sockets, &in.protect,        &in.hide,
-      &matches};
+  const std::vector<const std::vector<std::string>*> lists = {&r.read,
+                                                              &r.write,
+                                                              &r.deny,
+                                                              &r.protect,
+                                                              &r.runtime_sockets,
+                                                              &r.runtime_socket_dirs,
+                                                              &r.unix_sockets,
+                                                              &in.protect,
+                                                              &in.hide,
+                                                              &r.pin,
+                                                              &matches};
   for (const std::vector<std::string>* list : lists) {
     for (const auto& path : *list) {
       if (path.find('*') == std::string::npos && !in.host.count(path))
@@ -314,7 +320,11 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
         std::find(p.profile.protect_unless_dir.begin(), p.profile.protect_unless_dir.end(), pr) !=
             p.profile.protect_unless_dir.end() &&
         in.host.count(pr) && in.host.at(pr).kind == cap::HostKind::dir;
-    if (!dir_kept) l.fs_view.protect.push_back(pr);
+    // The bare-repository names while .git exists: not protected.
+    const auto cond = p.profile.protect_if_missing.find(pr);
+    const bool unused = cond != p.profile.protect_if_missing.end() && in.host.count(cond->second) &&
+                        in.host.at(cond->second).kind != cap::HostKind::missing;
+    if (!dir_kept && !unused) l.fs_view.protect.push_back(pr);
   }
   l.fs_view.protect.insert(l.fs_view.protect.end(), in.protect.begin(), in.protect.end());
   l.fs_view.deny = p.profile.deny;
@@ -425,6 +435,8 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
     j["write"] = r.write;
     j["deny"] = r.deny;
     j["protect"] = r.protect;
+    j["pin"] = r.pin;
+    j["protect_if_missing"] = r.protect_if_missing;
     j["block_runtime_sockets"] = r.block_runtime_sockets;
     j["runtime_sockets"] = r.runtime_sockets;
     j["runtime_socket_dirs"] = r.runtime_socket_dirs;

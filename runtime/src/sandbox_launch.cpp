@@ -7,32 +7,32 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
-#include <utility>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "comet/capability/policy.hpp"
 #include "comet/runtime/cgroups.hpp"
-#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/child.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
 #include "comet/runtime/reporter.hpp"
+#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
 #include "comet/runtime/trampoline.hpp"
@@ -53,6 +53,7 @@ namespace {
 struct GuardEntry {
   enum Kind : int { kCgroup, kDir, kFile } kind;
   std::uint64_t dev, ino;  // a placeholder we made (0: not made yet)
+  std::uint64_t size;      // a file placeholder's: the size of its content
   char path[PATH_MAX];
 };
 
@@ -177,7 +178,7 @@ int guardian_main(void* arg) noexcept {
     if (st.st_ino != ino || st.st_dev != e.dev) continue;
     if (e.kind == GuardEntry::kDir)
       raw(SYS_rmdir, reinterpret_cast<long>(e.path));  // ENOTEMPTY: not ours to remove
-    else if (S_ISREG(st.st_mode) && st.st_size == 0)
+    else if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == e.size)
       raw(SYS_unlink, reinterpret_cast<long>(e.path));
   }
   raw(SYS_exit_group, 0);
@@ -194,10 +195,13 @@ class Guardian {
   ~Guardian() { done(); }
 
   // Paths first (cgroups, then placeholders parents first), then start().
-  void add(GuardEntry::Kind k, const std::string& path) { pending_.emplace_back(k, path); }
-  void add_made(GuardEntry::Kind k, const std::string& path, dev_t dev, ino_t ino) {
+  void add(GuardEntry::Kind k, const std::string& path, std::uint64_t size = 0) {
+    pending_.push_back({k, path, size});
+  }
+  void add_made(GuardEntry::Kind k, const std::string& path, std::uint64_t size, dev_t dev,
+                ino_t ino) {
     preset_.push_back({pending_.size(), dev, ino});
-    pending_.emplace_back(k, path);
+    pending_.push_back({k, path, size});
   }
   void locks(const PlaceholderRegistry& r);
   bool empty() const { return pending_.empty(); }
@@ -211,18 +215,20 @@ class Guardian {
     block_->n = static_cast<int>(n);
     block_->mutex_fd = mutex_fd_;
     block_->users_fd = users_fd_;
-    for (auto [dst, src] : {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
-                            {block_->users_path, &lock_paths_[1]},
-                            {block_->registry_dir, &lock_paths_[2]}}) {
+    for (auto [dst, src] :
+         {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
+          {block_->users_path, &lock_paths_[1]},
+          {block_->registry_dir, &lock_paths_[2]}}) {
       if (src->size() >= PATH_MAX) return Error::msg("sandbox: path too long: " + *src);
       std::memcpy(dst, src->c_str(), src->size() + 1);
     }
     for (size_t i = 0; i < n; i++) {
       GuardEntry& e = block_->e[i];
-      e.kind = pending_[i].first;
-      if (pending_[i].second.size() >= sizeof e.path)
-        return Error::msg("sandbox: path too long: " + pending_[i].second);
-      std::memcpy(e.path, pending_[i].second.c_str(), pending_[i].second.size() + 1);
+      e.kind = pending_[i].kind;
+      e.size = pending_[i].size;
+      if (pending_[i].path.size() >= sizeof e.path)
+        return Error::msg("sandbox: path too long: " + pending_[i].path);
+      std::memcpy(e.path, pending_[i].path.c_str(), pending_[i].path.size() + 1);
     }
     for (const auto& pr : preset_) {
       block_->e[pr.index].dev = pr.dev;
@@ -263,7 +269,12 @@ class Guardian {
 
  private:
   static constexpr size_t kStack = 64 * 1024;
-  std::vector<std::pair<GuardEntry::Kind, std::string>> pending_;
+  struct Pending {
+    GuardEntry::Kind kind;
+    std::string path;
+    std::uint64_t size;
+  };
+  std::vector<Pending> pending_;
   struct Preset {
     size_t index;
     dev_t dev;
@@ -290,36 +301,55 @@ struct Made {
   bool dir;
   dev_t dev;
   ino_t ino;
+  std::string content;  // a file's
+};
+
+struct Step {
+  std::string path;
+  bool dir;
+  std::string content;  // a file's (Placeholder::content)
 };
 
 // Every missing component of every placeholder, parents first: what we
-// are about to create (and will remove while it is still ours and empty).
-std::vector<std::pair<std::string, bool>> placeholder_steps(
-    const std::vector<capability::Placeholder>& ps) {
-  std::vector<std::pair<std::string, bool>> steps;
+// are about to create (and will remove while it is still ours and as made).
+std::vector<Step> placeholder_steps(const std::vector<capability::Placeholder>& ps) {
+  std::vector<Step> steps;
   for (const auto& ph : ps) {
-    std::vector<std::pair<std::string, bool>> missing;
+    std::vector<Step> missing;
     bool leaf = true;
     for (std::string p = ph.path; p != "/" && !path_exists(p); p = parent_of(p)) {
-      missing.emplace_back(p, leaf ? ph.dir : true);
+      missing.push_back({p, leaf ? ph.dir : true, leaf && !ph.dir ? ph.content : ""});
       leaf = false;
     }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
       bool dup = false;
-      for (auto& s : steps) dup |= s.first == it->first;
+      for (auto& s : steps) dup |= s.path == it->path;
       if (!dup) steps.push_back(*it);
     }
   }
   return steps;
 }
 
-Status make_placeholder(const std::string& path, bool dir, uid_t uid, gid_t gid) {
-  if (dir) {
+Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
+  const std::string& path = step.path;
+  if (step.dir) {
     if (::mkdir(path.c_str(), 0755) < 0)
       return Error::sys(errno, "sandbox: create the protected directory " + path);
   } else {
     int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return Error::sys(errno, "sandbox: create the protected file " + path);
+    // .git/commondir holds "." (git dies on an empty one).
+    for (std::size_t off = 0; off < step.content.size();) {
+      ssize_t n = ::write(fd, step.content.data() + off, step.content.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        ::unlink(path.c_str());
+        return Error::sys(err, "sandbox: write the protected file " + path);
+      }
+      off += static_cast<std::size_t>(n);
+    }
     ::close(fd);
   }
   if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
@@ -329,10 +359,17 @@ Status make_placeholder(const std::string& path, bool dir, uid_t uid, gid_t gid)
 void remove_placeholder(const Made& m) {
   struct stat st;
   if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return;
-  if (m.dir)
+  if (m.dir) {
     ::rmdir(m.path.c_str());
-  else if (S_ISREG(st.st_mode) && st.st_size == 0)
-    ::unlink(m.path.c_str());
+  } else if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) == m.content.size()) {
+    if (m.content.empty()) {
+      ::unlink(m.path.c_str());
+      return;
+    }
+    // Still exactly what we wrote.
+    auto text = read_file(m.path);
+    if (text.ok() && *text == m.content) ::unlink(m.path.c_str());
+  }
 }
 
 // ---- what stays on the host until the end, undone whatever happens ------
@@ -342,7 +379,7 @@ void remove_placeholder(const Made& m) {
 // that is a mount point removes the mounts on it in every namespace. So
 // they are shared, per workspace, under the state root
 // (<root>/.placeholders/<hash of the workspace>): a registry ("dev ino
-// d|f path" lines) whose flock is the mutex around making and removing
+// d|f content-in-hex|- path" lines) whose flock is the mutex around making and removing
 // them, and a users file each running sandbox holds LOCK_SH on. The last
 // sandbox out (LOCK_EX|LOCK_NB on users succeeds) removes every registered
 // placeholder that is still the empty one made; the others leave them.
@@ -368,8 +405,7 @@ class PlaceholderRegistry {
       if (::fstat(mutex_.get(), &held) == 0 && ::stat(registry_path_.c_str(), &named) == 0 &&
           held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
         locked_ = true;
-        users_.reset(
-            ::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        users_.reset(::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!users_) return Error::sys(errno, "sandbox: open the placeholder users " + base);
         return ok();
       }
@@ -384,14 +420,20 @@ class PlaceholderRegistry {
     char buf[4096];
     ssize_t n;
     ::lseek(mutex_.get(), 0, SEEK_SET);
-    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0)
+      text.append(buf, static_cast<size_t>(n));
     for (const auto& line : split(text, '\n')) {
       unsigned long long dev = 0, ino = 0;
       char kind = 0;
+      char hex[129] = {};
       int used = 0;
-      if (std::sscanf(line.c_str(), "%llu %llu %c %n", &dev, &ino, &kind, &used) != 3) continue;
+      if (std::sscanf(line.c_str(), "%llu %llu %c %128s %n", &dev, &ino, &kind, hex, &used) != 4)
+        continue;
+      std::string content;
+      for (size_t i = 0; hex[0] != '-' && hex[i] && hex[i + 1]; i += 2)
+        content.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
       Made m{line.substr(static_cast<size_t>(used)), kind == 'd', static_cast<dev_t>(dev),
-             static_cast<ino_t>(ino)};
+             static_cast<ino_t>(ino), content};
       struct stat st;
       if (::lstat(m.path.c_str(), &st) == 0 && st.st_dev == m.dev && st.st_ino == m.ino)
         out.push_back(std::move(m));
@@ -399,9 +441,15 @@ class PlaceholderRegistry {
     return out;
   }
   Status add(const Made& m) {
+    static const char* digits = "0123456789abcdef";
+    std::string hex;  // the content a file placeholder holds ("-": none), at most 64 bytes
+    for (unsigned char c : m.content.substr(0, 64)) {
+      hex.push_back(digits[c >> 4]);
+      hex.push_back(digits[c & 15]);
+    }
     std::string line = std::to_string(static_cast<unsigned long long>(m.dev)) + " " +
                        std::to_string(static_cast<unsigned long long>(m.ino)) +
-                       (m.dir ? " d " : " f ") + m.path + "\n";
+                       (m.dir ? " d " : " f ") + (hex.empty() ? "-" : hex) + " " + m.path + "\n";
     ::lseek(mutex_.get(), 0, SEEK_END);
     if (::write(mutex_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
       return Error::sys(errno, "sandbox: write the placeholder registry");
@@ -455,7 +503,7 @@ void Guardian::locks(const PlaceholderRegistry& r) {
 }
 
 struct LaunchCleanup {
-  std::vector<Made> made;            // placeholders, parents first (ours and adopted)
+  std::vector<Made> made;  // placeholders, parents first (ours and adopted)
   PlaceholderRegistry* registry = nullptr;
   std::vector<std::string> cgroups;  // created
   pid_t init = -1;                   // our child, killed and reaped on failure
@@ -688,23 +736,24 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     cleanup.registry = &registry;
     adopted = registry.entries();
     for (const Made& m : adopted)
-      guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.dev, m.ino);
+      guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.content.size(),
+                        m.dev, m.ino);
     guardian.locks(registry);
   }
   const auto steps = placeholder_steps(l.placeholders);
   const size_t first_step = (cg ? cg->dirs().size() : 0) + adopted.size();
-  for (const auto& [path, dir] : steps)
-    guardian.add(dir ? GuardEntry::kDir : GuardEntry::kFile, path);
+  for (const Step& st : steps)
+    guardian.add(st.dir ? GuardEntry::kDir : GuardEntry::kFile, st.path, st.content.size());
   if (!guardian.empty()) {
     TRYV(guardian.start());
     cleanup.guardian = &guardian;
   }
   cleanup.made = adopted;
   for (size_t i = 0; i < steps.size(); i++) {
-    TRYV(make_placeholder(steps[i].first, steps[i].second, l.owner_uid, l.owner_gid));
+    TRYV(make_placeholder(steps[i], l.owner_uid, l.owner_gid));
     struct stat st;
-    if (::lstat(steps[i].first.c_str(), &st) == 0) {
-      Made m{steps[i].first, steps[i].second, st.st_dev, st.st_ino};
+    if (::lstat(steps[i].path.c_str(), &st) == 0) {
+      Made m{steps[i].path, steps[i].dir, st.st_dev, st.st_ino, steps[i].content};
       TRYV(registry.add(m));
       cleanup.made.push_back(std::move(m));
     }

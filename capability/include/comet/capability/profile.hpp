@@ -152,6 +152,21 @@ struct ResolvedProfile {
   std::vector<std::string> protect;
   std::vector<std::string> protect_files;
   std::vector<std::string> protect_unless_dir;
+  // Entries of `protect` that are protected only while another path is
+  // missing on the host (entry -> that path): the bare-repository names at
+  // the workspace root (HEAD, config, objects, refs) while {workspace}/.git
+  // is missing. The floor (auto_allow.hpp) does not ask about them.
+  std::map<std::string, std::string> protect_if_missing;
+  // What a missing file entry's placeholder holds (default: empty), keyed
+  // like `protect` (a `*` entry covers its matches): .git/commondir gets
+  // ".\n" (the repository itself), as git dies on an empty one.
+  std::map<std::string, std::string> placeholder_content;
+  // Pinned, not protected: a directory that exists inside a writable tree
+  // is bound onto itself (still writable), so it cannot be renamed or
+  // removed (EBUSY): {workspace}/.git/objects and .git/refs, which git needs
+  // to take .git for a repository. A missing one, or one outside any
+  // writable tree: nothing.
+  std::vector<std::string> pin;
   bool network_restricted = false;  // connect/bind/send* and io_uring refused
   // Container-runtime API sockets (docker, podman, containerd, cri-o,
   // buildkit and the config's runtime_sockets) are made unreachable: every

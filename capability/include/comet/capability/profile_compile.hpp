@@ -36,6 +36,10 @@
 //                      P there is created first (SandboxPlan::placeholders) so the
 //                      workload cannot create it; a P that is a symlink in a
 //                      writable tree cannot be protected: an error
+//                      ({workspace}/.git too, whatever it points to)
+//   pin P              (ResolvedProfile::pin) a directory inside a writable
+//                      tree, bound onto itself, still writable: it cannot
+//                      be renamed or removed (EBUSY); missing: nothing
 //   deny P             a directory: an empty tmpfs, ro, mode 000; a file,
 //                      socket or node: the empty mode-0000 file deny_file
 //                      bound read-only over it. Either way open() answers
@@ -131,10 +135,13 @@ struct Symlink {
 // A protected name that does not exist on the host, inside a writable tree:
 // the runtime creates it (empty, owned by the invoking user) before the run
 // so that a read-only mount can cover it, and removes it after the run if it
-// is still the empty placeholder it made (same inode, still empty).
+// is still the placeholder it made (same inode, still empty, or for a file
+// with `content`, still holding exactly that). A `content` file is written
+// before the mount (.git/commondir: git dies on an empty one).
 struct Placeholder {
-  std::string path;  // absolute host path
-  bool dir = false;  // an empty directory, else an empty regular file
+  std::string path;     // absolute host path
+  bool dir = false;     // an empty directory, else a regular file
+  std::string content;  // what the file holds ("" = empty; ResolvedProfile::placeholder_content)
 };
 
 struct SandboxPlan {
