@@ -250,8 +250,16 @@ TEST(AutoAllow, TableOfCommands) {
       {{"git", "config", "--list", "--show-origin"}, ""},
       {{"git", "config", "get", "user.email"}, ""},
       {{"git", "-c", "core.pager=cat", "log"}, ""},
-      {{"git", "clone", "https://x/y"}, ""},
-      {{"git", "init"}, ""},
+      // a new repository is a nested one: the host's git obeys its config
+      // and hooks, through a gitlink even at the root (red team round 2)
+      {{"git", "clone", "https://x/y"}, "protected-path-write"},
+      {{"git", "init"}, "protected-path-write"},
+      {{"cp", "-t", "s3/.git", "config"}, "protected-path-write"},
+      {{"curl", "-so", "s3/.git/config", "https://x/y"}, "protected-path-write"},
+      {{"perl", "-e", "open F,\">>s3/.git/config\""}, "protected-path-write"},
+      {{"mv", "x", "s3/.git"}, "protected-path-write"},
+      {{"cp", "a.gitignore", "b.txt"}, ""},
+      {{"cp", ".gitignore", "x/.gitignore"}, ""},
       {{"git", "branch", "feature"}, ""},
       {{"git", "checkout", "-b", "feature"}, ""},
       {{"git", "remote", "-v"}, ""},

@@ -1038,6 +1038,40 @@ void rule_protected_redirects(Analysis& an, const Simple& s,
 // Commands that write the files their arguments name. Every non-option word
 // is taken as a path (a mode, a sed script or an owner never names a
 // protected file); for sed only with -i.
+// Any command but a reader, with a word that names a git directory or
+// something in one, at any depth (`cp -t sub/.git config`, `curl -o
+// x/.git/config URL`, `perl -e 'open F,">x/.git/hooks/y"'`): a nested
+// repository's config and hooks are not protected by the sandbox.
+void rule_git_dir_words(Analysis& an, const Unwrapped& u) {
+  const auto& v = u.argv;
+  const std::string n = base_name(v[0].text);
+  if (one_of(n, {"git", "cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
+                 "ls", "stat", "file", "wc", "diff", "cmp", "find", "du", "tree", "realpath",
+                 "readlink", "test", "[", "echo", "printf"}))
+    return;
+  if (n == "sed" && !std::any_of(v.begin() + 1, v.end(), [](const Word& w) {
+        return w.text.rfind("--in-place", 0) == 0 ||
+               (w.text.size() >= 2 && w.text[0] == '-' && w.text[1] != '-' &&
+                w.text.find('i') != std::string::npos);
+      }))
+    return;  // sed without -i only prints
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const std::string& t = v[i].text;
+    for (std::size_t at = t.find(".git"); at != std::string::npos; at = t.find(".git", at + 1)) {
+      const bool starts = at == 0 || t[at - 1] == '/' || t[at - 1] == '=' || t[at - 1] == '"' ||
+                          t[at - 1] == '\'' || t[at - 1] == '>' || t[at - 1] == ' ';
+      const char after = at + 4 < t.size() ? t[at + 4] : '\0';
+      if (starts && (after == '\0' || after == '/' || after == '"' || after == '\'' ||
+                     after == ' ')) {
+        an.hit("protected-path-write",
+               n + " names a git directory (" + t + "): a repository's config and hooks run "
+               "on the host");
+        return;
+      }
+    }
+  }
+}
+
 void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
   const auto& v = u.argv;
   const std::string n = base_name(v[0].text);
@@ -1281,10 +1315,11 @@ void rule_git_config(Analysis& an, const Unwrapped& u) {
   } else if (sub == "worktree") {
     if (first_arg() == "add") why = "git worktree add writes .git/worktrees";
   } else if (sub == "clone" || sub == "init") {
-    // A fresh repository is harmless (its hooks are *.sample); one with a
-    // template or a config of the caller's choosing is not.
-    if (any({"-c", "--config", "--template", "--separate-git-dir"}))
-      why = "git " + sub + " with a template or config writes hooks or config";
+    // A new repository inside the workspace is a nested one: its config
+    // and hooks are the workload's to write, and the host's git obeys them
+    // (a gitlink in the outer repository makes `git status` at the root
+    // run them). The sandbox cannot protect a repository it did not see.
+    why = "git " + sub + " makes a repository whose config and hooks the host's git obeys";
   }
   if (!why.empty()) an.hit("protected-path-write", why);
 }
@@ -1344,6 +1379,7 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
     an.hit("sudo", n + " runs a command as another user");
   if (is_shutdown(u)) an.hit("shutdown", n + " stops or restarts the machine");
   rule_protected_args(an, u, cwd);
+  if (!an.done()) rule_git_dir_words(an, u);
   if (one_of(n, {"awk", "gawk", "mawk", "nawk", "busybox-awk"})) rule_awk(an, u, cwd, depth);
   if (n == "find") rule_find(an, u, cwd, depth);
   rule_custom(an, u);
