@@ -7,32 +7,32 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
-#include <utility>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "comet/capability/policy.hpp"
 #include "comet/runtime/cgroups.hpp"
-#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/child.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
 #include "comet/runtime/reporter.hpp"
+#include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sync.hpp"
 #include "comet/runtime/sys.hpp"
 #include "comet/runtime/trampoline.hpp"
@@ -211,9 +211,10 @@ class Guardian {
     block_->n = static_cast<int>(n);
     block_->mutex_fd = mutex_fd_;
     block_->users_fd = users_fd_;
-    for (auto [dst, src] : {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
-                            {block_->users_path, &lock_paths_[1]},
-                            {block_->registry_dir, &lock_paths_[2]}}) {
+    for (auto [dst, src] :
+         {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
+          {block_->users_path, &lock_paths_[1]},
+          {block_->registry_dir, &lock_paths_[2]}}) {
       if (src->size() >= PATH_MAX) return Error::msg("sandbox: path too long: " + *src);
       std::memcpy(dst, src->c_str(), src->size() + 1);
     }
@@ -368,8 +369,7 @@ class PlaceholderRegistry {
       if (::fstat(mutex_.get(), &held) == 0 && ::stat(registry_path_.c_str(), &named) == 0 &&
           held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
         locked_ = true;
-        users_.reset(
-            ::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        users_.reset(::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!users_) return Error::sys(errno, "sandbox: open the placeholder users " + base);
         return ok();
       }
@@ -384,7 +384,8 @@ class PlaceholderRegistry {
     char buf[4096];
     ssize_t n;
     ::lseek(mutex_.get(), 0, SEEK_SET);
-    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0)
+      text.append(buf, static_cast<size_t>(n));
     for (const auto& line : split(text, '\n')) {
       unsigned long long dev = 0, ino = 0;
       char kind = 0;
@@ -455,7 +456,7 @@ void Guardian::locks(const PlaceholderRegistry& r) {
 }
 
 struct LaunchCleanup {
-  std::vector<Made> made;            // placeholders, parents first (ours and adopted)
+  std::vector<Made> made;  // placeholders, parents first (ours and adopted)
   PlaceholderRegistry* registry = nullptr;
   std::vector<std::string> cgroups;  // created
   pid_t init = -1;                   // our child, killed and reaped on failure
@@ -676,6 +677,7 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
   std::optional<CgroupPlan> cg;
   if (wants_cgroup(lx)) {
     TRY(CgroupPlan p, plan_cgroups(lx.cgroups_path, l.id, &*lx.resources));
+    keep_needed_v1(p, *lx.resources);
     cg = std::move(p);
     for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
   }
