@@ -20,10 +20,11 @@
 //   forward signals to the init  ------->    the init forwards them to the command
 //   waitpid(init): its status is the command's
 //   reporter summary on stderr; remove cgroups, placeholders; "done" to the guardian
+//   (with the removed directories' fds: their last close is its), not waited for
 //
 // A SIGKILL of the runtime kills the init (PDEATHSIG), so the kernel kills
 // the whole pid namespace; the skeleton and every mount live in the
-// child's mount namespace and go with it; the guardian (pipe EOF) removes
+// child's mount namespace and go with it; the guardian (EOF on its socket) removes
 // the cgroups and the placeholders that are still the empty ones we made.
 #pragma once
 
