@@ -156,6 +156,33 @@ TEST(Cgroups, NeededV1Controllers) {
   EXPECT_EQ(n, (std::vector<std::string>{"memory", "cpuset", "pids"}));
 }
 
+// A sandbox keeps only the v1 hierarchies of its limits, and cgroup2.
+TEST(CgroupPlanTest, KeepNeededV1) {
+  CgroupPlan p;
+  auto h = [](std::string dir, std::vector<std::string> c, bool v2 = false) {
+    CgroupHierarchy x;
+    x.dir = std::move(dir);
+    x.controllers = std::move(c);
+    x.v2 = v2;
+    return x;
+  };
+  p.hierarchies = {h("/cg/cpu,cpuacct/s", {"cpu", "cpuacct"}),
+                   h("/cg/memory/s", {"memory"}),
+                   h("/cg/freezer/s", {"freezer"}),
+                   h("/cg/pids/s", {"pids"}),
+                   h("/cg/systemd/s", {"name=systemd"}),
+                   h("/cg/unified/s", {}, true)};
+  p.freezer_dir = "/cg/unified/s";
+  p.freezer_v2 = true;
+  oci::Resources r;
+  r.memory = oci::Memory{};
+  r.memory->limit = 1 << 20;
+  r.pids = oci::Pids{100};
+  keep_needed_v1(p, r);
+  EXPECT_EQ(p.dirs(), (std::vector<std::string>{"/cg/memory/s", "/cg/pids/s", "/cg/unified/s"}));
+  EXPECT_EQ(p.freezer_dir, "/cg/unified/s");
+}
+
 TEST(Signals, NamesNumbersAndErrors) {
   EXPECT_EQ(*parse_signal("KILL"), SIGKILL);
   EXPECT_EQ(*parse_signal("SIGTERM"), SIGTERM);

@@ -164,3 +164,15 @@ def test_auto_allow_always_asks_about_protected_writes(rt, repo):
         assert v["auto_allow"] is False and v["matched_rule"] == "protected-path-write", (cmd, v)
     res = rt("sandbox", "--workspace", str(repo), "--can-auto-allow", "--", "git", "status", env=env)
     assert json.loads(res.out)["auto_allow"] is True
+
+
+def test_the_home_directory_is_never_the_workspace_whatever_HOME_says(rt, workdir):
+    # Red team round 2: the check followed $HOME; a harness may set its own.
+    import pwd
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env["HOME"] = str(workdir)
+    res = rt("sandbox", "--workspace", home, "--", "true", env=env)
+    assert res.rc == 125 and "home directory" in res.err, res
+    v = rt("sandbox", "--workspace", home, "--can-auto-allow", "--", "true", env=env)
+    assert json.loads(v.out)["auto_allow"] is False

@@ -108,6 +108,16 @@ std::vector<std::string> needed_v1_controllers(const oci::Resources* r) {
   return n;
 }
 
+void keep_needed_v1(CgroupPlan& plan, const oci::Resources& res) {
+  const std::vector<std::string> need = needed_v1_controllers(&res);
+  std::erase_if(plan.hierarchies, [&](const CgroupHierarchy& h) {
+    return !h.v2 && std::none_of(h.controllers.begin(), h.controllers.end(), [&](const auto& c) {
+      return std::find(need.begin(), need.end(), c) != need.end();
+    });
+  });
+  if (!plan.freezer_v2 && !plan.find("freezer")) plan.freezer_dir.clear();
+}
+
 Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
                                 const oci::Resources* res) {
   CgroupPlan plan;

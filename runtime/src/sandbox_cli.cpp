@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <pwd.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
@@ -73,6 +74,27 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
+  // The home the account has (passwd), beside $HOME (the profile's "~"):
+  // a workspace at or above either is refused where the profile writes the
+  // workspace (capability/profile.cpp); devbox protects nothing by design.
+  const bool writes_ws = p.profile.sandboxed && p.profile.base != "devbox" &&
+                         std::find(p.profile.write.begin(), p.profile.write.end(), p.workspace) !=
+                             p.profile.write.end();
+  if (writes_ws) {
+    struct passwd pw, *res = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwuid_r(p.who.uid, &pw, buf.data(), buf.size(), &res) == 0 && res && pw.pw_dir &&
+        pw.pw_dir[0] == '/') {
+      char real[PATH_MAX];
+      const std::string home = ::realpath(pw.pw_dir, real) ? std::string(real) : pw.pw_dir;
+      if (home != "/" && (home == p.workspace || home.rfind(p.workspace + "/", 0) == 0))
+        return Error::msg(
+            "sandbox: the workspace " + p.workspace +
+            (home == p.workspace ? " is the home directory" : " holds the home directory " + home) +
+            ": too much of what your shell and tools run lives there; use a "
+            "project directory");
+    }
+  }
   return p;
 }
 
@@ -300,36 +322,41 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   SandboxLaunch l;
   l.id = "sandbox-" + random_id();
   l.skeleton_dir = g.root;
-  cap::SandboxInputs in = plan_inputs(g, p, l.skeleton_dir, o.args, env);
-  auto plan = cap::compile_profile(p.profile, in);
-  if (!plan.ok()) return exit_for(plan.error());
-  l.spec = std::move(plan->spec);
-  l.rootfs = in.root_dir;
-  l.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
-  l.symlinks = std::move(plan->symlinks);
-  l.placeholders = std::move(plan->placeholders);
   l.workspace = p.workspace;
-  l.owner_uid = p.who.uid;
-  l.owner_gid = p.who.gid;
-  l.fs_view.writable = p.profile.write;
-  l.fs_view.writable.push_back(in.tmp);  // the private /tmp (devbox: the host's, in write)
-  // What is protected as planned: not a protect_unless_dir entry that is a
-  // directory ({workspace}/.git: its entries are protected one by one).
-  for (const auto& pr : p.profile.protect) {
-    const bool dir_kept =
-        std::find(p.profile.protect_unless_dir.begin(), p.profile.protect_unless_dir.end(), pr) !=
-            p.profile.protect_unless_dir.end() &&
-        in.host.count(pr) && in.host.at(pr).kind == cap::HostKind::dir;
-    // The bare-repository names while .git exists: not protected.
-    const auto cond = p.profile.protect_if_missing.find(pr);
-    const bool unused = cond != p.profile.protect_if_missing.end() && in.host.count(cond->second) &&
-                        in.host.at(cond->second).kind != cap::HostKind::missing;
-    if (!dir_kept && !unused) l.fs_view.protect.push_back(pr);
-  }
-  l.fs_view.protect.insert(l.fs_view.protect.end(), in.protect.begin(), in.protect.end());
-  l.fs_view.deny = p.profile.deny;
-  l.fs_view.deny.insert(l.fs_view.deny.end(), in.hide.begin(), in.hide.end());
-  l.fs_view.cwd = p.workspace;
+  // Planned under the workspace's placeholder lock (sandbox_launch.hpp): a
+  // name another sandbox's placeholder holds is then one it shares.
+  l.plan = [&g, &p, &o, &env](SandboxLaunch& out) -> Status {
+    cap::SandboxInputs in = plan_inputs(g, p, out.skeleton_dir, o.args, env);
+    TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
+    out.spec = std::move(plan.spec);
+    out.rootfs = in.root_dir;
+    out.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
+    out.symlinks = std::move(plan.symlinks);
+    out.placeholders = std::move(plan.placeholders);
+    out.owner_uid = p.who.uid;
+    out.owner_gid = p.who.gid;
+    out.fs_view.writable = p.profile.write;
+    out.fs_view.writable.push_back(in.tmp);  // the private /tmp (devbox: the host's, in write)
+    // What is protected as planned: not a protect_unless_dir entry that is a
+    // directory ({workspace}/.git: its entries are protected one by one).
+    for (const auto& pr : p.profile.protect) {
+      const bool dir_kept =
+          std::find(p.profile.protect_unless_dir.begin(), p.profile.protect_unless_dir.end(), pr) !=
+              p.profile.protect_unless_dir.end() &&
+          in.host.count(pr) && in.host.at(pr).kind == cap::HostKind::dir;
+      // The bare-repository names while .git exists: not protected.
+      const auto cond = p.profile.protect_if_missing.find(pr);
+      const bool unused = cond != p.profile.protect_if_missing.end() &&
+                          in.host.count(cond->second) &&
+                          in.host.at(cond->second).kind != cap::HostKind::missing;
+      if (!dir_kept && !unused) out.fs_view.protect.push_back(pr);
+    }
+    out.fs_view.protect.insert(out.fs_view.protect.end(), in.protect.begin(), in.protect.end());
+    out.fs_view.deny = p.profile.deny;
+    out.fs_view.deny.insert(out.fs_view.deny.end(), in.hide.begin(), in.hide.end());
+    out.fs_view.cwd = p.workspace;
+    return ok();
+  };
   l.events = o.events;
   if (!l.events.empty() && l.events.rfind("unix:", 0) != 0 && l.events[0] != '/') {
     char cwd[PATH_MAX];

@@ -48,7 +48,14 @@ namespace {
 // session, with every signal blocked and no fd but its pipe. It makes raw
 // syscalls only (no libc: it shares our TLS, so not even errno), on paths
 // written before the clone; the runtime fills in each placeholder's
-// identity as it makes it. "d" on the pipe: the runtime cleaned up itself.
+// identity as it makes it. "d" on its socket: the runtime cleaned up
+// itself. The "d" carries fds of the placeholder directories just removed:
+// on this host's ext4 (-o discard) the last close of a removed directory
+// frees its block with a synchronous discard, ~3.6 ms each; held by the
+// guardian, that happens at its exit, after the runtime's. The names are
+// gone before the runtime exits: only the inodes' release is deferred.
+
+constexpr int kGuardFds = 64;  // removed directories handed over with "d"
 
 struct GuardEntry {
   enum Kind : int { kCgroup, kDir, kFile } kind;
@@ -127,11 +134,18 @@ int guardian_main(void* arg) noexcept {
   }
   raw(SYS_close_range, from, ~0U, 0);
   char b = 0;
+  struct iovec iov = {&b, 1};
+  alignas(struct cmsghdr) char fds[CMSG_SPACE(sizeof(int) * kGuardFds)];
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = fds;
+  msg.msg_controllen = sizeof fds;
   long n;
   do {
-    n = raw(SYS_read, g->rd, reinterpret_cast<long>(&b), 1);
+    n = raw(SYS_recvmsg, g->rd, reinterpret_cast<long>(&msg), MSG_CMSG_CLOEXEC);
   } while (n == -EINTR);
-  if (n == 1 && b == 'd') raw(SYS_exit_group, 0);
+  if (n == 1 && b == 'd') raw(SYS_exit_group, 0);  // closes the fds it got
   // The runtime died. Its init took the pid namespace with it; kill what
   // may still be in the cgroups (a process can be between clone and the
   // namespace), then remove them (2 s at most).
@@ -163,9 +177,6 @@ int guardian_main(void* arg) noexcept {
   if (g->users_fd >= 0) {
     raw(SYS_flock, g->mutex_fd, LOCK_EX);
     if (raw(SYS_flock, g->users_fd, LOCK_EX | LOCK_NB) < 0) raw(SYS_exit_group, 0);
-    raw(SYS_unlink, reinterpret_cast<long>(g->users_path));
-    raw(SYS_unlink, reinterpret_cast<long>(g->registry_path));
-    raw(SYS_rmdir, reinterpret_cast<long>(g->registry_dir));
   }
   for (int i = g->n - 1; i >= 0; i--) {
     const GuardEntry& e = g->e[i];
@@ -180,6 +191,12 @@ int guardian_main(void* arg) noexcept {
       raw(SYS_rmdir, reinterpret_cast<long>(e.path));  // ENOTEMPTY: not ours to remove
     else if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == e.size)
       raw(SYS_unlink, reinterpret_cast<long>(e.path));
+  }
+  // The registry last, still under its mutex (PlaceholderRegistry::finish).
+  if (g->users_fd >= 0) {
+    raw(SYS_unlink, reinterpret_cast<long>(g->users_path));
+    raw(SYS_unlink, reinterpret_cast<long>(g->registry_path));
+    raw(SYS_rmdir, reinterpret_cast<long>(g->registry_dir));
   }
   raw(SYS_exit_group, 0);
   return 0;
@@ -235,7 +252,8 @@ class Guardian {
       block_->e[pr.index].ino = pr.ino;
     }
     int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "sandbox: pipe");
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
+      return Error::sys(errno, "sandbox: socketpair");
     UniqueFd rd(p[0]);
     wr_.reset(p[1]);
     block_->rd = rd.get();
@@ -253,11 +271,41 @@ class Guardian {
     __atomic_store_n(&block_->e[i].ino, static_cast<std::uint64_t>(st.st_ino), __ATOMIC_RELEASE);
   }
 
-  // We cleaned up ourselves: the guardian exits at once.
-  void done() {
+  // We cleaned up ourselves: the guardian exits at once, closing KEEP
+  // (removed directories) as it goes. Not waited for when we are about to
+  // exit too (WAIT false): the "d" is queued before the EOF our exit
+  // makes, and whoever inherits the guardian reaps it (~1 ms of a loaded
+  // host's scheduling saved, and the address space it shares is torn down
+  // on its exit, not ours).
+  void done(bool wait = true, const std::vector<UniqueFd>& keep = {}) {
     if (pid_ <= 0) return;
-    (void)!::write(wr_.get(), "d", 1);
+    char d = 'd';
+    struct iovec iov = {&d, 1};
+    alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int) * kGuardFds)] = {};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    const size_t nfd = std::min(keep.size(), static_cast<size_t>(kGuardFds));
+    if (nfd) {
+      msg.msg_control = buf;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+      for (size_t i = 0; i < nfd; i++) {
+        const int fd = keep[i].get();
+        std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof fd);
+      }
+    }
+    if (::sendmsg(wr_.get(), &msg, MSG_NOSIGNAL) < 0 && nfd)
+      (void)!::send(wr_.get(), &d, 1, MSG_NOSIGNAL);  // without the fds: we close them
     wr_.reset();
+    if (!wait) {
+      pid_ = -1;
+      block_ = nullptr;  // its stack: it may still be on it
+      return;
+    }
     while (::waitpid(pid_, nullptr, __WALL) < 0 && errno == EINTR) {
     }
     pid_ = -1;
@@ -356,20 +404,24 @@ Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
   return ok();
 }
 
-void remove_placeholder(const Made& m) {
+// Removes M if it is still the empty placeholder made. A directory comes
+// back open (O_PATH) once removed: its last close, which frees its block,
+// is the guardian's (GuardEntry).
+UniqueFd remove_placeholder(const Made& m) {
   struct stat st;
-  if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return;
-  if (m.dir) {
-    ::rmdir(m.path.c_str());
-  } else if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) == m.content.size()) {
-    if (m.content.empty()) {
-      ::unlink(m.path.c_str());
-      return;
+  if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return {};
+  if (!m.dir) {
+    if (!S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != m.content.size()) return {};
+    if (!m.content.empty()) {  // still exactly what we wrote
+      auto text = read_file(m.path);
+      if (!text.ok() || *text != m.content) return {};
     }
-    // Still exactly what we wrote.
-    auto text = read_file(m.path);
-    if (text.ok() && *text == m.content) ::unlink(m.path.c_str());
+    ::unlink(m.path.c_str());
+    return {};
   }
+  UniqueFd held(::open(m.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (::rmdir(m.path.c_str()) < 0) return {};  // ENOTEMPTY: not ours to remove
+  return held;
 }
 
 // ---- what stays on the host until the end, undone whatever happens ------
@@ -471,12 +523,16 @@ class PlaceholderRegistry {
       unlock();
       return false;
     }
-    // Nothing of it stays: the files go (under the mutex), the directory
-    // when empty. A sandbox waiting on the old mutex sees the path changed.
+    return true;
+  }
+  // After the last one out removed the placeholders, still under the
+  // mutex: nothing of the registry stays (a sandbox waiting on this mutex
+  // then sees the path changed, and starts a new one).
+  void finish() {
+    finished_ = true;
     ::unlink(users_path_.c_str());
     ::unlink(registry_path_.c_str());
     ::rmdir(dir_.c_str());
-    return true;
   }
   void unlock() {
     if (locked_) ::flock(mutex_.get(), LOCK_UN);
@@ -491,6 +547,21 @@ class PlaceholderRegistry {
  private:
   std::string dir_, registry_path_, users_path_;
   UniqueFd mutex_, users_;
+  bool finished_ = false;
+
+ public:
+  // A launch that failed before its cleanup owned the registry (a plan
+  // error): the last one out still removes what is registered's files.
+  ~PlaceholderRegistry() {
+    if (!mutex_ || finished_) return;
+    if (last()) finish();
+    unlock();
+  }
+  PlaceholderRegistry() = default;
+  PlaceholderRegistry(const PlaceholderRegistry&) = delete;
+  PlaceholderRegistry& operator=(const PlaceholderRegistry&) = delete;
+
+ private:
   bool locked_ = false;
 };
 
@@ -508,7 +579,9 @@ struct LaunchCleanup {
   std::vector<std::string> cgroups;  // created
   pid_t init = -1;                   // our child, killed and reaped on failure
   Guardian* guardian = nullptr;
-  std::uint64_t fs_cgroup = 0;  // watched (fswatch.hpp): unwatched again (idempotent)
+  std::uint64_t fs_cgroup = 0;         // watched (fswatch.hpp): unwatched again (idempotent)
+  std::vector<UniqueFd> removed_dirs;  // for the guardian (remove_placeholder)
+  bool exiting = false;                // run() is the last thing before _exit
   ~LaunchCleanup() { run(); }
   // Undoes it all, once.
   void run() {
@@ -523,17 +596,21 @@ struct LaunchCleanup {
       if (Status st = destroy_cgroups(cgroups); !st.ok()) log::warn(st.error().what());
       cgroups.clear();
     }
-    if (!made.empty() && (!registry || registry->last())) {
+    if (!registry || registry->last()) {
       // Children first (deepest paths first: adopted ones are in any order).
       std::stable_sort(made.begin(), made.end(), [](const Made& a, const Made& b) {
         return std::count(a.path.begin(), a.path.end(), '/') >
                std::count(b.path.begin(), b.path.end(), '/');
       });
-      for (const Made& m : made) remove_placeholder(m);
+      for (const Made& m : made)
+        if (UniqueFd fd = remove_placeholder(m)) removed_dirs.push_back(std::move(fd));
+      if (registry) registry->finish();
     }
     if (registry) registry->unlock();
+    registry = nullptr;
     made.clear();
-    if (guardian) guardian->done();
+    if (guardian) guardian->done(!exiting, removed_dirs);
+    removed_dirs.clear();
     guardian = nullptr;
   }
 };
@@ -681,7 +758,13 @@ Result<long> clone_into(int ns_flags, int cgroup_fd) {
 
 }  // namespace
 
-Result<int> launch_sandbox(const SandboxLaunch& l) {
+Result<int> launch_sandbox(SandboxLaunch& l) {
+  // The workspace's placeholder lock first, then the plan under it: a
+  // placeholder another sandbox made is then known as one (adopted), and
+  // none is removed between this plan and these mounts.
+  PlaceholderRegistry registry;
+  TRYV(registry.open(l.skeleton_dir, l.workspace));
+  if (l.plan) TRYV(l.plan(l));
   hold_stdio();
   oci::Spec spec = l.spec;
   // The same derivation as create: the policy annotation tightens the
@@ -719,11 +802,11 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
   if (!(ctx.new_ns_flags & CLONE_NEWPID)) return Error::msg("sandbox: a pid namespace is required");
 
   Guardian guardian;
-  PlaceholderRegistry registry;
   LaunchCleanup cleanup;
   std::optional<CgroupPlan> cg;
   if (wants_cgroup(lx)) {
     TRY(CgroupPlan p, plan_cgroups(lx.cgroups_path, l.id, &*lx.resources));
+    keep_needed_v1(p, *lx.resources);
     cg = std::move(p);
     for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
   }
@@ -731,8 +814,9 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
   // registry, declared before the cleanup that uses it), made under its
   // mutex.
   std::vector<Made> adopted;
-  if (!l.placeholders.empty()) {
-    TRYV(registry.open(l.skeleton_dir, l.workspace));
+  {
+    // Every sandbox of the workspace is a user, placeholders of its own or
+    // not: the last one out removes them all.
     cleanup.registry = &registry;
     adopted = registry.entries();
     for (const Made& m : adopted)
@@ -759,7 +843,7 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
     }
     guardian.made(first_step + i);
   }
-  if (!l.placeholders.empty()) TRYV(registry.join());
+  TRYV(registry.join());
   UniqueFd v2dir;
   std::string v2path;
   if (cg) {
@@ -889,6 +973,7 @@ Result<int> launch_sandbox(const SandboxLaunch& l) {
   // main) cost ~1.5 ms: after the clone every heap page written is a
   // copy-on-write fault, ~12 us on this class of VM. The exit returns it
   // all at once.
+  cleanup.exiting = true;
   cleanup.run();
   std::fflush(nullptr);
   ::_exit(code);

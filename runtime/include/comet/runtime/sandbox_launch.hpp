@@ -20,15 +20,17 @@
 //   forward signals to the init  ------->    the init forwards them to the command
 //   waitpid(init): its status is the command's
 //   reporter summary on stderr; remove cgroups, placeholders; "done" to the guardian
+//   (with the removed directories' fds: their last close is its), not waited for
 //
 // A SIGKILL of the runtime kills the init (PDEATHSIG), so the kernel kills
 // the whole pid namespace; the skeleton and every mount live in the
-// child's mount namespace and go with it; the guardian (pipe EOF) removes
+// child's mount namespace and go with it; the guardian (EOF on its socket) removes
 // the cgroups and the placeholders that are still the empty ones we made.
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,12 +58,15 @@ struct SandboxLaunch {
   // profile writes, protects and denies. Filed under the sandbox's cgroup2
   // directory, so only when it has one (a limit).
   FsView fs_view;
+  // Fills in the plan (spec, rootfs, files, symlinks, placeholders, owner,
+  // fs_view) once the workspace's placeholder lock is held.
+  std::function<Status(SandboxLaunch&)> plan;
 };
 
 // Runs it to the end and exits the process with the command's status
 // (128+N for signal N), once what it made on the host is undone; returns
 // only the error that kept it from starting. (The exit skips freeing the
 // plan and the parse trees: see the end of launch_sandbox.)
-Result<int> launch_sandbox(const SandboxLaunch& l);
+Result<int> launch_sandbox(SandboxLaunch& l);
 
 }  // namespace comet::runtime
