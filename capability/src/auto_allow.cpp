@@ -1045,9 +1045,9 @@ void rule_protected_redirects(Analysis& an, const Simple& s,
 void rule_git_dir_words(Analysis& an, const Unwrapped& u) {
   const auto& v = u.argv;
   const std::string n = base_name(v[0].text);
-  if (one_of(n, {"git", "cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
-                 "ls", "stat", "file", "wc", "diff", "cmp", "find", "du", "tree", "realpath",
-                 "readlink", "test", "[", "echo", "printf"}))
+  if (one_of(n, {"git",  "cat",      "less",     "more", "head", "tail", "grep",  "egrep", "fgrep",
+                 "rg",   "ls",       "stat",     "file", "wc",   "diff", "cmp",   "find",  "du",
+                 "tree", "realpath", "readlink", "test", "[",    "echo", "printf"}))
     return;
   if (n == "sed" && !std::any_of(v.begin() + 1, v.end(), [](const Word& w) {
         return w.text.rfind("--in-place", 0) == 0 ||
@@ -1061,11 +1061,11 @@ void rule_git_dir_words(Analysis& an, const Unwrapped& u) {
       const bool starts = at == 0 || t[at - 1] == '/' || t[at - 1] == '=' || t[at - 1] == '"' ||
                           t[at - 1] == '\'' || t[at - 1] == '>' || t[at - 1] == ' ';
       const char after = at + 4 < t.size() ? t[at + 4] : '\0';
-      if (starts && (after == '\0' || after == '/' || after == '"' || after == '\'' ||
-                     after == ' ')) {
-        an.hit("protected-path-write",
-               n + " names a git directory (" + t + "): a repository's config and hooks run "
-               "on the host");
+      if (starts &&
+          (after == '\0' || after == '/' || after == '"' || after == '\'' || after == ' ')) {
+        an.hit("protected-path-write", n + " names a git directory (" + t +
+                                           "): a repository's config and hooks run "
+                                           "on the host");
         return;
       }
     }
