@@ -79,8 +79,8 @@ UniqueFd open_in_task(int pid, const std::string& path, int* err) {
       from_root = true;
     }
   }
-  UniqueFd base(::open((proc + (from_root ? "/root" : "/cwd")).c_str(),
-                       O_PATH | O_CLOEXEC | O_DIRECTORY));
+  UniqueFd base(
+      ::open((proc + (from_root ? "/root" : "/cwd")).c_str(), O_PATH | O_CLOEXEC | O_DIRECTORY));
   if (!base) {
     *err = errno;
     return UniqueFd();
