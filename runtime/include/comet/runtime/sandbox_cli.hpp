@@ -5,8 +5,9 @@
 //       plans the view (capability/profile_compile.hpp) under the
 //       workspace's placeholder lock and runs it directly
 //       (sandbox_launch.hpp: no state dir, no bundle), as sandbox-<random>,
-//       and exits with CMD's status (128+N when killed by signal N). The sandbox itself failing exits 125; CMD not found
-//       127, not executable 126 (as env(1) and chroot(1) do).
+//       and exits with CMD's status (128+N when killed by signal N). The
+//       sandbox itself failing exits 125; CMD not found 127, not
+//       executable 126 (as env(1) and chroot(1) do).
 //       --profile off runs CMD unconfined (a plain exec, as the invoking
 //       user) and says so in one line on stderr.
 //   sandbox --explain [--profile P] [--workspace DIR] [--format text|json]
