@@ -41,3 +41,44 @@ for i in 0 2; do
 done
 printf 'reference: /bin/true %s ms, comet-runtime --version %s ms (%s rounds, interleaved)\n' \
   "${r[4]}" "${r[5]}" "$rounds"
+
+# The git rule's cost (docs/sandbox.md "Nested repositories"): every create
+# and every open for writing is judged by the sandbox's init. 2,000
+# create+write+close of a small file, timed inside the command (start-up
+# excluded), in a tmpfs workspace (no disk or discard noise), interleaved
+# with bwrap's workspace view and the bare host; reads are not judged.
+fsrounds=${FS_ROUNDS:-5}
+fsws=$(mktemp -d /tmp/comet-bench-fs.XXXXXX)
+mount -t tmpfs -o size=64m tmpfs "$fsws"
+trap 'umount "$fsws" 2>/dev/null; rmdir "$fsws" 2>/dev/null; rm -rf "$timer" "$ws"' EXIT
+(cd "$fsws" && git init -q .)
+cat > "$fsws/mk.py" <<'PY'
+import os, sys, time
+d = sys.argv[1]
+os.mkdir(d)
+t = time.perf_counter()
+for i in range(2000):
+    with open(f"{d}/f{i}", "w") as f:
+        f.write("x")
+print(f"{(time.perf_counter() - t) / 2000 * 1e6:.1f}")
+PY
+declare -A fs
+for ((k = 0; k < fsrounds; k++)); do
+  for who in ours bwrap host; do
+    d="d-$who-$k"
+    case $who in
+      ours) v=$(cd "$fsws" && "$COMET_RUNTIME" sandbox --profile workspace --workspace "$fsws" -- python3 mk.py "$d") ;;
+      bwrap) v=$(cd "$fsws" && /usr/bin/bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
+                 --bind "$fsws" "$fsws" --chdir "$fsws" --unshare-all --share-net --die-with-parent \
+                 --new-session python3 mk.py "$d") ;;
+      host) v=$(cd "$fsws" && python3 mk.py "$d") ;;
+    esac
+    rm -rf "${fsws:?}/$d"
+    fs[$who]+="$v "
+  done
+done
+med() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+o=$(med "${fs[ours]}"); b=$(med "${fs[bwrap]}"); h=$(med "${fs[host]}")
+printf 'create+write+close, us per file (median of %s x 2000): ours %s, bwrap %s, host %s (%.1fx bwrap)\n' \
+  "$fsrounds" "$o" "$b" "$h" "$(echo "$o / $b" | bc -l)"
+

@@ -265,12 +265,15 @@ TEST(ProfileCompile, NetworkAndPolicyAnnotation) {
   };
   for (const Want& w :
        {Want{"workspace", false,
-             R"({"lockdown":true,"network":"open","profile":"workspace","unix":{"allow":[]}})"},
+             R"({"git":{"own":["/home/ada/src/app/.git"]},"lockdown":true,"network":"open",)"
+             R"("profile":"workspace","unix":{"allow":[]}})"},
         Want{"devbox", false, R"({"lockdown":false,"network":"open","profile":"devbox"})"},
         Want{"read-only", true,
-             R"({"lockdown":true,"network":"none","profile":"read-only","unix":{"allow":[]}})"},
+             R"({"git":{"own":["/home/ada/src/app/.git"]},"lockdown":true,"network":"none",)"
+             R"("profile":"read-only","unix":{"allow":[]}})"},
         Want{"strict", true,
-             R"({"lockdown":true,"network":"none","profile":"strict","unix":{"allow":[]}})"}}) {
+             R"({"git":{"own":["/home/ada/src/app/.git"]},"lockdown":true,"network":"none",)"
+             R"("profile":"strict","unix":{"allow":[]}})"}}) {
     SCOPED_TRACE(w.profile);
     SandboxPlan p = must_plan(builtin(w.profile));
     bool present = false;

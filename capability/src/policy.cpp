@@ -27,6 +27,7 @@ std::string policy_to_json(const Policy& p) {
   if (!p.profile.empty()) j["profile"] = p.profile;
   if (!p.deny.empty()) j["deny"] = p.deny;
   if (p.unix_allow) j["unix"] = {{"allow", *p.unix_allow}};
+  if (p.git_own) j["git"] = {{"own", *p.git_own}};
   return j.dump();
 }
 
@@ -85,6 +86,17 @@ Result<Policy> policy_from_json(std::string_view text) {
         allow.push_back(e.get<std::string>());
       }
       p.unix_allow = std::move(allow);
+    } else if (k == "git") {
+      const char* want = "git: expected {\"own\": [absolute paths]}";
+      if (!v.is_object() || v.size() != 1 || !v.contains("own") || !v["own"].is_array())
+        return bad(want);
+      std::vector<std::string> own;
+      for (const auto& e : v["own"]) {
+        if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>()[0] != '/')
+          return bad(want);
+        own.push_back(e.get<std::string>());
+      }
+      p.git_own = std::move(own);
     } else if (k == "profile") {
       if (!v.is_string()) return bad("profile: expected a string");
       p.profile = v.get<std::string>();

@@ -540,6 +540,19 @@ class Planner {
       std::sort(allow.begin(), allow.end());
       pol.unix_allow = std::move(allow);
     }
+    // The git rule: wherever the workspace's git files are protected, no
+    // other repository may be made or written in (runtime/create_rule.hpp);
+    // its own .git, a directory, keeps what the mounts leave writable.
+    // Only where something on the host is writable (not read-only).
+    const std::string git = in_.workspace + "/.git";
+    const bool writes_host = std::any_of(p_.write.begin(), p_.write.end(), [&](const auto& w) {
+      return !(w == in_.tmp && tmp_private_);
+    });
+    if (writes_host && contains(p_.protect_unless_dir, git)) {
+      std::vector<std::string> own;
+      if (fact(git).kind == HostKind::dir && !fact(git).symlink) own.push_back(fact(git).real);
+      pol.git_own = std::move(own);
+    }
     s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(pol);
     s.annotations[std::string(kAnnotationProfile)] = p_.name;
   }

@@ -907,6 +907,14 @@ int agent_entry(void* arg) noexcept {
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
   ::signal(SIGCHLD, SIG_DFL);  // ignored (inherited), the agent would be reaped unseen
   t.init = ::getpid();
+  // The git rule: the init makes the agent's naming calls (create_rule.hpp)
+  // under the same Landlock rules, in a domain the agent's nests in (so
+  // that it may open the agent's /proc/PID/fd/N for it).
+  if (c.create_sock >= 0) {
+    const char* failed = nullptr;
+    if (int r = apply_landlock(c, &failed))
+      die(r, "landlock for the init%s%s", failed ? ": " : "", failed ? failed : "");
+  }
 #if defined(COMET_ASAN)
   const pid_t agent = ::fork();
   if (agent == 0) {
@@ -936,15 +944,34 @@ int agent_entry(void* arg) noexcept {
   int rep = c.init_reporter_barrier && c.lockdown_listener_sock >= 0
                 ? ::fcntl(c.lockdown_listener_sock, F_DUPFD, 3)
                 : -1;
-  char agent_s[16], ev_s[16], rep_s[16];
+  char agent_s[16], ev_s[16], rep_s[16], create_s[16];
   std::snprintf(agent_s, sizeof agent_s, "%d", agent);
   std::snprintf(ev_s, sizeof ev_s, "%d", ev);
   std::snprintf(rep_s, sizeof rep_s, "%d", rep);
   char init_argv0[] = "comet-init", dns[] = "dns", none[] = "-";
-  char* argv[] = {
-      init_argv0, agent_s, ev_s, c.init_dns_barrier ? dns : none, rep >= 0 ? rep_s : none, nullptr};
+  std::vector<char*> argv = {init_argv0, agent_s, ev_s, c.init_dns_barrier ? dns : none,
+                             rep >= 0 ? rep_s : none};
+  // The git rule: CREATE_FD, the sandbox's own tmpfs mounts (st_dev, where
+  // a ".git" dies with it) and the workspace's git dirs (trampoline.c).
+  std::string devs;
+  std::vector<std::string> own = c.git_own;
+  if (c.create_sock >= 0) {
+    int cs = ::fcntl(c.create_sock, F_DUPFD, 3);
+    if (cs < 0) die(errno, "keep the git rule's socket");
+    std::snprintf(create_s, sizeof create_s, "%d", cs);
+    for (const MountOp& m : c.mounts) {
+      struct stat st;
+      if (m.type == "tmpfs" && ::stat(m.dest.c_str(), &st) == 0)
+        devs += (devs.empty() ? "" : ",") + std::to_string(static_cast<unsigned long>(st.st_dev));
+    }
+    if (devs.empty()) devs = "0";
+    argv.push_back(create_s);
+    argv.push_back(devs.data());
+    for (auto& o : own) argv.push_back(o.data());
+  }
+  argv.push_back(nullptr);
   char* envp[] = {nullptr};
-  ::syscall(SYS_execveat, c.trampoline_fd, "", argv, envp, AT_EMPTY_PATH);
+  ::syscall(SYS_execveat, c.trampoline_fd, "", argv.data(), envp, AT_EMPTY_PATH);
   // No init: the agent must not run unsupervised (its exit status would be lost).
   ::kill(agent, SIGKILL);
   ::_exit(127);

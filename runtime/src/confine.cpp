@@ -276,6 +276,10 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
     return Error::msg(
         "the unix-socket rule (policy \"unix\") needs the violation reporter, and the config's "
         "own seccomp filter already has a listener (the kernel allows one)");
+  if (lo.create_rule && !lo.notify)
+    return Error::msg(
+        "the git rule (policy \"git\") needs the violation reporter, and the config's own "
+        "seccomp filter already has a listener (the kernel allows one)");
   if (!ctx.has_seccomp) {
     // No filter of the engine's or the config's: the Docker-like one. When
     // reporting, it lets the lock-down's syscalls through to the lock-down
@@ -312,6 +316,7 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
   if (lo.socket_families) ctx.layers.push_back("seccomp:socket-families");
   if (lo.notify) ctx.layers.push_back("seccomp:report");
   if (lo.unix_rule) ctx.layers.push_back("seccomp:unix-sockets");
+  if (lo.create_rule) ctx.layers.push_back("seccomp:git-rule");
 
   // Read-deny verification lists (child.cpp verify_confinement()).
   if (ctx.rootfs_readonly) ctx.verify_readonly.push_back("/");

@@ -232,6 +232,10 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRY(std::optional<capability::Policy> policy,
       capability::policy_from_annotations(spec.annotations));
   if (policy) TRYV(capability::tighten(spec, *policy));
+  if (policy && policy->git_own)
+    return Error::msg(
+        "annotation org.soyaos.comet.policy: git: only `comet-runtime sandbox` "
+        "enforces the git rule (its init makes the calls)");
   // A pack version with recorded violations: one warning line (violations.hpp).
   if (std::string w = violations::flag_warning(spec.annotations); !w.empty()) log::warn(w);
   if (!spec.process) return Error::msg("config.json: process: required");

@@ -141,6 +141,10 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   TRY(std::optional<capability::Policy> policy,
       capability::policy_from_annotations(spec.annotations));
   if (policy) TRYV(capability::tighten(pspec, *policy));
+  if (policy && policy->git_own)
+    return Error::msg(
+        "annotation org.soyaos.comet.policy: git: only `comet-runtime sandbox` "
+        "enforces the git rule (its init makes the calls)");
   PlanInputs pin{o.id, rec.bundle, rec.rootfs, false, true, o.preserve_fds};
   TRY(ChildContext ctx, plan_child(pspec, pin));
   const oci::Linux empty_linux;

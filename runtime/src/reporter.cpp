@@ -2,6 +2,7 @@
 // reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
 #include "comet/runtime/confine.hpp"
+#include "comet/runtime/create_rule.hpp"
 #include "comet/runtime/unix_rule.hpp"
 
 #include <bpf/libbpf.h>
@@ -214,6 +215,10 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
   // (create refuses a policy it cannot enforce: unix_rule && !notify).
   lo.unix_rule = p.unix_allow.has_value();
   if (lo.unix_rule && !base_has_listener) lo.notify = true;
+  // The git rule likewise: its calls are made by the sandbox's init for
+  // the reporter (create_rule.hpp).
+  lo.create_rule = p.git_own.has_value();
+  if (lo.create_rule && !base_has_listener) lo.notify = true;
   return lo;
 }
 
@@ -493,6 +498,8 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   std::uint64_t unhandled = 0;
   on_record = [&](const FsRecord& rec) {
     if (rec.cgroup != r.fs_cgroup) return;  // a slot's earlier container
+    // The init's calls for the git rule: the agent's own call has its record.
+    if (r.init_pid > 0 && static_cast<int>(rec.tgid) == r.init_pid) return;
     try {
       // A failed exec (EACCES, Landlock's): reported at the notification
       // already, unless what the kernel read was not what the reporter
@@ -643,6 +650,39 @@ int serve_reporter(const ReporterRequest& r, int sock) {
       (void)::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
     };
     try {
+      // The git rule: the sandbox's init judges and makes these calls
+      // (create_rule.hpp); an open's fd is installed with the answer.
+      if (r.create_sock >= 0 && create_rule_call(req.data.nr)) {
+        CreateOutcome c = create_rule_judge(req, listener.get(), r.create_sock);
+        if (c.refused) {
+          violations::Event e;
+          e.container = container;
+          e.pack = pack;
+          e.surface = "fs.write";
+          e.requested = c.where;
+          e.matched_entry = "git repository";
+          std::uint64_t noargs[6] = {};
+          e.syscall = violations::classify(req.data.nr, noargs).syscall;
+          e.pid = static_cast<int>(req.pid);
+          e.err = static_cast<int>(-c.ret);
+          resp.error = static_cast<int32_t>(c.ret);
+          emit(e, answer);
+        } else if (c.fd >= 0) {
+          struct seccomp_notif_addfd add = {};
+          add.id = req.id;
+          add.flags = SECCOMP_ADDFD_FLAG_SEND;
+          add.srcfd = static_cast<std::uint32_t>(c.fd);
+          add.newfd_flags = c.cloexec ? O_CLOEXEC : 0;
+          if (::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &add) >= 0) answered = true;
+          ::close(c.fd);
+          resp.error = -EMFILE;  // when the fd could not be installed
+        } else {
+          resp.error = c.ret < 0 ? static_cast<int32_t>(c.ret) : 0;
+          resp.val = c.ret < 0 ? 0 : c.ret;
+        }
+        answer();
+        continue;
+      }
       // The unix-socket rule decides these calls itself (unix_rule.hpp).
       if (unix_state && unix_rule_call(req.data.nr)) {
         UnixOutcome u = unix_rule_judge(*unix_state, req, listener.get());

@@ -891,6 +891,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   // thread of ours; its events go to a detached tmpfs and --events.
   UniqueFd events_dir;
   std::string events_path;
+  UniqueFd create_reporter, create_init;  // the git rule's pair (declared before the thread's user)
   ReporterHandle reporter;
   if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
     TRY(events_dir, detached_tmpfs());
@@ -910,9 +911,23 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
       rr.trampoline_dev = ts.st_dev;
       rr.trampoline_ino = ts.st_ino;
     }
+    if (policy->git_own) {
+      // The git rule (create_rule.hpp): the init makes the calls the
+      // reporter hands it over this pair.
+      int cp[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) < 0)
+        return Error::sys(errno, "socketpair for the git rule");
+      create_reporter.reset(cp[0]);
+      create_init.reset(cp[1]);
+      rr.create_sock = create_reporter.get();
+      ctx.create_sock = create_init.get();
+      ctx.git_own = *policy->git_own;
+    }
     TRY(reporter, start_reporter(rr, 3, /*in_process=*/true));
     ctx.lockdown_listener_sock = reporter.child_sock.get();
   }
+  if (policy->git_own && ctx.create_sock < 0)
+    return Error::msg("sandbox: the git rule needs the violation reporter");
 
   // Signals wait in a signalfd from here: none is lost between the clone
   // and the wait, and the child unblocks its own.
@@ -939,6 +954,8 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   }
   cleanup.init = static_cast<pid_t>(pid);
   sync_child.reset();
+  create_init.reset();
+  reporter.request.init_pid = static_cast<int>(pid);
   // Nothing more is cloned: the reporter may run (the command's exec may
   // already be a notification it answers).
   TRYV(start_reporter_thread(reporter));

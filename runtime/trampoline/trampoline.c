@@ -28,7 +28,8 @@
  * The same image is also a pack container's PID 1 (docs/events.md "Exit code
  * 3 under an engine"), run as
  *
- *   argv = "comet-init" AGENT_PID EVENTS_FD DNS ("dns" or "-") [REPORTER_FD or "-"]
+ *   argv = "comet-init" AGENT_PID EVENTS_FD DNS ("dns" or "-") [REPORTER_FD or "-"
+ *          [CREATE_FD DEVS OWN...]]
  *
  * by the container's init after it forked the agent (child.cpp). It reaps
  * every child, forwards every signal it gets to the agent, and when the agent
@@ -213,11 +214,487 @@ static int violated(long fd) {
   }
 }
 
+/* ---- The git rule (runtime/include/comet/runtime/create_rule.hpp) ----
+ * With CREATE_FD, the init also makes, for the violation reporter, the
+ * calls of the agent's that make a name or open for writing: it has the
+ * agent's identity, root and mount namespace, and the Landlock domain the
+ * agent's is nested in, and no seccomp filter. It refuses (EACCES) a last
+ * name ".git" (any case) and a parent inside a ".git" directory that is not
+ * one of OWN, except on the sandbox's own tmpfs mounts (DEVS); it follows
+ * an open's last symlink itself, so that it judges the name the call makes,
+ * and makes the call on the judged parent with O_NOFOLLOW.
+ * Syscalls: recvmsg, sendmsg, openat, mkdirat, mknodat, symlinkat, linkat,
+ * renameat2, readlinkat, newfstatat, fstatfs, umask, close. */
+enum {
+  NR_sendmsg = 46,
+  NR_recvmsg = 47,
+  NR_fstat = 5,
+  NR_umask = 95,
+  NR_fstatfs = 138,
+  NR_openat = 257,
+  NR_mkdirat = 258,
+  NR_mknodat = 259,
+  NR_newfstatat = 262,
+  NR_linkat = 265,
+  NR_symlinkat = 266,
+  NR_readlinkat = 267,
+  NR_renameat2 = 316,
+};
+#define O_WRONLY_ 01
+#define O_CREAT_ 0100
+#define O_EXCL_ 0200
+#define O_DIRECTORY_ 0200000
+#define O_NOFOLLOW_ 0400000
+#define O_CLOEXEC_ 02000000
+#define O_PATH_ 010000000
+#define O_TMPFILE_ (020000000 | O_DIRECTORY_)
+#define AT_FDCWD_ (-100)
+#define AT_SYMLINK_NOFOLLOW_ 0x100
+#define AT_SYMLINK_FOLLOW_ 0x400
+#define AT_EMPTY_PATH_ 0x1000
+#define RENAME_EXCHANGE_ 2
+#define PROC_MAGIC 0x9fa0
+#define PATHMAX 4096
+
+struct creq {
+  unsigned int op, umask;
+  unsigned long flags, mode, dev;
+  int nspid, nstid;
+  unsigned int len1, len2;
+  char p1[PATHMAX];
+  char p2[PATHMAX];
+};
+struct crep {
+  long ret;
+  int refused, pad;
+  char where[1024];
+};
+enum { OP_OPEN = 1, OP_MKDIR, OP_MKNOD, OP_SYMLINK, OP_LINK, OP_RENAME };
+
+/* All on init_main's stack: this image has no writable segment. */
+struct cstate {
+  struct creq rq;
+  struct crep rp;
+  char** own_dirs; /* OWN: absolute paths, NULL-terminated */
+  unsigned long priv_devs[16];
+  int n_priv;
+};
+#define rq (S->rq)
+#define rp (S->rp)
+#define own_dirs (S->own_dirs)
+#define priv_devs (S->priv_devs)
+#define n_priv (S->n_priv)
+
+static long slen(const char* s) {
+  long n = 0;
+  while (s[n]) n++;
+  return n;
+}
+static void scopy(char* dst, long cap, const char* src, long n) {
+  if (n > cap - 1) n = cap - 1;
+  for (long i = 0; i < n; i++) dst[i] = src[i];
+  dst[n] = 0;
+}
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+static int is_git(const char* s, long n) {
+  return n == 4 && s[0] == '.' && lower(s[1]) == 'g' && lower(s[2]) == 'i' && lower(s[3]) == 't';
+}
+static long put_num(char* out, long v) {
+  char t[24];
+  long n = 0, k = 0;
+  if (v < 0) v = 0;
+  do t[n++] = (char)('0' + v % 10); while ((v /= 10) && n < 20);
+  while (n) out[k++] = t[--n];
+  return k;
+}
+
+/* /proc/self, /proc/thread-self and /dev/fd/... name the agent's, not
+ * ours: rewritten to the agent's /proc/PID. Into out (PATHMAX). */
+static int rewrite_self(struct cstate* S, const char* in, char* out) {
+  static const struct {
+    const char* from;
+    const char* to; /* after /proc/PID; "T": /task/TID */
+  } map[] = {{"/proc/self", ""},       {"/proc/thread-self", "T"}, {"/dev/fd", "/fd"},
+             {"/dev/stdin", "/fd/0"},  {"/dev/stdout", "/fd/1"},   {"/dev/stderr", "/fd/2"}};
+  long n = slen(in);
+  for (unsigned i = 0; i < sizeof map / sizeof map[0]; i++) {
+    long m = slen(map[i].from), j = 0;
+    while (j < m && in[j] == map[i].from[j]) j++;
+    if (j < m || (in[m] != 0 && in[m] != '/')) continue;
+    long k = 0;
+    static const char pr[] = "/proc/";
+    for (long x = 0; pr[x]; x++) out[k++] = pr[x];
+    k += put_num(out + k, rq.nspid);
+    if (map[i].to[0] == 'T') {
+      static const char tk[] = "/task/";
+      for (long x = 0; tk[x]; x++) out[k++] = tk[x];
+      k += put_num(out + k, rq.nstid);
+    } else {
+      for (long x = 0; map[i].to[x]; x++) out[k++] = map[i].to[x];
+    }
+    if (k + (n - m) >= PATHMAX) return -36; /* ENAMETOOLONG */
+    for (long x = m; x <= n; x++) out[k++] = in[x];
+    return 0;
+  }
+  if (n >= PATHMAX) return -36;
+  scopy(out, PATHMAX, in, n);
+  return 0;
+}
+
+/* Where fd is, as this process's root sees it (/proc/self/fd/N). */
+static long fd_path(long fd, char* out, long cap) {
+  char l[32] = "/proc/self/fd/";
+  long k = 14;
+  k += put_num(l + k, fd);
+  l[k] = 0;
+  long n = sys6(NR_readlinkat, AT_FDCWD_, (long)l, (long)out, cap - 1, 0, 0);
+  if (n < 0) return n;
+  out[n] = 0;
+  return n;
+}
+
+static int on_private_fs(struct cstate* S, long fd) {
+  unsigned long st[18];
+  if (sys6(NR_fstat, fd, (long)st, 0, 0, 0, 0) < 0) return 0;
+  for (int i = 0; i < n_priv; i++)
+    if (priv_devs[i] == st[0]) return 1;
+  return 0;
+}
+static int on_proc(long fd) {
+  long sf[15];
+  return sys6(NR_fstatfs, fd, (long)sf, 0, 0, 0, 0) == 0 && sf[0] == PROC_MAGIC;
+}
+
+static void refuse_at(struct cstate* S, const char* path, long n) {
+  rp.refused = 1;
+  scopy(rp.where, sizeof rp.where, path, n);
+}
+
+/* Whether the directory dirfd is inside a ".git" that is not one of OWN
+ * (then the refusal is filled in). */
+static int in_foreign_git(struct cstate* S, long dirfd) {
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p);
+  if (n <= 0 || p[0] != '/') return 1; /* unnamed, or outside our root: refuse */
+  static const char del[] = " (deleted)";
+  if (n >= 10) {
+    long j = 0;
+    while (j < 10 && p[n - 10 + j] == del[j]) j++;
+    if (j == 10) return 1;
+  }
+  for (long i = 0; i < n;) {
+    while (i < n && p[i] == '/') i++;
+    long s = i;
+    while (i < n && p[i] != '/') i++;
+    if (!is_git(p + s, i - s)) continue;
+    int own = 0;
+    for (char** o = own_dirs; o && *o && !own; o++) {
+      long m = slen(*o);
+      if (m != i) continue;
+      long j = 0;
+      while (j < m && (*o)[j] == p[j]) j++;
+      own = j == m;
+    }
+    if (!own) {
+      refuse_at(S, p, n);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Resolves path (relative to dirfd) to its parent directory (an O_PATH fd,
+ * returned) and its last name (into name). */
+static long split_open(long dirfd, const char* path, char* name) {
+  char parent[PATHMAX];
+  long n = slen(path);
+  while (n > 1 && path[n - 1] == '/') n--;
+  long cut = n;
+  while (cut > 0 && path[cut - 1] != '/') cut--;
+  if (cut == n) return -2; /* "" or "/": ENOENT, as the kernel says for "" */
+  scopy(name, PATHMAX, path + cut, n - cut);
+  if (cut == 0) {
+    parent[0] = '.';
+    parent[1] = 0;
+  } else {
+    scopy(parent, PATHMAX, path, cut);
+  }
+  return sys6(NR_openat, dirfd, (long)parent, O_PATH_ | O_DIRECTORY_ | O_CLOEXEC_, 0, 0, 0);
+}
+
+/* The checks on a name about to be made in dirfd: 0, or refused (the
+ * refusal names the parent and the name). */
+static int judge(struct cstate* S, long dirfd, const char* name) {
+  if (on_private_fs(S, dirfd)) return 0;
+  if (!is_git(name, slen(name)) && !in_foreign_git(S, dirfd)) return 0;
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p - 6);
+  if (n < 0) n = 0;
+  if (n == 0 || p[n - 1] != '/') p[n++] = '/';
+  scopy(p + n, PATHMAX - n, name, slen(name));
+  refuse_at(S, p, slen(p));
+  return 1;
+}
+
+static void closefd(long fd) {
+  if (fd >= 0) sys6(NR_close, fd, 0, 0, 0, 0, 0);
+}
+
+/* An open: the last symlink followed here (up to 40), then judged. */
+static long do_open(struct cstate* S, long dirfd, int* outfd) {
+  char path[PATHMAX], name[PATHMAX], link[PATHMAX];
+  long fl = (long)rq.flags;
+  int r = rewrite_self(S, rq.p1, path);
+  if (r) return r;
+  if ((fl & O_TMPFILE_) == O_TMPFILE_) {
+    /* an unnamed file in the directory path names */
+    long d = sys6(NR_openat, dirfd, (long)path, O_PATH_ | O_DIRECTORY_ | O_CLOEXEC_, 0, 0, 0);
+    if (d < 0) return d;
+    if (!on_private_fs(S, d) && in_foreign_git(S, d)) {
+      closefd(d);
+      return -13;
+    }
+    long fd = sys6(NR_openat, d, (long)".", fl, (long)rq.mode, 0, 0);
+    closefd(d);
+    if (fd >= 0) *outfd = (int)fd;
+    return fd < 0 ? fd : 0;
+  }
+  long base = dirfd;
+  for (int hop = 0; hop < 40; hop++) {
+    long parent = split_open(base, path, name);
+    if (base != dirfd) closefd(base);
+    if (parent < 0) return parent;
+    if (on_proc(parent)) {
+      /* /proc/PID/fd/N and the like: magic links, the kernel's to follow.
+       * Never this process's own (its /proc/1). */
+      char pp[64];
+      long n = fd_path(parent, pp, sizeof pp);
+      if (n >= 7 && pp[6] == '1' && (pp[7] == '/' || pp[7] == 0)) {
+        closefd(parent);
+        return -13;
+      }
+      long fd = sys6(NR_openat, parent, (long)name, fl | O_CLOEXEC_, (long)rq.mode, 0, 0);
+      closefd(parent);
+      if (fd >= 0) *outfd = (int)fd;
+      return fd < 0 ? fd : 0;
+    }
+    int follow = !(fl & O_NOFOLLOW_) && !((fl & O_CREAT_) && (fl & O_EXCL_));
+    if (follow) {
+      long l = sys6(NR_readlinkat, parent, (long)name, (long)link, sizeof link - 1, 0, 0);
+      if (l >= 0) {
+        link[l] = 0;
+        if (rewrite_self(S, link, path)) {
+          closefd(parent);
+          return -36;
+        }
+        base = path[0] == '/' ? AT_FDCWD_ : parent;
+        if (base == AT_FDCWD_) closefd(parent);
+        continue;
+      }
+    }
+    if (judge(S, parent, name)) {
+      closefd(parent);
+      return -13;
+    }
+    long fd = sys6(NR_openat, parent, (long)name, fl | O_NOFOLLOW_ | O_CLOEXEC_, (long)rq.mode,
+                   0, 0);
+    closefd(parent);
+    /* ELOOP: a symlink put there since the look (follow) or asked for */
+    if (fd == -40 && follow) return -40;
+    if (fd >= 0) *outfd = (int)fd;
+    return fd < 0 ? fd : 0;
+  }
+  return -40; /* ELOOP */
+}
+
+/* One name of a two-name call (or mkdir's, mknod's): its parent and name. */
+static long parent_of(struct cstate* S, long dirfd, const char* p, char* name) {
+  char path[PATHMAX];
+  int r = rewrite_self(S, p, path);
+  if (r) return r;
+  return split_open(dirfd, path, name);
+}
+
+static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
+  char n1[PATHMAX], n2[PATHMAX];
+  long ret = -22, a = -1, b = -1;
+  switch (rq.op) {
+    case OP_OPEN:
+      return do_open(S, d1, outfd);
+    case OP_MKDIR:
+    case OP_MKNOD:
+      if ((a = parent_of(S, d1, rq.p1, n1)) < 0) return a;
+      if (judge(S, a, n1))
+        ret = -13;
+      else if (rq.op == OP_MKDIR)
+        ret = sys6(NR_mkdirat, a, (long)n1, (long)rq.mode, 0, 0, 0);
+      else
+        ret = sys6(NR_mknodat, a, (long)n1, (long)rq.mode, (long)rq.dev, 0, 0);
+      break;
+    case OP_SYMLINK:
+      if ((a = parent_of(S, d2, rq.p2, n2)) < 0) return a;
+      ret = judge(S, a, n2) ? -13 : sys6(NR_symlinkat, (long)rq.p1, a, (long)n2, 0, 0, 0);
+      break;
+    case OP_LINK: {
+      /* the old file as an fd (following its last symlink only when asked),
+       * judged where it is, then linked by /proc/self/fd/N */
+      long old, own_old = 1;
+      if ((rq.flags & AT_EMPTY_PATH_) && rq.len1 == 0) {
+        old = d1; /* the fd is the file itself */
+        own_old = 0;
+      } else {
+        if ((a = parent_of(S, d1, rq.p1, n1)) < 0) return a;
+        old = sys6(NR_openat, a, (long)n1,
+                   O_PATH_ | O_CLOEXEC_ | ((rq.flags & AT_SYMLINK_FOLLOW_) ? 0 : O_NOFOLLOW_), 0, 0,
+                   0);
+        closefd(a);
+        a = -1;
+      }
+      if (old < 0) return old;
+      char op[PATHMAX];
+      long n = fd_path(old, op, sizeof op);
+      if (n > 0 && op[0] == '/') {
+        long cut = n;
+        while (cut > 0 && op[cut - 1] != '/') cut--;
+        long pd = sys6(NR_openat, AT_FDCWD_, (long)(cut > 1 ? (op[cut - 1] = 0, op) : "/"),
+                       O_PATH_ | O_DIRECTORY_ | O_CLOEXEC_, 0, 0, 0);
+        int bad = pd < 0 || (!on_private_fs(S, pd) && in_foreign_git(S, pd));
+        closefd(pd);
+        if (bad) {
+          if (own_old) closefd(old);
+          return -13;
+        }
+      }
+      if ((b = parent_of(S, d2, rq.p2, n2)) < 0) {
+        if (own_old) closefd(old);
+        return b;
+      }
+      if (judge(S, b, n2)) {
+        ret = -13;
+      } else {
+        char l[32] = "/proc/self/fd/";
+        long k = 14;
+        k += put_num(l + k, old);
+        l[k] = 0;
+        ret = sys6(NR_linkat, AT_FDCWD_, (long)l, b, (long)n2, AT_SYMLINK_FOLLOW_, 0);
+      }
+      if (own_old) closefd(old);
+      break;
+    }
+    case OP_RENAME:
+      if ((a = parent_of(S, d1, rq.p1, n1)) < 0) return a;
+      if ((b = parent_of(S, d2, rq.p2, n2)) < 0) break;
+      if (judge(S, b, n2) || ((rq.flags & RENAME_EXCHANGE_) ? judge(S, a, n1)
+                                                          : (!on_private_fs(S, a) && in_foreign_git(S, a))))
+        ret = -13;
+      else
+        ret = sys6(NR_renameat2, a, (long)n1, b, (long)n2, (long)rq.flags, 0);
+      if (b < 0) ret = b;
+      break;
+  }
+  closefd(a);
+  closefd(b);
+  return ret;
+}
+
+/* One request from the reporter: 0, or -1 when the socket is gone. */
+static int serve_create(struct cstate* S, long sock) {
+  int fds[2] = {-1, -1};
+  union {
+    char buf[64];
+    unsigned long align;
+  } cb;
+  struct {
+    void* base;
+    unsigned long len;
+  } iov = {&rq, sizeof rq};
+  struct {
+    void* name;
+    unsigned int namelen;
+    void* iov;
+    unsigned long iovlen;
+    void* control;
+    unsigned long controllen;
+    int flags;
+  } mh = {0, 0, &iov, 1, cb.buf, sizeof cb.buf, 0};
+  long n = sys6(NR_recvmsg, sock, (long)&mh, O_CLOEXEC_ /* MSG_CMSG_CLOEXEC */, 0, 0, 0);
+  if (n == 0 || (n < 0 && n != -4 /* EINTR */ && n != -11 /* EAGAIN */)) return -1;
+  if (n < 0) return 0;
+  /* struct cmsghdr: len (8), level (4), type (4), then the fds */
+  if (mh.controllen >= 20) {
+    unsigned long clen = *(unsigned long*)cb.buf;
+    int level = *(int*)(cb.buf + 8), type = *(int*)(cb.buf + 12);
+    if (level == 1 /* SOL_SOCKET */ && type == 1 /* SCM_RIGHTS */) {
+      long k = (long)(clen - 16) / 4;
+      for (long i = 0; i < k && i < 2; i++) fds[i] = ((int*)(cb.buf + 16))[i];
+    }
+  }
+  rp.ret = -13;
+  rp.refused = 0;
+  rp.where[0] = 0;
+  int outfd = -1;
+  if (n == (long)sizeof rq && rq.len1 < PATHMAX && rq.len2 < PATHMAX) {
+    rq.p1[rq.len1] = 0;
+    rq.p2[rq.len2] = 0;
+    long d1 = fds[0], d2 = fds[1] >= 0 ? fds[1] : fds[0];
+    /* one dir for a symlink (its p1 is text): it is the new name's */
+    if (rq.op == OP_SYMLINK) d2 = fds[0];
+    sys6(NR_umask, rq.umask & 0777, 0, 0, 0, 0, 0);
+    if (d1 >= 0) rp.ret = do_call(S, d1, d2, &outfd);
+  }
+  closefd(fds[0]);
+  closefd(fds[1]);
+  union {
+    char buf[24];
+    unsigned long align;
+  } ob;
+  struct {
+    void* base;
+    unsigned long len;
+  } oiov = {&rp, sizeof rp};
+  struct {
+    void* name;
+    unsigned int namelen;
+    void* iov;
+    unsigned long iovlen;
+    void* control;
+    unsigned long controllen;
+    int flags;
+  } om = {0, 0, &oiov, 1, 0, 0, 0};
+  if (outfd >= 0) {
+    *(unsigned long*)ob.buf = 20; /* CMSG_LEN(sizeof(int)) */
+    *(int*)(ob.buf + 8) = 1;
+    *(int*)(ob.buf + 12) = 1;
+    *(int*)(ob.buf + 16) = outfd;
+    om.control = ob.buf;
+    om.controllen = 24; /* CMSG_SPACE(sizeof(int)) */
+  }
+  sys6(NR_sendmsg, sock, (long)&om, 0x4000 /* MSG_NOSIGNAL */, 0, 0, 0);
+  closefd(outfd);
+  return 0;
+}
+
 __attribute__((noreturn)) static void init_main(long argc, char** argv) {
-  long agent = argc == 4 || argc == 5 ? number(argv[1]) : -1;
-  long events = argc == 4 || argc == 5 ? number(argv[2]) : -1;
-  long reporter = argc == 5 ? number(argv[4]) : -1; /* "-": none */
+  long agent = argc >= 4 ? number(argv[1]) : -1;
+  long events = argc >= 4 ? number(argv[2]) : -1;
+  long reporter = argc >= 5 ? number(argv[4]) : -1; /* "-": none */
+  /* The git rule: CREATE_FD DEVS (comma-separated st_dev) OWN... */
+  long create = argc >= 7 ? number(argv[5]) : -1;
   if (agent <= 0) sys_exit_group(127);
+  struct cstate st_, *S = &st_;
+  n_priv = 0;
+  own_dirs = 0;
+  if (create >= 0) {
+    own_dirs = argv + 7;
+    const char* d = argv[6];
+    while (*d && n_priv < 16) {
+      unsigned long v = 0;
+      while (*d >= '0' && *d <= '9') v = v * 10 + (unsigned long)(*d++ - '0');
+      priv_devs[n_priv++] = v;
+      if (*d == ',') d++;
+      else break;
+    }
+  }
   sys6(NR_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0, 0);
   /* An ignored SIGCHLD (it survives exec) would reap the agent unseen. */
   unsigned long dfl[4] = {0 /* SIG_DFL */, 0, 0, 0};
@@ -245,6 +722,19 @@ __attribute__((noreturn)) static void init_main(long argc, char** argv) {
       }
     }
     if (done || sfd < 0) continue;
+    if (create >= 0) {
+      /* the signals and the reporter's requests */
+      struct {
+        int fd;
+        short events, revents;
+      } p[2] = {{(int)sfd, 1, 0}, {(int)create, 1, 0}};
+      if (sys6(NR_poll, (long)p, 2, -1, 0, 0, 0) <= 0) continue;
+      if (p[1].revents && serve_create(S, create) < 0) {
+        closefd(create);
+        create = -1;
+      }
+      if (!(p[0].revents & 1)) continue;
+    }
     unsigned int info[32]; /* struct signalfd_siginfo: ssi_signo first */
     if (sys6(NR_read, sfd, (long)info, sizeof info, 0, 0, 0) != (long)sizeof info) continue;
     if (info[0] != 17 /* SIGCHLD: reap above */) sys6(NR_kill, agent, info[0], 0, 0, 0, 0);

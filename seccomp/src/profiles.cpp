@@ -208,6 +208,9 @@ constexpr uint64_t kAfNetlink = 16;
 constexpr uint64_t kModeFmt = 0170000;   // S_IFMT
 constexpr uint64_t kModeChr = 0020000;   // S_IFCHR
 constexpr uint64_t kModeBlk = 0060000;   // S_IFBLK
+constexpr uint64_t kModeReg = 0100000;   // S_IFREG
+constexpr uint64_t kModeFifo = 0010000;  // S_IFIFO
+constexpr uint64_t kModeSock = 0140000;  // S_IFSOCK
 constexpr uint64_t kTiocsti = 0x5412;    // TIOCSTI: push input into a terminal
 constexpr uint64_t kTioclinux = 0x541C;  // TIOCLINUX: the console's selection paste
 
@@ -332,6 +335,33 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       t.action = "SCMP_ACT_NOTIFY";
       t.args = {arg(4, 0, "SCMP_CMP_NE")};
       p.syscalls.push_back(std::move(t));
+    }
+    // The git rule (runtime/create_rule.hpp): every call that makes a name
+    // or opens for writing notifies; the reporter has the sandbox's init
+    // judge the name and make the call (CONTINUE would let another thread
+    // change the path after the look). mknod of a device stays the EPERM
+    // above: only the other file types notify.
+    if (o.create_rule && o.notify) {
+      auto notify = [&](std::vector<std::string> names, std::vector<oci::SeccompArg> args) {
+        oci::SeccompSyscall c;
+        c.names = std::move(names);
+        c.action = "SCMP_ACT_NOTIFY";
+        c.args = std::move(args);
+        p.syscalls.push_back(std::move(c));
+      };
+      notify({"creat", "openat2", "mkdir", "mkdirat", "symlink", "symlinkat", "link", "linkat",
+              "rename", "renameat", "renameat2"},
+             {});
+      constexpr uint64_t kCreat = 0100, kAccMode = 3;
+      for (auto [call, flags] : {std::pair<const char*, uint32_t>{"open", 1}, {"openat", 2}}) {
+        notify({call}, {masked(flags, kCreat, kCreat)});
+        notify({call}, {masked(flags, kAccMode, 1)});
+        notify({call}, {masked(flags, kAccMode, 2)});
+      }
+      for (uint64_t type : {uint64_t{0}, kModeReg, kModeFifo, kModeSock}) {
+        notify({"mknod"}, {masked(1, kModeFmt, type)});
+        notify({"mknodat"}, {masked(2, kModeFmt, type)});
+      }
     }
     if (o.socket_families) {
       for (const char* call : {"socket", "socketpair"})

@@ -51,6 +51,12 @@ struct Policy {
   // The unix-socket rule (sandbox profiles, issue 22): set = on, holding the
   // sockets it lets through (absolute, sorted). JSON "unix":{"allow":[...]}.
   std::optional<std::vector<std::string>> unix_allow;
+  // The git rule (sandbox profiles that protect the workspace's git files):
+  // set = on, holding the git directories that are the workspace's own
+  // (absolute, real); no other ".git" may be made or written in. JSON
+  // "git":{"own":[...]}. Enforced by the sandbox's init for the reporter
+  // (runtime/create_rule.hpp): `sandbox` only.
+  std::optional<std::vector<std::string>> git_own;
   // Derived from the capabilities annotation, never read from the policy
   // annotation: the TCP ports egress allows (declared tcp/http/https entries
   // and 53 for the resolver), for the Landlock network rules.

@@ -109,6 +109,11 @@ struct ChildContext {
   int console_sock_fd = -1;         // connected --console-socket
   int seccomp_listener_sock = -1;   // connected listenerPath socket
   int lockdown_listener_sock = -1;  // connected socket of the violation reporter (confine.hpp)
+  // The git rule (create_rule.hpp, own_init only): the init makes the
+  // agent's naming calls for the reporter over this socket, in a Landlock
+  // domain the agent's is nested in; git_own: the workspace's git dirs.
+  int create_sock = -1;
+  std::vector<std::string> git_own;
 
   // A pack's own PID 1 (docs/events.md "Exit code 3 under an engine"): the
   // init forks the agent after the exec fifo and execs the trampoline as

@@ -61,6 +61,11 @@ struct ReporterRequest {
   FsView fs_view;
   // The unix-socket rule (unix_rule.hpp), when the policy has one.
   std::optional<std::vector<std::string>> unix_allow;
+  // The git rule (create_rule.hpp): the socket to the sandbox's init, which
+  // makes the calls (not owned; -1 without), and the init's pid, whose own
+  // failed calls are not the agent's (fs events skip them).
+  int create_sock = -1;
+  int init_pid = 0;
 };
 
 struct ReporterHandle {

@@ -111,6 +111,10 @@ struct LockdownOptions {
   // with an address, sendmsg and sendmmsg always notify (the reporter
   // decides and performs an allowed call itself), so it needs notify.
   bool unix_rule = false;
+  // The git rule (capability::Policy::git_own, runtime/create_rule.hpp):
+  // every call that makes a name or opens for writing notifies (the
+  // reporter has it judged and made), so it needs notify too.
+  bool create_rule = false;
 };
 inline constexpr const char* kReporterListener = "comet-runtime:reporter";
 oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept;

@@ -1,0 +1,194 @@
+"""Attack: a repository the confined command makes (or finds) below the
+workspace runs on the host later (issue 22, red team round 2). `git init
+sub`, `core.fsmonitor` in sub/.git/config, `git add sub && git commit` (a
+gitlink): the host's plain `git status` at the root looks into the populated
+submodule and runs the monitor. Mounts cannot protect a name that does not
+exist yet at any depth; the git rule (runtime/create_rule.hpp) judges every
+name when it is made: no `.git` outside the sandbox's own tmpfs, nothing
+written inside a `.git` that is not the workspace's own.
+
+Every test plays the attacker inside, then the host outside, and asserts on
+what the host's git did and on the refusals (EACCES, fs.write events)."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.comet_only
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def git(ws, *args, check=True):
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True,
+                          env=GIT_ENV, check=check, timeout=30)
+
+
+@pytest.fixture
+def repo(workdir) -> Path:
+    ws = workdir / f"repo-{secrets.token_hex(3)}"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    (ws / "a.txt").write_text("a\n")
+    git(ws, "add", "a.txt")
+    git(ws, "commit", "-qm", "init")
+    return ws
+
+
+@pytest.fixture
+def sandbox(rt, workdir):
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+
+    def call(ws, argv, profile="workspace"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+        env.update(GIT_ENV)
+        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+        events = workdir / f"ev-{secrets.token_hex(3)}.jsonl"
+        if isinstance(argv, str):
+            argv = ["/bin/sh", "-c", argv]
+        res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--events", str(events),
+                 "--", *argv, env=env, timeout=120)
+        evs = [json.loads(l) for l in events.read_text().splitlines()] if events.exists() else []
+        return res, evs
+
+    return call
+
+
+def git_events(evs):
+    return [e for e in evs if e.get("surface") == "fs.write" and
+            e.get("matched_entry") == "git repository"]
+
+
+@pytest.mark.parametrize("profile", ["workspace", "strict"])
+def test_a_nested_repository_made_inside_never_runs_on_the_host(sandbox, repo, workdir, profile):
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    attack = f"""
+git init -q sub; echo "init=$?"
+mkdir -p sub/.git/hooks; echo "mkdir=$?"
+git -C sub config core.fsmonitor 'touch {marker}'; echo "config=$?"
+echo x > sub/f && git -C sub add f 2>/dev/null && git -C sub commit -qm x 2>/dev/null
+git add sub 2>/dev/null; git commit -qm gitlink 2>/dev/null; echo "outer=$?"
+"""
+    res, evs = sandbox(repo, attack, profile)
+    assert "init=0" not in res.out and "mkdir=0" not in res.out, res.out
+    assert not (repo / "sub" / ".git").exists()
+    git(repo, "status", check=False)
+    git(repo, "-C", "sub", "status", check=False) if (repo / "sub").exists() else None
+    assert not marker.exists(), "the host's git ran the nested repository's monitor"
+    refused = git_events(evs)
+    assert refused and refused[0]["errno"] == "EACCES", evs
+    assert any(e["requested"].endswith("/sub/.git") for e in refused), refused
+
+
+def test_every_way_to_name_a_dot_git_is_refused(sandbox, repo):
+    # Each line is one way to make a `.git` below the workspace; none may
+    # succeed, whatever the call or the case.
+    prog = textwrap.dedent(r"""
+        import ctypes, os, sys
+        os.makedirs("d", exist_ok=True)
+        libc = ctypes.CDLL(None, use_errno=True)
+        def attempt(name, f):
+            try:
+                f(); print(name, "MADE")
+            except OSError as e:
+                print(name, e.errno)
+        open("plain", "w").close()
+        os.makedirs("gitdir/objects", exist_ok=True)
+        attempt("mkdir", lambda: os.mkdir("d/.git"))
+        attempt("mkdir-case", lambda: os.mkdir("d/.GiT"))
+        attempt("mkdir-slash", lambda: os.mkdir("d/.git/"))
+        attempt("gitfile", lambda: os.close(os.open("d/.git", os.O_CREAT | os.O_WRONLY)))
+        attempt("symlink", lambda: os.symlink("../gitdir", "d/.git"))
+        attempt("hardlink", lambda: os.link("plain", "d/.git"))
+        attempt("rename-dir", lambda: os.rename("gitdir", "d/.git"))
+        attempt("rename-file", lambda: os.rename("plain", "d/.git"))
+        attempt("mknod-fifo", lambda: os.mkfifo("d/.git"))
+        # a dangling symlink whose target is a .git: open(O_CREAT) follows it
+        os.symlink(".git", "d/lnk")
+        attempt("creat-through-symlink", lambda: os.close(os.open("d/lnk", os.O_CREAT | os.O_WRONLY)))
+        # an unnamed file named afterwards
+        def tmpfile():
+            fd = os.open("d", os.O_TMPFILE | os.O_WRONLY)
+            os.link(f"/proc/self/fd/{fd}", "d/.git")
+        attempt("tmpfile-link", tmpfile)
+        # /proc/self/cwd names the same directory
+        attempt("proc-cwd", lambda: os.mkdir("/proc/self/cwd/d/.git"))
+        attempt("renameat2-exchange", lambda: (os.mkdir("d/x"),
+                libc.renameat2(-100, b"d/x", -100, b"gitdir", 2) == 0 or None))
+        sys.stdout.flush()
+        """)
+    res, evs = sandbox(repo, ["python3", "-c", prog])
+    lines = dict(l.split(" ", 1) for l in res.out.splitlines() if " " in l)
+    for name in ["mkdir", "mkdir-case", "mkdir-slash", "gitfile", "symlink", "hardlink",
+                 "rename-dir", "rename-file", "mknod-fifo", "creat-through-symlink",
+                 "tmpfile-link", "proc-cwd"]:
+        assert lines.get(name) == "13", (name, res.out, res.err)
+    found = [str(p) for p in repo.rglob("*") if p.name.lower() == ".git" and p != repo / ".git"]
+    assert not found, found
+    assert len(git_events(evs)) >= 10, evs
+
+
+def test_an_existing_nested_repository_is_read_only(sandbox, repo, workdir):
+    # A vendored repository that was there before: its config and hooks
+    # must not be writable (`git add vendor/lib` would make it a gitlink).
+    lib = repo / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    git(lib, "init", "-q")
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    before = (lib / ".git" / "config").read_text()
+    attack = f"""
+git -C vendor/lib config core.fsmonitor 'touch {marker}'; echo "config=$?"
+printf 'x' >> vendor/lib/.git/config; echo "append=$?"
+printf '#!/bin/sh\\ntouch {marker}\\n' > vendor/lib/.git/hooks/post-checkout; echo "hook=$?"
+ln vendor/lib/.git/config cfg; echo "link=$?"
+mv vendor/lib/.git/hooks hooks-out; echo "move=$?"
+"""
+    res, evs = sandbox(repo, attack)
+    for step in ["config", "append", "hook", "link", "move"]:
+        assert f"{step}=0" not in res.out, res.out
+    assert (lib / ".git" / "config").read_text() == before
+    assert not (lib / ".git" / "hooks" / "post-checkout").exists()
+    git(lib, "status", check=False)
+    assert not marker.exists()
+    assert git_events(evs), evs
+
+
+def test_ordinary_work_goes_on_under_the_git_rule(sandbox, repo):
+    script = """
+set -e
+mkdir -p src/a/b && echo one > src/a/b/f && echo two >> src/a/b/f
+cp src/a/b/f g && mv g h && ln h h2 && ln -s h h3 && cat h3 > /dev/null
+(echo piped > /dev/stdout) | cat  # a pipe: the harness's own stdout file is outside the view
+exec 5>fd5 && echo five >&5 && echo via-dev-fd >> /dev/fd/5
+git init -q /tmp/scratch && echo tmp-repo-ok
+git add src h && git commit -qm work && echo committed
+umask 077 && echo s > secret && stat -c %a secret
+"""
+    res, evs = sandbox(repo, script)
+    assert res.rc == 0, (res.out, res.err)
+    assert "piped" in res.out and "tmp-repo-ok" in res.out and "committed" in res.out
+    assert res.out.strip().endswith("600"), res.out  # the command's umask, not the init's
+    assert (repo / "src/a/b/f").read_text() == "one\ntwo\n"
+    assert (repo / "fd5").read_text() == "five\nvia-dev-fd\n"
+    assert "work" in git(repo, "log", "--oneline").stdout
+    assert not git_events(evs), evs
+
+
+def test_the_git_rule_layer_is_on_for_profiles_that_protect_git(rt, repo, workdir):
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+    env = dict(os.environ, COMET_SANDBOX_GLOBAL_CONFIG=str(gcfg))
+    for profile, want in [("workspace", True), ("strict", True), ("devbox", False)]:
+        res = rt("sandbox", "--profile", profile, "--workspace", str(repo), "--explain",
+                 env=env, timeout=60)
+        policy = res.out
+        assert ('"git"' in policy) == want, (profile, policy[-2000:])

@@ -1,0 +1,76 @@
+// The git rule (capability::Policy::git_own, docs/sandbox.md "Nested
+// repositories"): no `.git` may be made anywhere a sandbox's writes outlive
+// it, and nothing may be written inside a git directory that is not the
+// workspace's own. A mount can only protect a name that exists, or one
+// listed at start; this rule judges every new name when it is made.
+//
+// The lock-down notifies every call that makes a name or opens for writing
+// (seccomp::LockdownOptions::create_rule): mkdir[at], mknod[at],
+// symlink[at], link[at], rename[at|at2], creat, open[at] with O_CREAT or a
+// write mode, and every openat2. The reporter copies the call's path(s)
+// once, takes the task's directory fds (pidfd_getfd; its cwd for AT_FDCWD)
+// and hands the call to the sandbox's init (comet-init, trampoline.c), which
+// makes it: it has the agent's identity, mount namespace and root, and a
+// Landlock domain the agent's is nested in (same rules), and no seccomp
+// filter. The init resolves the parent directory, follows a last symlink
+// itself for an open (so it judges where the name really is), refuses
+// (EACCES) a last name ".git" (any case) and a parent inside a ".git"
+// directory that is not one of git_own, except on the sandbox's own tmpfs
+// mounts, and otherwise makes the call on the parent's fd with the name it
+// judged (O_NOFOLLOW). No other thread can change what is judged after the
+// look (the copy), and no rename can move a judged parent into a git
+// directory (that rename is judged too). An open's fd goes back to the
+// task with SECCOMP_IOCTL_NOTIF_ADDFD.
+#pragma once
+
+#include <linux/seccomp.h>
+
+#include <cstdint>
+#include <string>
+
+namespace comet::runtime {
+
+// The request and reply on the reporter <-> init socket (SOCK_SEQPACKET);
+// the same layout as struct creq / crep in trampoline.c.
+enum CreateOp : std::uint32_t {
+  kCreateOpen = 1,
+  kCreateMkdir = 2,
+  kCreateMknod = 3,
+  kCreateSymlink = 4,  // p1: the target (as is), p2: the new name (dir 1)
+  kCreateLink = 5,     // p1: the old path (dir 1), p2: the new name (dir 2)
+  kCreateRename = 6,   // p1 (dir 1) -> p2 (dir 2)
+};
+inline constexpr std::size_t kCreatePathMax = 4096;
+struct CreateRequest {
+  std::uint32_t op;
+  std::uint32_t umask;
+  std::uint64_t flags;  // open flags; linkat's or renameat2's flags
+  std::uint64_t mode;
+  std::uint64_t dev;
+  std::int32_t nspid, nstid;  // the task in the sandbox's pid namespace (/proc/self)
+  std::uint32_t len1, len2;
+  char p1[kCreatePathMax];
+  char p2[kCreatePathMax];
+};
+struct CreateReply {
+  std::int64_t ret;  // >= 0, or -errno; an open's fd comes as SCM_RIGHTS
+  std::int32_t refused;
+  std::int32_t pad;
+  char where[1024];  // the refused name, as the sandbox sees it
+};
+
+bool create_rule_call(int nr);
+
+struct CreateOutcome {
+  long long ret = 0;  // -errno, or the result
+  int fd = -1;        // an open's fd (owned by the caller): ADDFD it
+  bool cloexec = false;
+  bool refused = false;
+  std::string where;
+};
+
+// Judges and makes the call over `init_sock`. Every error is an answer
+// (-EACCES when the init cannot be reached): fail closed.
+CreateOutcome create_rule_judge(const struct seccomp_notif& req, int listener, int init_sock);
+
+}  // namespace comet::runtime
