@@ -192,3 +192,21 @@ def test_the_git_rule_layer_is_on_for_profiles_that_protect_git(rt, repo, workdi
                  env=env, timeout=60)
         policy = res.out
         assert ('"git"' in policy) == want, (profile, policy[-2000:])
+
+
+def test_no_new_module_git_directory_in_the_workspaces_own(sandbox, repo, workdir):
+    # The host's `git submodule update --init` takes a .git/modules/NAME it
+    # finds for the module's git directory, config and hooks included.
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    attack = f"""
+mkdir -p .git/modules/evil; echo "mkdir=$?"
+git init -q --bare .git/modules/other 2>/dev/null; echo "bare=$?"
+mv .git/objects/info .git/modules/moved 2>/dev/null; echo "move=$?"
+echo ok > .git/objects/info/note && echo own-still-writable
+"""
+    res, evs = sandbox(repo, attack)
+    assert "mkdir=1" in res.out and "bare=0" not in res.out and "move=0" not in res.out, res.out
+    assert "own-still-writable" in res.out, (res.out, res.err)
+    mods = repo / ".git" / "modules"
+    assert not mods.exists() or not any(mods.iterdir()), list(mods.iterdir())
+    assert git_events(evs), evs

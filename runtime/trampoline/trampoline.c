@@ -219,8 +219,9 @@ static int violated(long fd) {
  * calls of the agent's that make a name or open for writing: it has the
  * agent's identity, root and mount namespace, and the Landlock domain the
  * agent's is nested in, and no seccomp filter. It refuses (EACCES) a last
- * name ".git" (any case) and a parent inside a ".git" directory that is not
- * one of OWN, except on the sandbox's own tmpfs mounts (DEVS); it follows
+ * name ".git" (any case), a parent inside a ".git" directory that is not
+ * one of OWN, and a new name in OWN/modules (a module's git directory),
+ * except on the sandbox's own tmpfs mounts (DEVS); it follows
  * an open's last symlink itself, so that it judges the name the call makes,
  * and makes the call on the judged parent with O_NOFOLLOW.
  * Syscalls: recvmsg, sendmsg, openat, mkdirat, mknodat, symlinkat, linkat,
@@ -394,6 +395,17 @@ static int in_foreign_git(struct cstate* S, long dirfd) {
       long j = 0;
       while (j < m && (*o)[j] == p[j]) j++;
       own = j == m;
+    }
+    /* The workspace's own: a new module's git directory is not made
+     * (OWN/modules/NAME, at any nesting): the host's `git submodule
+     * update` would take one it finds for its own, config and hooks
+     * included (those of the modules there at start are mounted
+     * read-only). */
+    static const char mod[] = "/modules";
+    if (own && n >= i + 8) {
+      long j = 0;
+      while (j < 8 && p[n - 8 + j] == mod[j]) j++;
+      own = j < 8;
     }
     if (!own) {
       refuse_at(S, p, n);
