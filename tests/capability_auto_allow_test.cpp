@@ -148,6 +148,13 @@ TEST(AutoAllow, TableOfCommands) {
       // protected-path-write (issue 22): what the host's git, shells, editors
       // and agents obey, written from inside
       {{"git", "config", "core.fsmonitor", "./x.sh"}, "protected-path-write"},
+      // red team round 3: writers that name their file
+      {{"git", "mv", "x", ".envrc"}, "protected-path-write"},
+      {{"git", "checkout", "--", ".envrc"}, "protected-path-write"},
+      {{"git", "restore", ".vscode/tasks.json"}, "protected-path-write"},
+      {{"sponge", ".envrc"}, "protected-path-write"},
+      {{"vim", ".git/config"}, "protected-path-write"},
+      {{"ed", ".gitattributes"}, "protected-path-write"},
       {{"git", "config", "--global", "user.name", "x"}, "protected-path-write"},
       {{"git", "config", "--system", "--add", "a.b", "c"}, "protected-path-write"},
       {{"git", "config", "--unset", "core.hooksPath"}, "protected-path-write"},

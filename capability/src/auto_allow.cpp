@@ -1075,10 +1075,16 @@ void rule_git_dir_words(Analysis& an, const Unwrapped& u) {
 void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
   const auto& v = u.argv;
   const std::string n = base_name(v[0].text);
+  // Editors, downloaders and the like write the files they name too (red
+  // team round 3); `git mv|checkout|restore` write their path operands.
+  const bool git_writer =
+      n == "git" && v.size() > 1 && one_of(v[1].text, {"mv", "checkout", "restore"});
   const bool writer =
-      one_of(n, {"cp",    "mv",    "ln",    "install", "tee",      "touch", "chmod",  "chown",
-                 "chgrp", "rm",    "rmdir", "mkdir",   "truncate", "patch", "unlink", "shred",
-                 "rsync", "unzip", "tar",   "dd",      "sed",      "perl"});
+      git_writer ||
+      one_of(n, {"cp",  "mv",    "ln",    "install",  "tee",   "touch",  "chmod",  "chown", "chgrp",
+                 "rm",  "rmdir", "mkdir", "truncate", "patch", "unlink", "shred",  "rsync", "unzip",
+                 "tar", "dd",    "sed",   "perl",     "curl",  "wget",   "sponge", "cpio",  "ed",
+                 "ex",  "vi",    "vim",   "nvim",     "nano",  "emacs"});
   if (!writer) return;
   if (n == "sed" || n == "perl") {
     const bool in_place = std::any_of(v.begin() + 1, v.end(), [](const Word& w) {
@@ -1089,7 +1095,7 @@ void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<s
     if (!in_place) return;
   }
   bool opts = true;
-  for (std::size_t i = 1; i < v.size(); ++i) {
+  for (std::size_t i = git_writer ? 2 : 1; i < v.size(); ++i) {
     const Word& w = v[i];
     Word target = w;
     if (opts && w.text == "--") {

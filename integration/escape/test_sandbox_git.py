@@ -17,47 +17,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from lib.sandbox import GIT_ENV, git, make_repo, sandbox_runner  # noqa: F401
 
 pytestmark = pytest.mark.comet_only
 
 PROFILES = ["workspace", "strict"]  # the profiles that write the workspace
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-
-
-def git(ws, *args, check=True):
-    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True,
-                          env=GIT_ENV, check=check, timeout=30)
-
-
 @pytest.fixture
 def repo(workdir) -> Path:
-    ws = workdir / f"repo-{secrets.token_hex(3)}"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    (ws / "a.txt").write_text("a\n")
-    git(ws, "add", "a.txt")
-    git(ws, "commit", "-qm", "init")
-    return ws
+    return make_repo(workdir)
 
 
 @pytest.fixture
 def sandbox(rt, workdir):
-    gcfg = workdir / "global.yaml"
-    gcfg.write_text("")
-
-    def call(ws, script, profile="workspace"):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        env.update(GIT_ENV)
-        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
-        events = workdir / f"ev-{secrets.token_hex(3)}.jsonl"
-        res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--events", str(events),
-                 "--", "/bin/sh", "-c", script, env=env, timeout=120)
-        evs = [json.loads(l) for l in events.read_text().splitlines()] if events.exists() else []
-        return res, evs
-
-    return call
+    return sandbox_runner(rt, workdir)
 
 
 def host_git_runs_nothing(ws: Path, marker: Path):

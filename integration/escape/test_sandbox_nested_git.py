@@ -19,48 +19,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from lib.sandbox import GIT_ENV, git, make_repo, sandbox_runner  # noqa: F401
 
 pytestmark = pytest.mark.comet_only
 
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-
-
-def git(ws, *args, check=True):
-    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True,
-                          env=GIT_ENV, check=check, timeout=30)
-
-
 @pytest.fixture
 def repo(workdir) -> Path:
-    ws = workdir / f"repo-{secrets.token_hex(3)}"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    (ws / "a.txt").write_text("a\n")
-    git(ws, "add", "a.txt")
-    git(ws, "commit", "-qm", "init")
-    return ws
+    return make_repo(workdir)
 
 
 @pytest.fixture
 def sandbox(rt, workdir):
-    gcfg = workdir / "global.yaml"
-    gcfg.write_text("")
-
-    def call(ws, argv, profile="workspace"):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        env.update(GIT_ENV)
-        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
-        events = workdir / f"ev-{secrets.token_hex(3)}.jsonl"
-        if isinstance(argv, str):
-            argv = ["/bin/sh", "-c", argv]
-        res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--events", str(events),
-                 "--", *argv, env=env, timeout=120)
-        evs = [json.loads(l) for l in events.read_text().splitlines()] if events.exists() else []
-        return res, evs
-
-    return call
+    return sandbox_runner(rt, workdir)
 
 
 def git_events(evs):
@@ -210,3 +180,87 @@ echo ok > .git/objects/info/note && echo own-still-writable
     mods = repo / ".git" / "modules"
     assert not mods.exists() or not any(mods.iterdir()), list(mods.iterdir())
     assert git_events(evs), evs
+
+
+def gitlinked_vendor_repo(repo: Path) -> Path:
+    lib = repo / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    git(lib, "init", "-q")
+    (lib / "l").write_text("l\n")
+    git(lib, "add", "l")
+    git(lib, "commit", "-qm", "l")
+    git(repo, "add", "vendor/lib")
+    git(repo, "commit", "-qm", "gitlink")
+    return lib
+
+
+@pytest.mark.parametrize("profile", ["workspace", "strict"])
+def test_a_reopen_through_proc_self_fd_does_not_write_a_nested_repository(sandbox, repo, workdir,
+                                                                          profile):
+    # Red team round 3: open the nested config read-only, then reopen the fd
+    # for writing through /proc/self/fd/N (or /dev/fd/N): the kernel follows
+    # the magic link, so the file opened must be judged, not the link.
+    lib = gitlinked_vendor_repo(repo)
+    before = (lib / ".git" / "config").read_text()
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    attack = f"""
+exec 3<vendor/lib/.git/config
+printf '[core]\\n\\tfsmonitor = "touch {marker}; false"\\n' >> /proc/self/fd/3; echo "proc=$?"
+printf '[core]\\n\\tfsmonitor = "touch {marker}; false"\\n' >> /dev/fd/3; echo "devfd=$?"
+exec 4<vendor/lib/.git
+printf x > /proc/self/fd/4/config.lock; echo "dirfd=$?"
+"""
+    res, evs = sandbox(repo, attack, profile)
+    for step in ["proc", "devfd", "dirfd"]:
+        assert f"{step}=0" not in res.out, res.out
+    assert (lib / ".git" / "config").read_text() == before
+    git(repo, "status", check=False)
+    assert not marker.exists(), "the host's git status ran the nested repository's monitor"
+    assert any(e["requested"].endswith("vendor/lib/.git/config") for e in git_events(evs)), evs
+
+
+def test_no_bare_repository_can_be_made_or_written(sandbox, repo, workdir):
+    # Red team round 3: `git init --bare docs` has no `.git` name, and git
+    # run in docs/ takes it for a repository (core.pager, hooks).
+    bare = repo / "old"
+    bare.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, env=GIT_ENV)
+    before = (bare / "config").read_text()
+    attack = """
+git init -q --bare docs; echo "init=$?"
+mkdir -p x/objects x/refs && printf 'ref: refs/heads/main\\n' > x/HEAD; echo "head=$?"
+git --git-dir=old config core.pager 'touch /nonexistent/x'; echo "config=$?"
+printf x >> old/config; echo "append=$?"
+mkdir -p old/hooks && printf '#!/bin/sh\\n' > old/hooks/post-checkout; echo "hook=$?"
+"""
+    res, evs = sandbox(repo, attack)
+    for step in ["init", "head", "config", "append", "hook"]:
+        assert f"{step}=0" not in res.out, res.out
+    assert not (repo / "docs" / "HEAD").exists() and not (repo / "x" / "HEAD").exists()
+    assert (bare / "config").read_text() == before
+    assert not (bare / "hooks" / "post-checkout").exists()
+    assert git_events(evs), evs
+
+
+def test_dev_stdout_reaches_the_callers_file_and_terminal(rt, repo, workdir):
+    # Red team round 3: `echo x > /dev/stdout` failed (EACCES, reported)
+    # when the caller's stdout was a file outside the workspace or a terminal.
+    out = workdir / f"out-{secrets.token_hex(3)}.txt"
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+    with open(out, "w") as f:
+        p = subprocess.run([rt.binary, "--root", str(workdir / "root"), "sandbox", "--workspace",
+                            str(repo), "--", "sh", "-c",
+                            "echo one > /dev/stdout; echo two >> /dev/stdout; echo e > /dev/stderr"],
+                           stdout=f, stderr=subprocess.PIPE, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert out.read_text() == "one\ntwo\n", out.read_text()  # `>` truncated, `>>` appended
+    # a terminal: the script(1) pty is the command's stdout and stderr
+    cmd = (f"{rt.binary} --root {workdir / 'root'} sandbox --workspace {repo} -- "
+           "sh -c 'echo tty-out > /dev/stdout; echo tty-err > /dev/stderr'")
+    t = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert t.returncode == 0 and "tty-out" in t.stdout and "tty-err" in t.stdout, (t.stdout,
+                                                                                 t.stderr)

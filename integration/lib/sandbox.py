@@ -1,12 +1,15 @@
 """Helpers for the `comet-runtime sandbox` suites (test_sandbox.py,
-escape/test_runtime_sockets.py): a Python probe run *inside* the sandbox
-(the host's /usr/bin/python3, readable in every profile), and checks that a
-sandbox left nothing behind."""
+escape/test_runtime_sockets.py, escape/test_sandbox_*git.py): a Python
+probe run *inside* the sandbox (the host's /usr/bin/python3, readable in
+every profile), checks that a sandbox left nothing behind, and a git
+repository with the host's git to play the host."""
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
@@ -199,3 +202,48 @@ def sandbox_leftovers(root: Path, ids=None) -> list[str]:
         if (str(root) + "/.sandbox@").encode() in cmd:
             problems.append(f"process left: {pid} {cmd!r}")
     return problems
+
+
+# The host's git as the git suites run it: no system or user config.
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def git(ws, *args, check=True):
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True,
+                          env=GIT_ENV, check=check, timeout=30)
+
+
+def make_repo(parent: Path) -> Path:
+    """A fresh repository with one commit, under parent."""
+    ws = parent / f"repo-{secrets.token_hex(3)}"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    (ws / "a.txt").write_text("a\n")
+    git(ws, "add", "a.txt")
+    git(ws, "commit", "-qm", "init")
+    return ws
+
+
+def sandbox_runner(rt, workdir: Path):
+    """call(ws, script_or_argv, profile="workspace") -> (result, events):
+    one sandbox run with the git suites' environment, an empty global
+    config, and its --events file read back."""
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+
+    def call(ws, argv, profile="workspace"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+        env.update(GIT_ENV)
+        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+        events = workdir / f"ev-{secrets.token_hex(3)}.jsonl"
+        if isinstance(argv, str):
+            argv = ["/bin/sh", "-c", argv]
+        res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--events", str(events),
+                 "--", *argv, env=env, timeout=120)
+        evs = [json.loads(l) for l in events.read_text().splitlines()] if events.exists() else []
+        return res, evs
+
+    return call
+

@@ -442,6 +442,18 @@ int apply_landlock(const ChildContext& ctx, const char** failed) noexcept {
     // a writable mount under the exec lock: still no execute right there
     err = add_path_rule(rs, ctx.landlock_write[i].c_str(), write, failed);
   }
+  // The caller's stdio (sandbox): `> /dev/stdout` reopens fd 1's file
+  // through /proc/self/fd/1, which Landlock judges by its path, outside
+  // every writable tree when it is the caller's terminal or a file of the
+  // caller's. That file only: what the command could already write.
+  for (int fd = 0; !err && ctx.landlock_stdio && fd <= 2; fd++) {
+    struct stat st;
+    if (::fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) continue;
+    char self[32];
+    std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    const char* ignored = nullptr;
+    (void)add_path_rule(rs, self, write & kFileRights, &ignored);  // best effort
+  }
   for (size_t i = 0; !err && i < ctx.landlock_tcp_connect.size(); i++) {
     NetPortAttr np = {kAccessNetConnectTcp, ctx.landlock_tcp_connect[i]};
     if (::syscall(SYS_landlock_add_rule, rs, kRuleNetPort, &np, 0) < 0) err = errno;

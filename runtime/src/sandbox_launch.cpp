@@ -787,6 +787,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
       return Error::msg("sandbox: a seccomp listener in the plan is not supported");
   }
   TRYV(plan_confinement(*policy, l.rootfs, lx, ctx));
+  ctx.landlock_stdio = true;  // `> /dev/stdout` to the caller's terminal or file
   TRYV(drop_own_netns_join(ctx, policy->network != capability::NetworkPolicy::open));
   ctx.skeleton_dir = l.skeleton_dir;
   ctx.skeleton_files = l.files;

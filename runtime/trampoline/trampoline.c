@@ -371,18 +371,33 @@ static void refuse_at(struct cstate* S, const char* path, long n) {
   scopy(rp.where, sizeof rp.where, path, n);
 }
 
-/* Whether the directory dirfd is inside a ".git" that is not one of OWN
- * (then the refusal is filled in). */
-static int in_foreign_git(struct cstate* S, long dirfd) {
-  char p[PATHMAX];
-  long n = fd_path(dirfd, p, sizeof p);
-  if (n <= 0 || p[0] != '/') return 1; /* unnamed, or outside our root: refuse */
-  static const char del[] = " (deleted)";
-  if (n >= 10) {
-    long j = 0;
-    while (j < 10 && p[n - 10 + j] == del[j]) j++;
-    if (j == 10) return 1;
+static int is_head(const char* s, long n) {
+  return n == 4 && lower(s[0]) == 'h' && lower(s[1]) == 'e' && lower(s[2]) == 'a' &&
+         lower(s[3]) == 'd';
+}
+
+/* Whether the directory named by the first n bytes of p holds HEAD,
+ * objects/ and refs/: what git takes for a bare repository. */
+static int bare_at(const char* p, long n) {
+  static const char* const names[] = {"/HEAD", "/objects", "/refs"};
+  char q[PATHMAX];
+  unsigned long st[18];
+  if (n + 9 > PATHMAX) return 0;
+  for (long x = 0; x < n; x++) q[x] = p[x];
+  for (int k = 0; k < 3; k++) {
+    long m = n == 1 ? 0 : n; /* "/" + "/HEAD" -> "/HEAD" */
+    for (long x = 0; names[k][x]; x++) q[m++] = names[k][x];
+    q[m] = 0;
+    if (sys6(NR_newfstatat, AT_FDCWD_, (long)q, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0) return 0;
   }
+  return 1;
+}
+
+/* Where the directory p (absolute, n bytes) lies: 0 nowhere special, 1 in
+ * a git directory that is not the workspace's own (a ".git" not in OWN,
+ * a new module's in OWN/modules, or a bare repository's: HEAD, objects/
+ * and refs/ in it or a parent), 2 in one of OWN. */
+static int git_place(struct cstate* S, const char* p, long n) {
   for (long i = 0; i < n;) {
     while (i < n && p[i] == '/') i++;
     long s = i;
@@ -396,23 +411,69 @@ static int in_foreign_git(struct cstate* S, long dirfd) {
       while (j < m && (*o)[j] == p[j]) j++;
       own = j == m;
     }
+    if (!own) return 1;
     /* The workspace's own: a new module's git directory is not made
      * (OWN/modules/NAME, at any nesting): the host's `git submodule
      * update` would take one it finds for its own, config and hooks
      * included (those of the modules there at start are mounted
      * read-only). */
     static const char mod[] = "/modules";
-    if (own && n >= i + 8) {
+    if (n >= i + 8) {
       long j = 0;
       while (j < 8 && p[n - 8 + j] == mod[j]) j++;
-      own = j < 8;
+      if (j == 8) return 1;
     }
-    if (!own) {
-      refuse_at(S, p, n);
-      return 1;
-    }
+    return 2;
+  }
+  /* A bare repository: in p or any parent (git looks there first when it
+   * runs in one). */
+  for (long k = n; k > 0;) {
+    if (bare_at(p, k)) return 1;
+    while (k > 1 && p[k - 1] != '/') k--;
+    k = k > 1 ? k - 1 : 0;
   }
   return 0;
+}
+
+/* git_place() of the directory dirfd, with a refusal named for 1; an
+ * unnamed directory, or one outside our root, counts as 1. */
+static int dir_place(struct cstate* S, long dirfd) {
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p - 16);
+  if (n <= 0 || p[0] != '/') return 1;
+  static const char del[] = " (deleted)";
+  if (n >= 10) {
+    long j = 0;
+    while (j < 10 && p[n - 10 + j] == del[j]) j++;
+    if (j == 10) return 1;
+  }
+  int w = git_place(S, p, n);
+  if (w == 1) refuse_at(S, p, n);
+  return w;
+}
+static int in_foreign_git(struct cstate* S, long dirfd) { return dir_place(S, dirfd) == 1; }
+
+/* A file the kernel opened through a magic link (/proc/PID/fd/N): judged
+ * where it is. One outside our root (the caller's terminal, a file its
+ * stdout was redirected to) is not in any repository of the sandbox's. */
+static int opened_refused(struct cstate* S, long fd) {
+  if (on_private_fs(S, fd)) return 0;
+  char p[PATHMAX];
+  long n = fd_path(fd, p, sizeof p - 16);
+  if (n <= 0 || p[0] != '/') return 0;
+  long cut = n;
+  while (cut > 0 && p[cut - 1] != '/') cut--;
+  if (is_git(p + cut, n - cut) || is_head(p + cut, n - cut)) {
+    refuse_at(S, p, n);
+    return 1;
+  }
+  long dn = cut > 1 ? cut - 1 : 1;
+  char c = p[dn];
+  p[dn] = 0;
+  int w = git_place(S, p, dn);
+  p[dn] = c;
+  if (w == 1) refuse_at(S, p, n);
+  return w == 1;
 }
 
 /* Resolves path (relative to dirfd) to its parent directory (an O_PATH fd,
@@ -438,7 +499,11 @@ static long split_open(long dirfd, const char* path, char* name) {
  * refusal names the parent and the name). */
 static int judge(struct cstate* S, long dirfd, const char* name) {
   if (on_private_fs(S, dirfd)) return 0;
-  if (!is_git(name, slen(name)) && !in_foreign_git(S, dirfd)) return 0;
+  long nl = slen(name);
+  int w = dir_place(S, dirfd);
+  /* a HEAD makes a bare repository of its directory, but in OWN */
+  if (w == 0 && !is_git(name, nl) && !is_head(name, nl)) return 0;
+  if (w == 2 && !is_git(name, nl)) return 0;
   char p[PATHMAX];
   long n = fd_path(dirfd, p, sizeof p - 6);
   if (n < 0) n = 0;
@@ -487,6 +552,10 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
       }
       long fd = sys6(NR_openat, parent, (long)name, fl | O_CLOEXEC_, (long)rq.mode, 0, 0);
       closefd(parent);
+      if (fd >= 0 && opened_refused(S, fd)) {
+        closefd(fd);
+        return -13;
+      }
       if (fd >= 0) *outfd = (int)fd;
       return fd < 0 ? fd : 0;
     }

@@ -95,6 +95,9 @@ struct ChildContext {
   // packs: no symlink may be made anywhere (one made and removed between a
   // lookup and the reporter's look at it would hide where it led)
   bool landlock_no_symlinks = false;
+  // sandbox: the files of the caller's stdio (a terminal, a file) may be
+  // reopened for writing (/dev/stdout): a Landlock rule for each
+  bool landlock_stdio = false;
   std::vector<std::string> layers;  // what is active, for state
   // read-deny verification, from inside, after every mount: these must be
   // unreadable (missing, empty, or refusing) and read-only, or create fails
