@@ -139,6 +139,7 @@ mkdir -p src/a/b && echo one > src/a/b/f && echo two >> src/a/b/f
 cp src/a/b/f g && mv g h && ln h h2 && ln -s h h3 && cat h3 > /dev/null
 (echo piped > /dev/stdout) | cat  # a pipe: the harness's own stdout file is outside the view
 exec 5>fd5 && echo five >&5 && echo via-dev-fd >> /dev/fd/5
+ln -s /proc/self/fd/5 l5 && echo via-link >> l5
 git init -q /tmp/scratch && echo tmp-repo-ok
 git add src h && git commit -qm work && echo committed
 umask 077 && echo s > secret && stat -c %a secret
@@ -148,7 +149,7 @@ umask 077 && echo s > secret && stat -c %a secret
     assert "piped" in res.out and "tmp-repo-ok" in res.out and "committed" in res.out
     assert res.out.strip().endswith("600"), res.out  # the command's umask, not the init's
     assert (repo / "src/a/b/f").read_text() == "one\ntwo\n"
-    assert (repo / "fd5").read_text() == "five\nvia-dev-fd\n"
+    assert (repo / "fd5").read_text() == "five\nvia-dev-fd\nvia-link\n"
     assert "work" in git(repo, "log", "--oneline").stdout
     assert not git_events(evs), evs
 

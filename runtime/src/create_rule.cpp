@@ -133,7 +133,60 @@ bool create_rule_call(int nr) {
   }
 }
 
-CreateOutcome create_rule_judge(const struct seccomp_notif& req, int listener, int init_sock) {
+void create_rule_umask(CreateRuleState& st, std::uint64_t mask) {
+  if ((mask & 0777) != st.first_umask) st.umask_changed = true;
+}
+
+namespace {
+
+bool mentions_proc_or_dev(const char* p) {
+  return std::strncmp(p, "/proc", 5) == 0 || std::strncmp(p, "/dev", 4) == 0;
+}
+
+// One round trip with the init: the request and its fds out, the reply
+// (and an open's fd) back. false: no answer (refused by the caller).
+bool ask_init(int init_sock, CreateRequest& rq, const int* fds, int nfds, CreateReply& rep,
+              UniqueFd& got) {
+  char cbuf[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct iovec iov = {&rq, sizeof rq};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+  std::memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+  if (::sendmsg(init_sock, &mh, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof rq)) return false;
+  // The init is the sandbox's PID 1 and answers at once; a hung-up or
+  // silent one refuses.
+  struct pollfd p = {init_sock, POLLIN, 0};
+  if (::poll(&p, 1, 10000) <= 0) return false;
+  std::memset(&rep, 0, sizeof rep);
+  char rbuf[CMSG_SPACE(sizeof(int))] = {};
+  struct iovec riov = {&rep, sizeof rep};
+  struct msghdr rh = {};
+  rh.msg_iov = &riov;
+  rh.msg_iovlen = 1;
+  rh.msg_control = rbuf;
+  rh.msg_controllen = sizeof rbuf;
+  ssize_t n = ::recvmsg(init_sock, &rh, MSG_CMSG_CLOEXEC);
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&rh); c; c = CMSG_NXTHDR(&rh, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      got.reset(fd);
+    }
+  return n == static_cast<ssize_t>(sizeof rep);
+}
+
+}  // namespace
+
+CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif& req, int listener,
+                                int init_sock) {
   const int pid = static_cast<int>(req.pid);
   const auto* a = req.data.args;
   auto rq = std::make_unique<CreateRequest>();
@@ -209,7 +262,13 @@ CreateOutcome create_rule_judge(const struct seccomp_notif& req, int listener, i
   if (int e = read_path(pid, a[p1], rq->p1, &rq->len1)) return fail(e);
   if (p2 >= 0)
     if (int e = read_path(pid, a[p2], rq->p2, &rq->len2)) return fail(e);
-  if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
+  // /proc/PID/status (~10 us) only when needed: a umask set since the
+  // start, or a path through /proc or /dev (the command's /proc/self).
+  const bool creates = rq->op != kCreateOpen || (rq->flags & O_CREAT) != 0;
+  rq->umask = st.first_umask;
+  if ((creates && st.umask_changed) || mentions_proc_or_dev(rq->p1) ||
+      (p2 >= 0 && mentions_proc_or_dev(rq->p2)))
+    if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd) return fail(ESRCH);
   // The directory fds: the symlink's target (p1) is only text.
@@ -222,44 +281,17 @@ CreateOutcome create_rule_judge(const struct seccomp_notif& req, int listener, i
 
   int fds[2] = {dir1.valid() ? dir1.get() : dir2.get(), dir2.get()};
   const int nfds = dir1.valid() && dir2.valid() ? 2 : 1;
-  char cbuf[CMSG_SPACE(sizeof fds)] = {};
-  struct iovec iov = {rq.get(), sizeof *rq};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-  std::memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-  if (::sendmsg(init_sock, &mh, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof *rq))
-    return fail(EACCES);  // no init to make it: refused
-
-  // The answer: the init is the sandbox's PID 1 and answers at once; a
-  // hung-up or silent one refuses.
-  struct pollfd p = {init_sock, POLLIN, 0};
-  if (::poll(&p, 1, 10000) <= 0) return fail(EACCES);
   CreateReply rep;
-  std::memset(&rep, 0, sizeof rep);
-  char rbuf[CMSG_SPACE(sizeof(int))] = {};
-  struct iovec riov = {&rep, sizeof rep};
-  struct msghdr rh = {};
-  rh.msg_iov = &riov;
-  rh.msg_iovlen = 1;
-  rh.msg_control = rbuf;
-  rh.msg_controllen = sizeof rbuf;
-  ssize_t n = ::recvmsg(init_sock, &rh, MSG_CMSG_CLOEXEC);
   UniqueFd got;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&rh); c; c = CMSG_NXTHDR(&rh, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      got.reset(fd);
-    }
-  if (n != static_cast<ssize_t>(sizeof rep)) return fail(EACCES);
+  if (!ask_init(init_sock, *rq, fds, nfds, rep, got)) return fail(EACCES);
+  if (rep.refused == 2 && rq->nspid == 0) {
+    // A symlink the init followed leads to /proc/self: it needs the ids.
+    if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
+    if (!still_valid(listener, req.id)) return fail(ESRCH);
+    got.reset();
+    if (!ask_init(init_sock, *rq, fds, nfds, rep, got)) return fail(EACCES);
+  }
+  if (rep.refused == 2) return fail(EACCES);
   CreateOutcome o;
   o.ret = rep.ret;
   o.refused = rep.refused != 0;

@@ -465,6 +465,8 @@ int serve_reporter(const ReporterRequest& r, int sock) {
   Writer out(r.state_dir, r.deliver);
   std::optional<UnixRuleState> unix_state;
   if (r.unix_allow) unix_state = UnixRuleState{*r.unix_allow, false, {}};
+  CreateRuleState create_state;
+  create_state.first_umask = r.first_umask & 0777;
   std::map<std::string, Pending> seen;
   auto flush = [&] {
     for (auto& [k, p] : seen) {
@@ -652,8 +654,15 @@ int serve_reporter(const ReporterRequest& r, int sock) {
     try {
       // The git rule: the sandbox's init judges and makes these calls
       // (create_rule.hpp); an open's fd is installed with the answer.
+      if (r.create_sock >= 0 && req.data.nr == SYS_umask) {
+        create_rule_umask(create_state, req.data.args[0]);
+        resp.error = 0;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        answer();
+        continue;
+      }
       if (r.create_sock >= 0 && create_rule_call(req.data.nr)) {
-        CreateOutcome c = create_rule_judge(req, listener.get(), r.create_sock);
+        CreateOutcome c = create_rule_judge(create_state, req, listener.get(), r.create_sock);
         if (c.refused) {
           violations::Event e;
           e.container = container;

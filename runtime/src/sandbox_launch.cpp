@@ -921,6 +921,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
       create_reporter.reset(cp[0]);
       create_init.reset(cp[1]);
       rr.create_sock = create_reporter.get();
+      rr.first_umask = ctx.umask >= 0 ? static_cast<unsigned>(ctx.umask) : 022;
       ctx.create_sock = create_init.get();
       ctx.git_own = *policy->git_own;
     }

@@ -277,6 +277,7 @@ struct cstate {
   struct creq rq;
   struct crep rp;
   char** own_dirs; /* OWN: absolute paths, NULL-terminated */
+  int need_ids;     /* a /proc/self path, and the reporter sent no nspid */
   unsigned long priv_devs[16];
   int n_priv;
 };
@@ -322,6 +323,10 @@ static int rewrite_self(struct cstate* S, const char* in, char* out) {
     long m = slen(map[i].from), j = 0;
     while (j < m && in[j] == map[i].from[j]) j++;
     if (j < m || (in[m] != 0 && in[m] != '/')) continue;
+    if (rq.nspid <= 0) {
+      S->need_ids = 1; /* the reporter reads them and asks again */
+      return -11;
+    }
     long k = 0;
     static const char pr[] = "/proc/";
     for (long x = 0; pr[x]; x++) out[k++] = pr[x];
@@ -564,9 +569,10 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
       long l = sys6(NR_readlinkat, parent, (long)name, (long)link, sizeof link - 1, 0, 0);
       if (l >= 0) {
         link[l] = 0;
-        if (rewrite_self(S, link, path)) {
+        int e = rewrite_self(S, link, path);
+        if (e) {
           closefd(parent);
-          return -36;
+          return e;
         }
         base = path[0] == '/' ? AT_FDCWD_ : parent;
         if (base == AT_FDCWD_) closefd(parent);
@@ -712,6 +718,7 @@ static int serve_create(struct cstate* S, long sock) {
   }
   rp.ret = -13;
   rp.refused = 0;
+  S->need_ids = 0;
   rp.where[0] = 0;
   int outfd = -1;
   if (n == (long)sizeof rq && rq.len1 < PATHMAX && rq.len2 < PATHMAX) {
@@ -722,6 +729,11 @@ static int serve_create(struct cstate* S, long sock) {
     if (rq.op == OP_SYMLINK) d2 = fds[0];
     sys6(NR_umask, rq.umask & 0777, 0, 0, 0, 0, 0);
     if (d1 >= 0) rp.ret = do_call(S, d1, d2, &outfd);
+    if (S->need_ids && rp.ret == -11) {
+      rp.refused = 2;
+      closefd(outfd);
+      outfd = -1;
+    }
   }
   closefd(fds[0]);
   closefd(fds[1]);

@@ -47,19 +47,31 @@ struct CreateRequest {
   std::uint64_t flags;  // open flags; linkat's or renameat2's flags
   std::uint64_t mode;
   std::uint64_t dev;
-  std::int32_t nspid, nstid;  // the task in the sandbox's pid namespace (/proc/self)
+  std::int32_t nspid, nstid;  // the task in the sandbox's pid namespace (/proc/self); 0: not read
   std::uint32_t len1, len2;
   char p1[kCreatePathMax];
   char p2[kCreatePathMax];
 };
 struct CreateReply {
-  std::int64_t ret;  // >= 0, or -errno; an open's fd comes as SCM_RIGHTS
-  std::int32_t refused;
+  std::int64_t ret;      // >= 0, or -errno; an open's fd comes as SCM_RIGHTS
+  std::int32_t refused;  // 1: refused; 2: the init needs nspid (ret -EAGAIN)
   std::int32_t pad;
   char where[1024];  // the refused name, as the sandbox sees it
 };
 
 bool create_rule_call(int nr);
+
+// What the reporter keeps between calls. The task's umask is read from
+// /proc/PID/status only once some process has set one other than the
+// sandbox's first (umask(2) notifies, and is let through); the task's ids
+// in the sandbox's pid namespace only when a path may need them (the init
+// asks for them when a symlink it follows leads to /proc/self).
+struct CreateRuleState {
+  std::uint32_t first_umask = 022;
+  bool umask_changed = false;
+};
+// A umask(2) notification: note it (the caller answers CONTINUE).
+void create_rule_umask(CreateRuleState& st, std::uint64_t mask);
 
 struct CreateOutcome {
   long long ret = 0;  // -errno, or the result
@@ -71,6 +83,7 @@ struct CreateOutcome {
 
 // Judges and makes the call over `init_sock`. Every error is an answer
 // (-EACCES when the init cannot be reached): fail closed.
-CreateOutcome create_rule_judge(const struct seccomp_notif& req, int listener, int init_sock);
+CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif& req, int listener,
+                                int init_sock);
 
 }  // namespace comet::runtime

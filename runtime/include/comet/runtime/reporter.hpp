@@ -66,6 +66,7 @@ struct ReporterRequest {
   // failed calls are not the agent's (fs events skip them).
   int create_sock = -1;
   int init_pid = 0;
+  unsigned first_umask = 022;  // the command's umask at start
 };
 
 struct ReporterHandle {
