@@ -265,3 +265,79 @@ def test_dev_stdout_reaches_the_callers_file_and_terminal(rt, repo, workdir):
                        env=env, timeout=60)
     assert t.returncode == 0 and "tty-out" in t.stdout and "tty-err" in t.stdout, (t.stdout,
                                                                                  t.stderr)
+
+
+def test_no_name_completes_a_bare_repository(sandbox, repo, workdir):
+    # Red team round 4: a HEAD that was there (a fixture), then config,
+    # objects/ and refs/ one by one, each judged before the three existed;
+    # a bare repository inside the workspace's own .git, reached by a
+    # symlink; a unix socket standing for objects/ or refs/ (git only
+    # checks access(X_OK)), or named .git.
+    d = repo / "fixtures" / "d"
+    d.mkdir(parents=True)
+    (d / "HEAD").write_text("ref: refs/heads/master\n")
+    prog = textwrap.dedent(r"""
+        import os, socket
+        def attempt(name, f):
+            try:
+                f(); print(name, "MADE")
+            except OSError as e:
+                print(name, e.errno)
+        def bind(p):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(p)
+        open("fixtures/d/config", "w").write("[core]\n\tpager = touch /nonexistent\n")
+        os.mkdir("fixtures/d/objects")
+        attempt("refs-dir", lambda: os.mkdir("fixtures/d/refs"))
+        attempt("refs-socket", lambda: bind("fixtures/d/refs"))
+        attempt("refs-symlink", lambda: os.symlink("objects", "fixtures/d/refs"))
+        os.makedirs(".git/e/objects")
+        os.makedirs(".git/e/refs")
+        attempt("own-bare-head", lambda: open(".git/e/HEAD", "w").close())
+        attempt("socket-dot-git", lambda: bind("fixtures/.git"))
+        attempt("socket-head", lambda: bind("fixtures/HEAD"))
+        bind("ok.sock"); print("ordinary-socket ok")
+        """)
+    res, evs = sandbox(repo, ["python3", "-c", prog])
+    lines = dict(l.split(" ", 1) for l in res.out.splitlines() if " " in l)
+    for name in ["refs-dir", "refs-socket", "refs-symlink", "own-bare-head", "socket-dot-git",
+                 "socket-head"]:
+        assert lines.get(name) == "13", (name, res.out, res.err)
+    assert lines.get("ordinary-socket") == "ok", res.out
+    assert not (d / "refs").exists() and not (repo / ".git" / "e" / "HEAD").exists()
+    for where in [d, repo / ".git" / "e"]:
+        r = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=where, capture_output=True,
+                           text=True, env=GIT_ENV)
+        assert r.stdout.strip() not in (".", str(where)), (where, r.stdout)
+
+
+def test_what_the_repositorys_config_names_is_protected(sandbox, repo, workdir):
+    # Red team round 4: core.hooksPath = .husky/_ (husky) makes .husky's
+    # scripts hooks; core.fsmonitor and an alias can name scripts of the
+    # workspace; include.path a config file there.
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    git(repo, "config", "core.hooksPath", ".husky/_")
+    git(repo, "config", "core.fsmonitor", "./tools/fsmonitor.sh")
+    git(repo, "config", "include.path", "../shared.gitconfig")
+    (repo / ".husky" / "_").mkdir(parents=True)
+    (repo / ".husky" / "_" / "pre-commit").write_text('#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n')
+    (repo / ".husky" / "_" / "pre-commit").chmod(0o755)
+    (repo / "tools").mkdir()
+    (repo / "tools" / "fsmonitor.sh").write_text("#!/bin/sh\nexit 1\n")
+    (repo / "tools" / "fsmonitor.sh").chmod(0o755)
+    (repo / "shared.gitconfig").write_text("")
+    attack = f"""
+printf '#!/bin/sh\\ntouch {marker}\\n' > .husky/pre-commit; echo "husky=$?"
+printf '#!/bin/sh\\ntouch {marker}\\n' > tools/fsmonitor.sh; echo "fsmonitor=$?"
+printf '[core]\\n\\tpager = touch {marker}\\n' >> shared.gitconfig; echo "include=$?"
+echo ordinary > notes.txt && echo "ordinary=0"
+"""
+    res, evs = sandbox(repo, attack)
+    for step in ["husky", "fsmonitor", "include"]:
+        assert f"{step}=0" not in res.out, res.out
+    assert "ordinary=0" in res.out
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "-c", "core.fsmonitor=false", "add", "b.txt", check=False)
+    git(repo, "commit", "-qm", "host", check=False)
+    git(repo, "status", check=False)
+    assert not marker.exists(), "the host's git ran what the sandbox wrote"

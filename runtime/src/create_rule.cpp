@@ -127,6 +127,7 @@ bool create_rule_call(int nr) {
     case SYS_rename:
     case SYS_renameat:
     case SYS_renameat2:
+    case SYS_bind:
       return true;
     default:
       return false;
@@ -256,10 +257,25 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
       rq->op = kCreateRename, d1 = static_cast<std::int64_t>(a[0]), p1 = 1,
       d2 = static_cast<std::int64_t>(a[2]), p2 = 3, rq->flags = a[4];
       break;
+    case SYS_bind: {
+      // Every bind: the family is behind the pointer (another thread could
+      // change it after a look), so the init makes each one; a unix path's
+      // name is judged like any other.
+      rq->op = kCreateBind;
+      const std::uint64_t len = a[2];
+      if (len > sizeof rq->p1) return fail(EINVAL);
+      struct iovec local = {rq->p1, len};
+      struct iovec remote = {reinterpret_cast<void*>(a[1]), len};
+      if (len && ::process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(len))
+        return fail(EFAULT);
+      rq->len1 = static_cast<std::uint32_t>(len);
+      break;
+    }
     default:
       return fail(ENOSYS);
   }
-  if (int e = read_path(pid, a[p1], rq->p1, &rq->len1)) return fail(e);
+  if (rq->op != kCreateBind)
+    if (int e = read_path(pid, a[p1], rq->p1, &rq->len1)) return fail(e);
   if (p2 >= 0)
     if (int e = read_path(pid, a[p2], rq->p2, &rq->len2)) return fail(e);
   // /proc/PID/status (~10 us) only when needed: a umask set since the
@@ -271,11 +287,21 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
     if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd) return fail(ESRCH);
-  // The directory fds: the symlink's target (p1) is only text.
+  // The directory fds: the symlink's target (p1) is only text; a bind's
+  // fd 1 is the socket, its fd 2 the cwd.
   const bool p1_is_path = rq->op != kCreateSymlink;
-  UniqueFd dir1 = p1_is_path ? task_dir(pid, pidfd.get(), d1) : UniqueFd();
-  UniqueFd dir2 = p2 >= 0 ? task_dir(pid, pidfd.get(), d2) : UniqueFd();
-  if ((p1_is_path && !dir1) || (p2 >= 0 && !dir2)) return fail(EBADF);
+  UniqueFd dir1, dir2;
+  if (rq->op == kCreateBind) {
+    dir1.reset(
+        static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), static_cast<int>(a[0]), 0)));
+    if (!dir1) return fail(errno == EBADF ? EBADF : ENOTSOCK);
+    dir2 = task_dir(pid, pidfd.get(), AT_FDCWD);
+    if (!dir2) return fail(ESRCH);
+  } else {
+    dir1 = p1_is_path ? task_dir(pid, pidfd.get(), d1) : UniqueFd();
+    dir2 = p2 >= 0 ? task_dir(pid, pidfd.get(), d2) : UniqueFd();
+    if ((p1_is_path && !dir1) || (p2 >= 0 && !dir2)) return fail(EBADF);
+  }
   // The fds and the status are the task's own, not a new process's.
   if (!still_valid(listener, req.id)) return fail(ESRCH);
 

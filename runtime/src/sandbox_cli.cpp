@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "comet/capability/auto_allow.hpp"
+#include "comet/capability/git_config.hpp"
 #include "comet/capability/profile_compile.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/log.hpp"
@@ -60,6 +61,33 @@ Result<std::string> real_dir(const std::string& p, const char* what) {
   return std::string(buf);
 }
 
+// What the host's git runs or reads because its config says so (a hooks
+// directory, a program or an included config file inside the workspace:
+// git_config.hpp): protected like the config's own `protect` entries. The
+// workspace's .git/config, the user's and the system's, and the files they
+// include (8 files at most). A file that cannot be read adds nothing.
+void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
+                              cap::ProfileSet& set) {
+  std::vector<std::string> todo = {ws + "/.git/config", ctx.home + "/.gitconfig",
+                                   ctx.config_home + "/git/config", "/etc/gitconfig"};
+  std::vector<std::string> seen;
+  for (std::size_t i = 0; i < todo.size() && seen.size() < 8; i++) {
+    const std::string& f = todo[i];
+    if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+    seen.push_back(f);
+    auto text = read_file(f);
+    if (!text.ok() || text->size() > (1 << 20)) continue;
+    const auto refs = cap::git_config_refs(*text);
+    const std::string dir = f.substr(0, f.rfind('/'));
+    for (const cap::GitConfigRef& r : refs) {
+      for (const std::string& p : cap::git_config_paths({r}, ws, dir, ctx.home)) {
+        set.protect.push_back(cap::ConfigPath{p, f + " (" + r.key + ")", {}});
+        if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back(p);
+      }
+    }
+  }
+}
+
 Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   Prepared p;
   TRY(p.who, invoking_user(env));
@@ -73,6 +101,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.ctx = resolve_context(p.who, p.workspace, env);
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
+  protect_git_config_paths(p.workspace, p.ctx, p.config.set);
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
   // The home the account has (passwd), beside $HOME (the profile's "~"):
   // a workspace at or above either is refused where the profile writes the

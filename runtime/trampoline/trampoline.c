@@ -240,6 +240,9 @@ enum {
   NR_symlinkat = 266,
   NR_readlinkat = 267,
   NR_renameat2 = 316,
+  NR_bind = 49,
+  NR_chdir = 80,
+  NR_fchdir = 81,
 };
 #define O_WRONLY_ 01
 #define O_CREAT_ 0100
@@ -270,7 +273,7 @@ struct crep {
   int refused, pad;
   char where[1024];
 };
-enum { OP_OPEN = 1, OP_MKDIR, OP_MKNOD, OP_SYMLINK, OP_LINK, OP_RENAME };
+enum { OP_OPEN = 1, OP_MKDIR, OP_MKNOD, OP_SYMLINK, OP_LINK, OP_RENAME, OP_BIND };
 
 /* All on init_main's stack: this image has no writable segment. */
 struct cstate {
@@ -381,10 +384,14 @@ static int is_head(const char* s, long n) {
          lower(s[3]) == 'd';
 }
 
-/* Whether the directory named by the first n bytes of p holds HEAD,
- * objects/ and refs/: what git takes for a bare repository. */
+static int is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+/* Whether the directory named by the first n bytes of p is what git takes
+ * for a bare repository: objects/ and refs/ there, and a valid HEAD (a
+ * symlink into refs/, or a file holding "ref: refs/..." or an object id;
+ * an empty placeholder HEAD is none). */
 static int bare_at(const char* p, long n) {
-  static const char* const names[] = {"/HEAD", "/objects", "/refs"};
+  static const char* const names[] = {"/objects", "/refs", "/HEAD"};
   char q[PATHMAX];
   unsigned long st[18];
   if (n + 9 > PATHMAX) return 0;
@@ -395,6 +402,24 @@ static int bare_at(const char* p, long n) {
     q[m] = 0;
     if (sys6(NR_newfstatat, AT_FDCWD_, (long)q, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0) return 0;
   }
+  /* q names HEAD now */
+  char h[48];
+  long r = sys6(NR_readlinkat, AT_FDCWD_, (long)q, (long)h, sizeof h, 0, 0);
+  if (r >= 0) return r >= 5 && h[0] == 'r' && h[1] == 'e' && h[2] == 'f' && h[3] == 's' && h[4] == '/';
+  long fd = sys6(NR_openat, AT_FDCWD_, (long)q, O_NOFOLLOW_ | O_CLOEXEC_ | 04000 /* O_NONBLOCK */,
+                 0, 0, 0);
+  if (fd < 0) return 0;
+  r = sys6(NR_read, fd, (long)h, sizeof h, 0, 0, 0);
+  sys6(NR_close, fd, 0, 0, 0, 0, 0);
+  static const char ref[] = "ref: refs/";
+  if (r >= 10) {
+    long j = 0;
+    while (j < 10 && h[j] == ref[j]) j++;
+    if (j == 10) return 1;
+  }
+  if (r < 40) return 0;
+  for (int x = 0; x < 40; x++)
+    if (!is_hex(h[x])) return 0;
   return 1;
 }
 
@@ -427,6 +452,20 @@ static int git_place(struct cstate* S, const char* p, long n) {
       long j = 0;
       while (j < 8 && p[n - 8 + j] == mod[j]) j++;
       if (j == 8) return 1;
+    }
+    /* A bare repository made inside OWN (OWN/e with HEAD, objects/,
+     * refs/: a symlink to it, or a look into .git, and the host's git
+     * takes it): below OWN, but for the modules' own (OWN/.../modules/X). */
+    for (long k = n; k > i;) {
+      long c = k;
+      while (c > i && p[c - 1] != '/') c--; /* p[c..k) is the last name */
+      long pe = c > 0 ? c - 1 : 0;          /* its parent's end */
+      long ps = pe;
+      while (ps > 0 && p[ps - 1] != '/') ps--;
+      int module = pe - ps == 7 && p[ps] == 'm' && p[ps + 1] == 'o' && p[ps + 2] == 'd' &&
+                   p[ps + 3] == 'u' && p[ps + 4] == 'l' && p[ps + 5] == 'e' && p[ps + 6] == 's';
+      if (!module && bare_at(p, k)) return 1;
+      k = pe;
     }
     return 2;
   }
@@ -502,13 +541,36 @@ static long split_open(long dirfd, const char* path, char* name) {
 
 /* The checks on a name about to be made in dirfd: 0, or refused (the
  * refusal names the parent and the name). */
+/* Whether making name in dirfd completes a bare repository there: it is
+ * one of HEAD, objects, refs, and the other two are there already. */
+static int completes_bare(long dirfd, const char* name, long nl) {
+  static const char* const names[] = {"HEAD", "objects", "refs"};
+  int which = -1;
+  for (int k = 0; k < 3 && which < 0; k++) {
+    long m = slen(names[k]), j = 0;
+    if (m != nl) continue;
+    while (j < m && lower(name[j]) == lower(names[k][j])) j++;
+    if (j == m) which = k;
+  }
+  if (which < 0) return 0;
+  unsigned long st[18];
+  for (int k = 0; k < 3; k++)
+    if (k != which &&
+        sys6(NR_newfstatat, dirfd, (long)names[k], (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)
+      return 0;
+  return 1;
+}
+
 static int judge(struct cstate* S, long dirfd, const char* name) {
   if (on_private_fs(S, dirfd)) return 0;
   long nl = slen(name);
   int w = dir_place(S, dirfd);
-  /* a HEAD makes a bare repository of its directory, but in OWN */
-  if (w == 0 && !is_git(name, nl) && !is_head(name, nl)) return 0;
-  if (w == 2 && !is_git(name, nl)) return 0;
+  /* a HEAD makes a bare repository of its directory, but in OWN (logs/,
+   * refs/remotes/R/, worktrees/W/); the name that would complete one is
+   * refused everywhere */
+  if (w == 0 && !is_git(name, nl) && !is_head(name, nl) && !completes_bare(dirfd, name, nl))
+    return 0;
+  if (w == 2 && !is_git(name, nl) && !completes_bare(dirfd, name, nl)) return 0;
   char p[PATHMAX];
   long n = fd_path(dirfd, p, sizeof p - 6);
   if (n < 0) n = 0;
@@ -666,6 +728,32 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         ret = sys6(NR_linkat, AT_FDCWD_, (long)l, b, (long)n2, AT_SYMLINK_FOLLOW_, 0);
       }
       if (own_old) closefd(old);
+      break;
+    }
+    case OP_BIND: {
+      /* d1: the socket, d2: the caller's cwd; p1: the sockaddr as given.
+       * A unix socket's path makes a name: judged, then bound from its
+       * parent (the path may be relative to the caller's cwd). */
+      const unsigned char* sa = (const unsigned char*)rq.p1;
+      long len = rq.len1;
+      if (len > 2 && sa[0] == 1 && sa[1] == 0 && sa[2] != 0) {
+        char path[PATHMAX];
+        long m = 0;
+        while (m < len - 2 && m < 108 && sa[2 + m]) path[m] = (char)sa[2 + m], m++;
+        path[m] = 0;
+        if ((a = parent_of(S, d2, path, n1)) < 0) return a;
+        if (judge(S, a, n1)) {
+          ret = -13;
+        } else if ((ret = sys6(NR_fchdir, a, 0, 0, 0, 0, 0)) == 0) {
+          unsigned char un[110] = {1, 0};
+          long k = slen(n1);
+          for (long x = 0; x < k && x < 107; x++) un[2 + x] = (unsigned char)n1[x];
+          ret = sys6(NR_bind, d1, (long)un, 2 + k + 1, 0, 0, 0);
+          sys6(NR_chdir, (long)"/", 0, 0, 0, 0, 0);
+        }
+      } else {
+        ret = sys6(NR_bind, d1, (long)sa, len, 0, 0, 0);
+      }
       break;
     }
     case OP_RENAME:

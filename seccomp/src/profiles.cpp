@@ -351,7 +351,7 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       };
       // umask: only seen (CONTINUE), for the umask the emulated creates use
       notify({"creat", "openat2", "mkdir", "mkdirat", "symlink", "symlinkat", "link", "linkat",
-              "rename", "renameat", "renameat2", "umask"},
+              "rename", "renameat", "renameat2", "umask", "bind"},
              {});
       constexpr uint64_t kCreat = 0100, kAccMode = 3;
       for (auto [call, flags] : {std::pair<const char*, uint32_t>{"open", 1}, {"openat", 2}}) {

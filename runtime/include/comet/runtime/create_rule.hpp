@@ -39,6 +39,7 @@ enum CreateOp : std::uint32_t {
   kCreateSymlink = 4,  // p1: the target (as is), p2: the new name (dir 1)
   kCreateLink = 5,     // p1: the old path (dir 1), p2: the new name (dir 2)
   kCreateRename = 6,   // p1 (dir 1) -> p2 (dir 2)
+  kCreateBind = 7,     // p1: the sockaddr (len1 bytes); fd 1: the socket, fd 2: the cwd
 };
 inline constexpr std::size_t kCreatePathMax = 4096;
 struct CreateRequest {

@@ -1,0 +1,56 @@
+// git config values that name what the host's git runs (git_config.hpp).
+#include "comet/capability/git_config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cap = comet::capability;
+
+namespace {
+
+std::vector<std::string> paths(const char* text) {
+  return cap::git_config_paths(cap::git_config_refs(text), "/ws", "/ws/.git", "/home/ada");
+}
+
+}  // namespace
+
+TEST(GitConfig, HooksPathAndItsTopDirectory) {
+  // husky: hooksPath .husky/_ runs the scripts in .husky
+  EXPECT_EQ(paths("[core]\n\thooksPath = .husky/_\n"),
+            (std::vector<std::string>{"/ws/.husky/_", "/ws/.husky"}));
+  EXPECT_EQ(paths("[Core]\n  HooksPath=\"hooks dir\" # comment\n"),
+            (std::vector<std::string>{"/ws/hooks dir"}));
+  EXPECT_EQ(paths("[core] hookspath = ~/hooks\n"), (std::vector<std::string>{"/home/ada/hooks"}));
+  EXPECT_EQ(paths("[core]\n\thooksPath = /etc/git-hooks\n"),
+            (std::vector<std::string>{"/etc/git-hooks"}));
+}
+
+TEST(GitConfig, ProgramsWithAPath) {
+  EXPECT_EQ(paths("[core]\n\tfsmonitor = ./x.sh\n\tpager = less\n\teditor = \"scripts/ed\" -w\n"),
+            (std::vector<std::string>{"/ws/x.sh", "/ws/scripts/ed"}));
+  EXPECT_EQ(paths("[core]\n\tfsmonitor = true\n"), std::vector<std::string>{});
+  EXPECT_EQ(paths("[filter \"lfs\"]\n\tclean = tools/clean %f\n\tsmudge = git-lfs smudge\n"),
+            (std::vector<std::string>{"/ws/tools/clean"}));
+  EXPECT_EQ(paths("[diff \"Bin\"]\n\ttextconv = ./conv\n[merge \"m\"]\n\tdriver = ../m %O\n"),
+            (std::vector<std::string>{"/ws/conv", "/m"}));
+  EXPECT_EQ(paths("[alias]\n\tst = !./bin/st --x\n\tco = checkout\n"),
+            (std::vector<std::string>{"/ws/bin/st"}));
+  EXPECT_EQ(paths("[credential \"https://x\"]\n\thelper = ./cred\n[gpg \"ssh\"]\n\tprogram = "
+                  "./sign\n"),
+            (std::vector<std::string>{"/ws/cred", "/ws/sign"}));
+  EXPECT_EQ(paths("[core]\n\tsshCommand = ./ssh.sh -i k\n[sequence]\n\teditor = ./seq\n"),
+            (std::vector<std::string>{"/ws/ssh.sh", "/ws/seq"}));
+}
+
+TEST(GitConfig, IncludedFilesRelativeToTheirConfig) {
+  EXPECT_EQ(paths("[include]\n\tpath = ../cfg/extra\n[includeIf \"gitdir:~/w/\"]\n\tpath = "
+                  "~/more\n"),
+            (std::vector<std::string>{"/ws/cfg/extra", "/home/ada/more"}));
+}
+
+TEST(GitConfig, SyntaxEdgesAreSkippedOrRead) {
+  // continued lines, escapes, comments, a value-less boolean key, junk
+  EXPECT_EQ(paths("# c\n; c\n[core]\n\tbare\n\tfsmonitor = ./a\\\nb\n garbage line\n[broken\n"),
+            (std::vector<std::string>{"/ws/ab"}));
+  EXPECT_EQ(paths("hooksPath = x\n"), std::vector<std::string>{});  // no section
+  EXPECT_EQ(paths(""), std::vector<std::string>{});
+}
