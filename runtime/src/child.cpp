@@ -977,6 +977,33 @@ int agent_entry(void* arg) noexcept {
   ::_exit(127);
 }
 
+// The process's own set-up, the same in a container's init, a sandbox's
+// init and an exec'd process: the cwd (inside the root: CVE-2024-21626),
+// the environment (HOME when missing), the executable, the umask, the
+// identity and no_new_privs. Returns the executable and whether
+// CAP_SYS_ADMIN was kept only to load the filter (set_identity()).
+struct Prologue {
+  std::string exe;
+  bool kept_admin;
+};
+Prologue process_prologue(const char* cwd_origin) {
+  const ChildContext& ctx = *g_ctx;
+  if (::chdir(ctx.cwd.c_str()) < 0)
+    die(errno, "chdir to cwd (\"%s\")%s", ctx.cwd.c_str(), cwd_origin);
+  char cwdbuf[4096];
+  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
+    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
+  g_env = ctx.env;
+  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
+    g_env.push_back("HOME=" + home_of(ctx.uid));
+  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
+  ::umask(ctx.umask >= 0 ? static_cast<mode_t>(ctx.umask) : 022);
+  const bool nnp = ctx.no_new_privileges;
+  const bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
+  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  return {std::move(exe), kept_admin};
+}
+
 // The mount point holding PATH (longest prefix match, PATH included).
 std::string parent_mountpoint(const std::string& path) {
   auto text = read_file("/proc/self/mountinfo");
@@ -1178,24 +1205,7 @@ void write_time_offsets() {
       if (::dup2(slave, fd) < 0) die(errno, "dup2 the pty");
     ::close(slave);
   }
-  if (::chdir(ctx.cwd.c_str()) < 0)
-    die(errno, "chdir to cwd (\"%s\") set in config.json", ctx.cwd.c_str());
-  // CVE-2024-21626: the cwd must be inside the container's root.
-  char cwdbuf[4096];
-  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
-    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
-  g_env = ctx.env;
-  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
-    g_env.push_back("HOME=" + home_of(ctx.uid));
-  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
-  if (ctx.umask >= 0)
-    ::umask(static_cast<mode_t>(ctx.umask));
-  else
-    ::umask(022);
-
-  bool nnp = ctx.no_new_privileges;
-  bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
-  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  const auto [exe, kept_admin] = process_prologue(" set in config.json");
   // A notify listener must reach the caller before we block: load now.
   bool early_seccomp = ctx.has_seccomp && ctx.seccomp.needs_listener;
   if (early_seccomp) load_seccomp();
@@ -1310,18 +1320,7 @@ void exit_if_orphaned() {
   // No controlling terminal (TIOCSTI into the caller's terminal needs one,
   // or CAP_SYS_ADMIN); stdio stays the caller's.
   if (::setsid() < 0) die(errno, "setsid");
-  if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\")", ctx.cwd.c_str());
-  char cwdbuf[4096];
-  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
-    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
-  g_env = ctx.env;
-  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
-    g_env.push_back("HOME=" + home_of(ctx.uid));
-  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
-  ::umask(ctx.umask >= 0 ? static_cast<mode_t>(ctx.umask) : 022);
-  bool nnp = ctx.no_new_privileges;
-  bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
-  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  const auto [exe, kept_admin] = process_prologue("");
   // The new credentials cleared the parent-death signal (commit_creds):
   // set it again, then make sure the parent did not die in between.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_PDEATHSIG)");
@@ -1377,18 +1376,7 @@ void exit_if_orphaned() {
       die(errno, "set oom_score_adj to %s", v.c_str());
     ::close(fd);
   }
-  if (::chdir(ctx.cwd.c_str()) < 0) die(errno, "chdir to cwd (\"%s\")", ctx.cwd.c_str());
-  char cwdbuf[4096];
-  if (!::getcwd(cwdbuf, sizeof cwdbuf) || cwdbuf[0] != '/')
-    die(ENOENT, "cwd \"%s\" is outside the container", ctx.cwd.c_str());
-  g_env = ctx.env;
-  if (std::none_of(g_env.begin(), g_env.end(), [](auto& e) { return e.rfind("HOME=", 0) == 0; }))
-    g_env.push_back("HOME=" + home_of(ctx.uid));
-  std::string exe = find_executable(ctx.args.empty() ? std::string() : ctx.args[0]);
-  ::umask(ctx.umask >= 0 ? static_cast<mode_t>(ctx.umask) : 022);
-  bool nnp = ctx.no_new_privileges;
-  bool kept_admin = set_identity(ctx.has_seccomp && !nnp);
-  if (nnp && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  const auto [exe, kept_admin] = process_prologue("");
   // The sync socket stays open (CLOEXEC): execve closing it is the success signal.
   agent_tail(AgentTail{exe, /*early_seccomp=*/false, kept_admin, 0});
 }
