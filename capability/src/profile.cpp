@@ -86,6 +86,10 @@ const std::vector<std::string> kProtectedWorkspace = {
     ".git/rebase-merge/",
     ".git/rebase-apply/",
     ".git/sequencer/",
+    // legacy remotes (a file per name: URL, Push, Pull lines); git still
+    // obeys them where .git/config does not name the remote (red team 5)
+    ".git/remotes/",
+    ".git/branches/",
     ".git/modules/*/config",
     ".git/modules/*/commondir",
     ".git/modules/*/hooks/",

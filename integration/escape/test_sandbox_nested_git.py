@@ -341,3 +341,31 @@ echo ordinary > notes.txt && echo "ordinary=0"
     git(repo, "commit", "-qm", "host", check=False)
     git(repo, "status", check=False)
     assert not marker.exists(), "the host's git ran what the sandbox wrote"
+
+
+def test_no_commondir_repository_and_no_legacy_remote(sandbox, repo, workdir):
+    # Red team round 5: .git/x with HEAD and a commondir pointing at a
+    # writable fake/ (objects, refs, config, hooks), and .git/remotes/origin
+    # (or .git/branches/origin) naming it: the host's `git push` ran
+    # fake/hooks/pre-receive.
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    attack = f"""
+mkdir -p fake/objects fake/refs/heads fake/hooks
+printf '#!/bin/sh\\ntouch {marker}\\n' > fake/hooks/pre-receive; chmod +x fake/hooks/pre-receive
+mkdir -p .git/x; printf 'ref: refs/heads/main\\n' > .git/x/HEAD; echo "head=$?"
+echo ../../fake > .git/x/commondir; echo "commondir=$?"
+mkdir -p .git/worktrees/w1 2>/dev/null; echo "worktree=$?"
+printf 'ref: refs/heads/main\\n' > fake/HEAD; echo "fakehead=$?"
+mkdir -p .git/remotes 2>/dev/null; printf 'URL: {repo}/.git/x\\n' > .git/remotes/origin; echo "remotes=$?"
+mkdir -p .git/branches 2>/dev/null; echo '{repo}/.git/x#main' > .git/branches/origin; echo "branches=$?"
+git add -A . 2>/dev/null; git commit -qm work 2>/dev/null; echo "commit=$?"
+"""
+    res, evs = sandbox(repo, attack)
+    for step in ["head", "worktree", "fakehead", "remotes", "branches"]:
+        assert f"{step}=0" not in res.out, res.out
+    assert "commit=0" in res.out, (res.out, res.err)  # the own repository still commits
+    git(repo, "push", check=False)
+    git(repo, "push", "origin", "HEAD", check=False)
+    assert not marker.exists(), "the host's git push ran a hook the sandbox wrote"
+    assert not (repo / ".git" / "remotes" / "origin").exists()
+    assert not (repo / ".git" / "branches" / "origin").exists()

@@ -267,6 +267,15 @@ std::string quote_list(const std::vector<std::string>& list) {
   return s + "]";
 }
 
+Status compile_config_seccomp(const oci::Linux& lx, ChildContext& ctx,
+                              const char* listener_refusal) {
+  if (!lx.seccomp) return {};
+  TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
+  ctx.has_seccomp = true;
+  if (listener_refusal && ctx.seccomp.needs_listener) return Error::msg(listener_refusal);
+  return {};
+}
+
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx) {
   // Violation reporting (reporter.hpp): the lock-down notifies instead of

@@ -276,10 +276,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRY(ChildContext ctx, plan_child(spec, pin));
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
-  if (lx.seccomp) {
-    TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
-    ctx.has_seccomp = true;
-  }
+  TRYV(compile_config_seccomp(lx, ctx));
   // Capabilities enforced (an engine's annotation) with no exec list of a
   // policy's: only the config's own command may be executed (docs/policy.md).
   // With both annotations the stricter holds (docs/policy.md): a policy

@@ -149,12 +149,8 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   TRY(ChildContext ctx, plan_child(pspec, pin));
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
-  if (lx.seccomp) {
-    TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
-    ctx.has_seccomp = true;
-    if (ctx.seccomp.needs_listener)
-      return Error::msg("exec: a seccomp notify listener cannot be attached to an exec'd process");
-  }
+  TRYV(compile_config_seccomp(
+      lx, ctx, "exec: a seccomp notify listener cannot be attached to an exec'd process"));
   // Capabilities enforced (an engine's annotation) with no exec list of a
   // policy's: only the config's own command may be executed (docs/policy.md).
   // With both annotations the stricter holds (docs/policy.md): a policy

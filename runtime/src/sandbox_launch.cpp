@@ -780,12 +780,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   TRY(ChildContext ctx, plan_child(spec, pin));
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
-  if (lx.seccomp) {
-    TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
-    ctx.has_seccomp = true;
-    if (ctx.seccomp.needs_listener)
-      return Error::msg("sandbox: a seccomp listener in the plan is not supported");
-  }
+  TRYV(compile_config_seccomp(lx, ctx, "sandbox: a seccomp listener in the plan is not supported"));
   TRYV(plan_confinement(*policy, l.rootfs, lx, ctx));
   ctx.landlock_stdio = true;  // `> /dev/stdout` to the caller's terminal or file
   TRYV(drop_own_netns_join(ctx, policy->network != capability::NetworkPolicy::open));

@@ -391,17 +391,21 @@ static int is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= '
  * symlink into refs/, or a file holding "ref: refs/..." or an object id;
  * an empty placeholder HEAD is none). */
 static int bare_at(const char* p, long n) {
-  static const char* const names[] = {"/objects", "/refs", "/HEAD"};
+  /* objects/ and refs/, or a commondir file (git then takes objects,
+   * refs, config and hooks from where it points) */
+  static const char* const names[] = {"/objects", "/refs", "/commondir", "/HEAD"};
   char q[PATHMAX];
   unsigned long st[18];
-  if (n + 9 > PATHMAX) return 0;
+  if (n + 11 > PATHMAX) return 0;
   for (long x = 0; x < n; x++) q[x] = p[x];
-  for (int k = 0; k < 3; k++) {
+  int have[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; k++) {
     long m = n == 1 ? 0 : n; /* "/" + "/HEAD" -> "/HEAD" */
     for (long x = 0; names[k][x]; x++) q[m++] = names[k][x];
     q[m] = 0;
-    if (sys6(NR_newfstatat, AT_FDCWD_, (long)q, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0) return 0;
+    have[k] = sys6(NR_newfstatat, AT_FDCWD_, (long)q, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0;
   }
+  if (!have[3] || !((have[0] && have[1]) || have[2])) return 0;
   /* q names HEAD now */
   char h[48];
   long r = sys6(NR_readlinkat, AT_FDCWD_, (long)q, (long)h, sizeof h, 0, 0);
@@ -447,11 +451,18 @@ static int git_place(struct cstate* S, const char* p, long n) {
      * update` would take one it finds for its own, config and hooks
      * included (those of the modules there at start are mounted
      * read-only). */
-    static const char mod[] = "/modules";
+    static const char mod[] = "/modules", wt[] = "/worktrees";
     if (n >= i + 8) {
       long j = 0;
       while (j < 8 && p[n - 8 + j] == mod[j]) j++;
       if (j == 8) return 1;
+    }
+    /* and no new worktree's git directory (OWN/worktrees/NAME: HEAD and
+     * commondir make one that git takes, `git push` to it included) */
+    if (n >= i + 10) {
+      long j = 0;
+      while (j < 10 && p[n - 10 + j] == wt[j]) j++;
+      if (j == 10) return 1;
     }
     /* A bare repository made inside OWN (OWN/e with HEAD, objects/,
      * refs/: a symlink to it, or a look into .git, and the host's git
@@ -544,9 +555,10 @@ static long split_open(long dirfd, const char* path, char* name) {
 /* Whether making name in dirfd completes a bare repository there: it is
  * one of HEAD, objects, refs, and the other two are there already. */
 static int completes_bare(long dirfd, const char* name, long nl) {
-  static const char* const names[] = {"HEAD", "objects", "refs"};
+  /* HEAD with objects/ and refs/, or HEAD with a commondir file */
+  static const char* const names[] = {"HEAD", "objects", "refs", "commondir"};
   int which = -1;
-  for (int k = 0; k < 3 && which < 0; k++) {
+  for (int k = 0; k < 4 && which < 0; k++) {
     long m = slen(names[k]), j = 0;
     if (m != nl) continue;
     while (j < m && lower(name[j]) == lower(names[k][j])) j++;
@@ -554,23 +566,60 @@ static int completes_bare(long dirfd, const char* name, long nl) {
   }
   if (which < 0) return 0;
   unsigned long st[18];
-  for (int k = 0; k < 3; k++)
-    if (k != which &&
-        sys6(NR_newfstatat, dirfd, (long)names[k], (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)
-      return 0;
-  return 1;
+  /* replacing a name that is there changes nothing (a module's HEAD) */
+  if (sys6(NR_newfstatat, dirfd, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0) return 0;
+  int have[4];
+  for (int k = 0; k < 4; k++)
+    have[k] = k == which ||
+              sys6(NR_newfstatat, dirfd, (long)names[k], (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0;
+  return have[0] && ((have[1] && have[2]) || have[3]);
+}
+
+/* Whether a HEAD may be made in the directory dirfd inside OWN: OWN
+ * itself (its HEAD is mounted read-only anyway), logs/ and refs/ (the
+ * reflog's and refs/remotes/R/HEAD), modules/ and an existing
+ * worktrees/W. Anywhere else a HEAD makes a git directory of its own. */
+static int own_head_ok(struct cstate* S, long dirfd) {
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p);
+  if (n <= 0) return 0;
+  for (char** o = own_dirs; o && *o; o++) {
+    long m = slen(*o), j = 0;
+    if (n < m) continue;
+    while (j < m && (*o)[j] == p[j]) j++;
+    if (j < m || (n > m && p[m] != '/')) continue;
+    const char* r = p + m; /* "" or "/..." */
+    if (!*r) return 1;
+    static const char* const ok[] = {"/logs", "/refs", "/modules"};
+    for (int k = 0; k < 3; k++) {
+      long x = 0;
+      while (ok[k][x] && r[x] == ok[k][x]) x++;
+      if (!ok[k][x] && (r[x] == 0 || r[x] == '/')) return 1;
+    }
+    static const char wt[] = "/worktrees/";
+    long x = 0;
+    while (wt[x] && r[x] == wt[x]) x++;
+    if (!wt[x]) {
+      while (r[x] && r[x] != '/') x++;
+      return r[x] == 0;
+    }
+    return 0;
+  }
+  return 0;
 }
 
 static int judge(struct cstate* S, long dirfd, const char* name) {
   if (on_private_fs(S, dirfd)) return 0;
   long nl = slen(name);
   int w = dir_place(S, dirfd);
-  /* a HEAD makes a bare repository of its directory, but in OWN (logs/,
-   * refs/remotes/R/, worktrees/W/); the name that would complete one is
+  /* a HEAD makes a git directory of its directory, but in OWN's own
+   * places for one (own_head_ok); the name that would complete one is
    * refused everywhere */
   if (w == 0 && !is_git(name, nl) && !is_head(name, nl) && !completes_bare(dirfd, name, nl))
     return 0;
-  if (w == 2 && !is_git(name, nl) && !completes_bare(dirfd, name, nl)) return 0;
+  if (w == 2 && !is_git(name, nl) && !completes_bare(dirfd, name, nl) &&
+      (!is_head(name, nl) || own_head_ok(S, dirfd)))
+    return 0;
   char p[PATHMAX];
   long n = fd_path(dirfd, p, sizeof p - 6);
   if (n < 0) n = 0;

@@ -51,6 +51,12 @@ bool exec_list_names(const std::vector<std::string>& list, const std::string& cm
                      const std::string& rootfs);
 std::string quote_list(const std::vector<std::string>& list);
 
+// The config's own seccomp filter (linux.seccomp), compiled into ctx. A
+// filter with a notify listener is refused with `listener_refusal` when
+// one is given (exec, sandbox: nothing would receive it).
+Status compile_config_seccomp(const oci::Linux& lx, ChildContext& ctx,
+                              const char* listener_refusal = nullptr);
+
 Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx);
 
