@@ -106,6 +106,13 @@ const std::vector<std::string> kProtectedWorkspace = {
     ".cursor/",
     ".mcp.json",
     ".devcontainer/",
+    // red team round 5: a dev container's root file (initializeCommand runs
+    // on the host), and what hook managers installed in .git/hooks read
+    // from the working tree at every host commit
+    ".devcontainer.json",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".lefthook.yml",
 };
 // The home directory's: only ever complete enough for a home that is no
 // workspace (resolve() refuses a workspace at or above the home directory;
