@@ -122,13 +122,13 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
   cfg.on_blocked = req.on_egress_blocked;
   cfg.on_exit = req.on_resolver_exit;
   cfg.confine = req.confine_resolver;
-  Fd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  UniqueFd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!host_ns.valid()) return Error::sys(errno, "open /proc/self/ns/net");
-  Fd init(pidfd_open(req.init_pid));
+  UniqueFd init(pidfd_open(req.init_pid));
   if (!init.valid()) return Error::sys(errno, "pidfd_open of the container init");
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "pipe");
-  Fd rd(p[0]), wr(p[1]);
+  UniqueFd rd(p[0]), wr(p[1]);
   pid_t a = ::fork();
   if (a < 0) return Error::sys(errno, "fork for the resolver");
   if (a == 0) {
@@ -222,7 +222,7 @@ Status refuse_host_literals(const capability::Capabilities& caps) {
     else if (::inet_pton(AF_INET6, h.c_str(), a.data()) != 1)
       continue;  // a name: the resolver checks its answers
     if (!have) {
-      TRY(Fd fd, open_route_socket());
+      TRY(UniqueFd fd, open_route_socket());
       TRY(host, interface_addresses(fd.get()));
       have = true;
     }
@@ -311,7 +311,7 @@ Status setup(const SetupRequest& req, Handles& h,
   // it: a path can be swapped between the child's join and this open, a
   // waiting init cannot. (The engine's path is kept for the teardown.)
   std::string ns_path = "/proc/" + std::to_string(req.init_pid) + "/ns/net";
-  Fd netns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd netns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!netns.valid()) return Error::sys(errno, "egress: open network namespace " + ns_path);
   TRYV(refuse_host_netns(netns.get(), shared ? req.engine_netns : ns_path));
 
@@ -320,7 +320,7 @@ Status setup(const SetupRequest& req, Handles& h,
   h.netns_path = shared ? req.engine_netns : "";
   TRYV(record(h));
   std::string script = ruleset_text(allow, h.table, /*replace=*/shared);
-  // Test-only (runtime/fault.hpp): a ruleset the kernel's parser refuses,
+  // Test-only (comet/base/fault.hpp): a ruleset the kernel's parser refuses,
   // for the reliability suite's failed creates.
   if (fault_is("egress-bad-ruleset"))
     script += "add rule inet " + h.table + " output comet-fault-bogus-statement\n";
@@ -368,7 +368,7 @@ Status teardown(const Handles& h) {
   if (h.net_pid > 0 && !kill_verified(h.net_pid, h.net_start))
     note(Error::msg("egress: the network helper " + std::to_string(h.net_pid) + " did not exit"));
   if (!h.netns_path.empty() && !h.table.empty()) {
-    Fd ns(::open(h.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd ns(::open(h.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (ns.valid()) {
       // Ask first, so that a table already gone is not an error.
       Status st = run_in_netns(

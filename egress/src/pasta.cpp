@@ -44,7 +44,7 @@ Result<Helper> start_pasta(int netns_fd, const std::string& pid_file, const std:
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
   ::unlink(pid_file.c_str());
-  Fd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  UniqueFd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   pid_t pid = ::fork();
   if (pid < 0) return Error::sys(errno, "fork for pasta");
   if (pid == 0) {

@@ -17,7 +17,7 @@
 
 #include <seccomp.h>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/runtime/reporter.hpp"
 #include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sys.hpp"

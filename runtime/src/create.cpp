@@ -34,7 +34,6 @@
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
-#include "comet/runtime/fault.hpp"
 #include "comet/runtime/fswatch.hpp"
 #include "comet/runtime/helper_confine.hpp"
 #include "comet/runtime/hooks.hpp"

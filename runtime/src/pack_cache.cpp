@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/runtime/sys.hpp"
 
 namespace comet::runtime::cache {

@@ -22,7 +22,7 @@
 #include <optional>
 #include <sstream>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 
 namespace comet::runtime {
 

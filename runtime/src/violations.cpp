@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sys.hpp"
@@ -70,34 +70,6 @@ std::string ns_flags(std::uint64_t f) {
     out += name;
   }
   return out.empty() ? hex(f) : out;
-}
-
-std::string errno_name(int e) {
-  switch (e) {
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case ENOENT:
-      return "ENOENT";
-    case ENOSYS:
-      return "ENOSYS";
-    case ECONNREFUSED:
-      return "ECONNREFUSED";
-    case EAFNOSUPPORT:
-      return "EAFNOSUPPORT";
-    case EROFS:
-      return "EROFS";
-    case ETIMEDOUT:
-      return "ETIMEDOUT";
-    case EHOSTUNREACH:
-      return "EHOSTUNREACH";
-    case ENETUNREACH:
-      return "ENETUNREACH";
-    default:
-      if (const char* n = ::strerrorname_np(e)) return n;  // ENOTDIR, ENOBUFS, ...
-      return "E" + std::to_string(e);
-  }
 }
 
 void write_all(int fd, const std::string& s) {
