@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <optional>
 #include <tuple>
 
+#include "comet/base/random.hpp"
 #include "comet/egress/host_addrs.hpp"
 #include "comet/egress/nft_load.hpp"
 #include "comet/egress/proc.hpp"
@@ -153,8 +153,7 @@ struct TcpConn {
 
 uint16_t random_id() {
   uint16_t v = 0;
-  if (::getrandom(&v, sizeof v, 0) != sizeof v)
-    v = static_cast<uint16_t>(Clock::now().time_since_epoch().count());
+  random_bytes(&v, sizeof v);
   return v;
 }
 

@@ -31,6 +31,7 @@
 #include <map>
 #include <span>
 
+#include "comet/base/openat2.hpp"
 #include "comet/capability/match.hpp"
 #include "comet/capability/profile.hpp"
 #include "comet/runtime/cgroups.hpp"
@@ -820,7 +821,7 @@ FsPath resolve_in_root(int rootfd, const FsPath& in, bool follow_last) {
     struct open_how how = {};
     how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    UniqueFd d(static_cast<int>(::syscall(SYS_openat2, at, c.c_str(), &how, sizeof how)));
+    UniqueFd d(sys_openat2(at, c.c_str(), how));
     if (!d) break;  // missing, or not a directory: the kernel stopped here
     dirs.push_back(std::move(d));
   }

@@ -3,13 +3,13 @@
 // a container (through run_container()).
 #include "comet/runtime/pack_cli.hpp"
 #include "comet/base/fault.hpp"
+#include "comet/base/random.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -349,18 +349,6 @@ Status collect_output(const std::string& src, const std::string& dst,
   }
   if (ec) return Error::sys(ec.value(), "read the output tree " + src);
   return {};
-}
-
-std::string random_suffix() {
-  unsigned char b[6] = {};
-  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return "000000000000";
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
 }
 
 // The per-run directory and everything under it, removed on every path out
@@ -847,7 +835,7 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
     return 1;
   };
   auto fail = [&report](const Error& e) { return report("pack run: " + e.what()); };
-  std::string id = o.id.empty() ? "pack-" + random_suffix() : o.id;
+  std::string id = o.id.empty() ? "pack-" + random_hex(6) : o.id;
   RunDir run;
   {
     Status st = mkdir_p(join_path(g.root, "packs"), 0700);

@@ -1,6 +1,7 @@
 // The violation reporter (reporter.hpp): parent-side start, and the
 // reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
+#include "comet/base/openat2.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/create_rule.hpp"
 #include "comet/runtime/unix_rule.hpp"
@@ -184,7 +185,7 @@ Target resolve_in_task(int pid, const std::string& path, int dirfd_arg, bool at)
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = path.size() && path[0] == '/' ? RESOLVE_IN_ROOT : 0;
-  UniqueFd f(static_cast<int>(::syscall(SYS_openat2, bfd.get(), path.c_str(), &how, sizeof how)));
+  UniqueFd f(sys_openat2(bfd.get(), path.c_str(), how));
   if (!f) {
     t.err = errno;
     return t;
