@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/spawn.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/egress/allowlist.hpp"
 #include "comet/egress/nethelper.hpp"
@@ -58,10 +59,9 @@ int pidfd_open(int pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
-// Reads "P <pid>\n" and then "R\n" or "E <why>\n" from the resolver's
-// ready pipe, within the deadline.
+// Reads "R\n" or "E <why>\n" from the resolver's ready pipe, within the
+// deadline.
 struct ReadyReport {
-  int pid = 0;
   bool ready = false;
   std::string error;
 };
@@ -74,7 +74,6 @@ ReadyReport read_ready(int fd, int timeout_ms) {
     while ((nl = buf.find('\n')) != std::string::npos) {
       std::string line = buf.substr(0, nl);
       buf.erase(0, nl + 1);
-      if (line.rfind("P ", 0) == 0) rep.pid = std::atoi(line.c_str() + 2);
       if (line == "R") {
         rep.ready = true;
         return rep;
@@ -106,8 +105,9 @@ ReadyReport read_ready(int fd, int timeout_ms) {
   }
 }
 
-// The resolver runs in a process of its own, detached (double fork, new
-// session) so that it outlives `create`, holding only the fds it needs.
+// The resolver runs in a process of its own, detached (spawn.hpp: double
+// fork, new session) so that it outlives `create`, holding only the fds it
+// needs.
 // A forked copy, not an exec (as the violation reporter): no second start
 // of the binary on the container's path.
 Result<Helper> start_resolver(const SetupRequest& req, const std::string& table, int netns_fd,
@@ -129,18 +129,8 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "pipe");
   UniqueFd rd(p[0]), wr(p[1]);
-  pid_t a = ::fork();
-  if (a < 0) return Error::sys(errno, "fork for the resolver");
-  if (a == 0) {
-    ::setsid();
-    pid_t b = ::fork();
-    if (b != 0) {
-      char line[32];
-      int n = std::snprintf(line, sizeof line, "P %d\n", b > 0 ? b : 0);
-      (void)!::write(wr.get(), line, static_cast<std::size_t>(n));
-      ::_exit(b > 0 ? 0 : 1);
-    }
-    // The resolver: nothing of the runtime's but these four fds.
+  // The resolver: nothing of the runtime's but these four fds.
+  auto resolver = [&]() -> int {
     int keep[] = {netns_fd, host_ns.get(), wr.get(), init.get()};
     std::sort(std::begin(keep), std::end(keep));
     child_stdio();
@@ -150,14 +140,14 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
     ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
     (void)!::chdir("/");
     ResolverFds fds{netns_fd, host_ns.get(), wr.get(), init.get()};
-    ::_exit(resolver_main(cfg, fds));
-  }
+    return resolver_main(cfg, fds);
+  };
+  TRY(pid_t pid, spawn_detached("the resolver", resolver));
   wr.reset();
-  (void)wait_child(a, 2000);
   ReadyReport rep = read_ready(rd.get(), kResolverReadyMs);
-  Helper h{rep.pid, rep.pid > 0 ? start_time(rep.pid) : 0};
+  Helper h{pid, start_time(pid)};
   if (!rep.ready) {
-    if (h.pid > 0) kill_verified(h.pid, h.start);
+    kill_verified(h.pid, h.start);
     return Error::msg("egress: resolver: " + rep.error);
   }
   return h;

@@ -45,6 +45,9 @@ Result<Helper> start_pasta(int netns_fd, const std::string& pid_file, const std:
   argv.push_back(nullptr);
   ::unlink(pid_file.c_str());
   UniqueFd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  // A plain fork and exec, not spawn_detached() (spawn.hpp): pasta
+  // daemonizes itself (its own second fork, and --pid), and the exit status
+  // of its first process is what says whether it started.
   pid_t pid = ::fork();
   if (pid < 0) return Error::sys(errno, "fork for pasta");
   if (pid == 0) {

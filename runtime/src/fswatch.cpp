@@ -343,6 +343,11 @@ void fswatch_unwatch(std::uint64_t cgroup) {
 }
 
 int fswatch_linger_main() noexcept {
+  // Not spawn_detached() (spawn.hpp), though it is a double fork too: its
+  // first fork must be a posix_spawn of the binary, for the callers of
+  // fswatch_unwatch() may have threads (the reporter's), and this exec'd
+  // process, single-threaded, is the middle one; a spawn_detached() here
+  // would add a third process on the path of delete.
   // Spawned by spawn_linger(), whose caller holds the lock and waits for
   // this first process. Everything a caller or a test may look for is done
   // before it exits: the cwd and cgroups are left before the fork (a shim's

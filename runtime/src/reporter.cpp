@@ -2,6 +2,7 @@
 // reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
 #include "comet/base/openat2.hpp"
+#include "comet/base/spawn.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/create_rule.hpp"
 #include "comet/runtime/unix_rule.hpp"
@@ -239,21 +240,10 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
     h.request = r;
     return h;
   }
-  int pp[2];
-  if (::pipe2(pp, O_CLOEXEC) < 0) return Error::sys(errno, "pipe for the violation reporter");
-  UniqueFd pr(pp[0]), pw(pp[1]);
-  // Double fork: the reporter is nobody's child (no zombie under `run`),
-  // in its own session (a ^C on the terminal is the container's, not its).
-  pid_t mid = ::fork();
-  if (mid < 0) return Error::sys(errno, "fork the violation reporter");
-  if (mid == 0) {
-    ::setsid();
-    pid_t rep = ::fork();
-    if (rep != 0) {
-      int v = rep;
-      (void)!::write(pw.get(), &v, sizeof v);
-      ::_exit(rep < 0 ? 1 : 0);
-    }
+  // Detached (spawn.hpp): the reporter is nobody's child (no zombie under
+  // `run`), in its own session (a ^C on the terminal is the container's, not
+  // its).
+  auto spawned = spawn_detached("the violation reporter", [&]() -> int {
     int null = ::open("/dev/null", O_RDWR);
     if (theirs.get() == kReporterSockFd)
       ::fcntl(kReporterSockFd, F_SETFD, 0);
@@ -290,19 +280,13 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
     ::signal(SIGPIPE, SIG_IGN);
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGHUP, SIG_IGN);
-    ::_exit(serve_reporter(mine_r, kReporterSockFd));
-  }
-  pw.reset();
+    return serve_reporter(mine_r, kReporterSockFd);
+  });
   theirs.reset();
-  int st = 0;
-  while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
-  }
-  int rep = 0;
-  if (::read(pr.get(), &rep, sizeof rep) != static_cast<ssize_t>(sizeof rep) || rep <= 0)
-    return Error::msg("fork the violation reporter: no pid");
+  if (!spawned.ok()) return std::move(spawned).error();
   ReporterHandle h;
-  h.pid = rep;
-  h.start_time = process_start_time(rep);
+  h.pid = *spawned;
+  h.start_time = process_start_time(h.pid);
   TRY(h.child_sock, dup_high(std::move(mine), min_fd));
   return h;
 }
