@@ -1,5 +1,5 @@
-// base/: errno names, the random ids, the openat2 wrapper and
-// spawn_detached().
+// base/: errno names, the random ids, the openat2 wrapper,
+// spawn_detached() and the COMET_* switches.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include "comet/base/random.hpp"
 #include "comet/base/result.hpp"
 #include "comet/base/spawn.hpp"
+#include "comet/base/switches.hpp"
 
 namespace comet {
 namespace {
@@ -102,6 +103,21 @@ TEST(BaseSpawn, RefusesACallerWithThreads) {
   EXPECT_FALSE(*r);
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.error().err(), EDEADLK);
+}
+
+TEST(BaseSwitches, ReadTheEnvironment) {
+  ::unsetenv("COMET_FS_EVENTS");
+  EXPECT_FALSE(switches::fs_events_off());
+  ::setenv("COMET_FS_EVENTS", "off", 1);
+  EXPECT_TRUE(switches::fs_events_off());
+  ::setenv("COMET_FS_EVENTS", "on", 1);
+  EXPECT_FALSE(switches::fs_events_off());
+  ::unsetenv("COMET_FS_EVENTS");
+  ::setenv("COMET_FLAGS_DIR", "", 1);
+  EXPECT_EQ(switches::flags_dir(), "");
+  ::setenv("COMET_FLAGS_DIR", "/tmp/flags", 1);
+  EXPECT_EQ(switches::flags_dir(), "/tmp/flags");
+  ::unsetenv("COMET_FLAGS_DIR");
 }
 
 }  // namespace

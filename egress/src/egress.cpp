@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "comet/base/spawn.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/egress/allowlist.hpp"
 #include "comet/egress/nethelper.hpp"
@@ -266,7 +267,7 @@ Result<std::vector<std::string>> dns_upstreams() {
     return out;
   };
   if (!upstream_override().empty()) return from(upstream_override(), "--dns-upstream");
-  if (const char* env = std::getenv("COMET_DNS_UPSTREAM"); env && *env)
+  if (std::string env = switches::dns_upstream(); !env.empty())
     return from(env, "COMET_DNS_UPSTREAM");
   for (auto& s : resolv_conf_nameservers(read_text("/etc/resolv.conf"))) out.push_back(s);
   return out;

@@ -9,12 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/egress/proc.hpp"
 
 namespace comet::egress {
 
 std::string pasta_binary() {
-  if (const char* p = std::getenv("COMET_PASTA"); p && *p) return p;
+  if (std::string p = switches::pasta(); !p.empty()) return p;
   for (const char* c : {"/usr/bin/pasta", "/usr/local/bin/pasta"})
     if (::access(c, X_OK) == 0) return c;
   return "";

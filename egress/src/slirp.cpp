@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/egress/proc.hpp"
 
 namespace comet::egress {
@@ -76,7 +77,7 @@ Status configure_ipv6_here() {
 }  // namespace
 
 std::string slirp_binary() {
-  if (const char* p = std::getenv("COMET_SLIRP4NETNS"); p && *p) return p;
+  if (std::string p = switches::slirp4netns(); !p.empty()) return p;
   for (const char* c : {"/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns"})
     if (::access(c, X_OK) == 0) return c;
   return "";

@@ -21,6 +21,7 @@
 
 #include "comet/base/fd.hpp"
 #include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/runtime/sys.hpp"
 
 namespace comet::runtime::cache {
@@ -28,8 +29,7 @@ namespace cap = comet::capability;
 
 std::string store_dir(const std::string& flag) {
   if (!flag.empty()) return flag;
-  const char* env = std::getenv(kDirEnv);
-  if (env && *env) return env;
+  if (std::string env = switches::cache_dir(); !env.empty()) return env;
   return kDefaultDir;
 }
 

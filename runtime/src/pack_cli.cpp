@@ -4,6 +4,7 @@
 #include "comet/runtime/pack_cli.hpp"
 #include "comet/base/fault.hpp"
 #include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -775,17 +776,15 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   }
   // Without the reporter a violation goes unseen (no exit 3): such a run
   // could be recorded as clean, so the cache is not used at all.
-  if (const char* rep = std::getenv("COMET_VIOLATION_REPORTING");
-      decision.cache && rep && std::string_view(rep) == "off")
+  if (decision.cache && switches::violation_reporting_off())
     decision = {false, "COMET_VIOLATION_REPORTING=off: violations would go unseen", ""};
   std::string rootfs = o.rootfs;
   if (rootfs.empty()) {
     // The embedded default: the interpreter and what it needs, from the host.
     // COMET_ROOTFS_CACHE: another cache directory (tests use a private one).
-    const char* rcache = std::getenv("COMET_ROOTFS_CACHE");
-    auto r =
-        default_rootfs(l.man.runtime.interpreter,
-                       rcache && *rcache ? std::string(rcache) : std::string(kDefaultRootfsCache));
+    const std::string rcache = switches::rootfs_cache();
+    auto r = default_rootfs(l.man.runtime.interpreter,
+                            rcache.empty() ? std::string(kDefaultRootfsCache) : rcache);
     if (!r.ok()) {
       log::error("pack run: no --rootfs given, and the default rootfs for " +
                  l.man.runtime.interpreter + " cannot be built: " + r.error().what());

@@ -3,6 +3,7 @@
 #include "comet/runtime/reporter.hpp"
 #include "comet/base/openat2.hpp"
 #include "comet/base/spawn.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/create_rule.hpp"
 #include "comet/runtime/unix_rule.hpp"
@@ -211,8 +212,7 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
   lo.network_none = p.network == capability::NetworkPolicy::none;
   // Under a network policy only the families netfilter sees (and unix).
   lo.socket_families = p.network != capability::NetworkPolicy::open;
-  const char* env = std::getenv("COMET_VIOLATION_REPORTING");
-  lo.notify = !base_has_listener && !(env && std::strcmp(env, "off") == 0);
+  lo.notify = !base_has_listener && !switches::violation_reporting_off();
   // The unix-socket rule is enforced by the reporter: never without it
   // (create refuses a policy it cannot enforce: unix_rule && !notify).
   lo.unix_rule = p.unix_allow.has_value();

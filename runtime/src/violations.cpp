@@ -23,6 +23,7 @@
 
 #include "comet/base/fd.hpp"
 #include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sys.hpp"
@@ -469,8 +470,8 @@ void flag_at_delete(const std::string& state_dir,
 }
 
 std::string flags_dir() {
-  const char* e = std::getenv("COMET_FLAGS_DIR");
-  return e && *e ? e : "/var/lib/comet-runtime/flags";
+  std::string dir = switches::flags_dir();
+  return dir.empty() ? "/var/lib/comet-runtime/flags" : dir;
 }
 
 namespace {

@@ -37,14 +37,15 @@
 #include <signal.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
+
+#include "comet/base/switches.hpp"
 
 namespace comet {
 
 // True if COMET_FAULT names this site.
 inline bool fault_is(const char* name) noexcept {
-  const char* want = std::getenv("COMET_FAULT");
+  const char* want = switches::fault();
   return want && std::strcmp(want, name) == 0;
 }
 
