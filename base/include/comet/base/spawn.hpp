@@ -5,9 +5,9 @@
 //     │                  │ writes the helper's pid to a pipe, _exit(0)
 //     └ waitpid(middle), reads the pid
 //
-// The helper is nobody's child: it is reparented to init (or the nearest
-// child subreaper, as `run` is), so no zombie is left under the caller and
-// it outlives it. It is in a session of its own, which it does not lead, so
+// The helper is not the caller's child: it is reparented to init (or to a
+// child subreaper above the caller), so it leaves no zombie under the
+// caller and outlives it. It is in a session of its own, which it does not lead, so
 // a ^C on the caller's terminal is not its and it can never take a
 // controlling terminal.
 #pragma once
