@@ -375,7 +375,7 @@ def r_pack_compile_output(x):
 
 
 def fault(name):
-    """The environment for a test-only fault (oci/include/comet/base/fault.hpp)."""
+    """The environment for a test-only fault (base/include/comet/base/fault.hpp)."""
     return dict(os.environ, COMET_FAULT=name)
 
 

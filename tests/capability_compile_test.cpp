@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "comet/base/switches.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/oci/spec.hpp"
 
@@ -272,8 +273,7 @@ CompileInputs inputs_from(const json& j) {
 }  // namespace
 
 TEST(CapabilityCompile, Goldens) {
-  const char* u = std::getenv("COMET_UPDATE_GOLDEN");
-  const bool update = u && std::string(u) == "1";
+  const bool update = comet::switches::update_golden();
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(kGolden)) {
     if (e.is_directory()) cases.push_back(e.path());

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "comet/base/switches.hpp"
 #include "comet/capability/profile.hpp"
 #include "comet/capability/profile_compile.hpp"
 #include "comet/oci/spec.hpp"
@@ -173,8 +174,7 @@ json plan_json(const SandboxPlan& p) {
 }  // namespace
 
 TEST(ProfileCompile, Goldens) {
-  const char* u = std::getenv("COMET_UPDATE_GOLDEN");
-  const bool update = u && std::string(u) == "1";
+  const bool update = comet::switches::update_golden();
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(kDir))
     if (e.is_directory()) cases.push_back(e.path());

@@ -31,6 +31,7 @@
 #include <set>
 #include <sstream>
 
+#include "comet/base/switches.hpp"
 #include "comet/capability/manifest.hpp"
 
 namespace fs = std::filesystem;
@@ -220,8 +221,7 @@ std::vector<fs::path> yamls(const std::string& dir) {
 }
 
 bool update() {
-  const char* u = std::getenv("COMET_UPDATE_GOLDEN");
-  return u && std::string(u) == "1";
+  return comet::switches::update_golden();
 }
 
 }  // namespace

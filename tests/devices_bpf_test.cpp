@@ -368,7 +368,7 @@ std::vector<int> probe_in_cgroup(const std::string& cg, const std::vector<std::s
     _exit(n == static_cast<ssize_t>(res.size() * sizeof(int)) ? 0 : 4);
   }
   ::close(fds[1]);
-  cr::ChildGuard child(pid);
+  comet::ChildGuard child(pid);
   std::vector<int> res(paths.size() + 1, -1);
   ssize_t n = ::read(fds[0], res.data(), res.size() * sizeof(int));
   ::close(fds[0]);
@@ -402,7 +402,7 @@ TEST(DeviceFilterKernel, EnforcedOnARealCgroup) {
   EXPECT_EQ(before[4], 0);
   RecordProperty("mem_open_without_filter", before[0]);
 
-  cr::UniqueFd dir(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  comet::UniqueFd dir(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_TRUE(dir.valid());
   {
     auto prog = cr::load_device_filter(cr::device_filter_program(runc_default()));
@@ -453,7 +453,7 @@ TEST(DeviceFilterKernel, ReplacesOnlyItsOwnPrograms) {
   Fixture fx;
   ASSERT_NO_FATAL_FAILURE(fx.make("b"));
   const std::string cg = fx.cg;
-  cr::UniqueFd dir(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  comet::UniqueFd dir(::open(cg.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_TRUE(dir.valid());
 
   // The foreign program: allow everything, named "other".
@@ -464,7 +464,7 @@ TEST(DeviceFilterKernel, ReplacesOnlyItsOwnPrograms) {
   attr.insn_cnt = static_cast<uint32_t>(insns.size());
   attr.license = reinterpret_cast<uintptr_t>("MIT");
   std::memcpy(attr.prog_name, "other", 6);
-  cr::UniqueFd other(static_cast<int>(::syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr)));
+  comet::UniqueFd other(static_cast<int>(::syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr)));
   ASSERT_TRUE(other.valid()) << std::strerror(errno);
   bpf_attr at{};
   at.target_fd = static_cast<uint32_t>(dir.get());

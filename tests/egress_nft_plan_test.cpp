@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "comet/base/switches.hpp"
 #include "comet/egress/nflog.hpp"
 #include "comet/egress/nft_plan.hpp"
 
@@ -35,8 +36,7 @@ capability::Egress entries(std::vector<EgressEntry> e) {
 
 void golden(const std::string& name, const std::string& text) {
   fs::path p = kGolden / name;
-  const char* u = std::getenv("COMET_UPDATE_GOLDEN");
-  if (u && *u == '1') {
+  if (comet::switches::update_golden()) {
     std::ofstream(p) << text;
     return;
   }

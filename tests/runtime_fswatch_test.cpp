@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/runtime/fswatch.hpp"
 
 namespace comet::runtime {

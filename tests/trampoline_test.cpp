@@ -35,10 +35,10 @@ namespace cr = comet::runtime;
 
 namespace {
 
-cr::UniqueFd tramp() {
+comet::UniqueFd tramp() {
   auto fd = cr::sealed_trampoline();
   EXPECT_TRUE(fd.ok()) << fd.error().what();
-  return fd.ok() ? std::move(fd).value() : cr::UniqueFd();
+  return fd.ok() ? std::move(fd).value() : comet::UniqueFd();
 }
 
 struct Outcome {
@@ -137,7 +137,7 @@ TEST(Trampoline, MemfdIsSealedAndUnwritable) {
   // seals refuse every write; as non-root the open fails EACCES.
   std::string path = "/proc/self/fd/" + std::to_string(fd.get());
   errno = 0;
-  cr::UniqueFd w(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  comet::UniqueFd w(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (geteuid() == 0) {
     ASSERT_TRUE(w.valid()) << std::strerror(errno);
     errno = 0;
@@ -196,7 +196,7 @@ TEST(Trampoline, ProcExeIsTheTargetOnceRunning) {
   auto argv = argv_of(args);
   pid_t pid = ::fork();
   if (pid == 0) _exit(cr::exec_via_trampoline(fd.get(), "/bin/sleep", argv.data(), environ) + 100);
-  cr::ChildGuard child(pid);
+  comet::ChildGuard child(pid);
   const std::string want = real("/bin/sleep"), link = "/proc/" + std::to_string(pid) + "/exe";
   std::string seen;
   for (int i = 0; i < 500 && seen != want; i++) {
@@ -235,7 +235,7 @@ TEST(Trampoline, ProcSelfExeShebangDoesNotReachTheRuntime) {
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const std::string script = std::string(dir) + "/evil";
   {
-    cr::UniqueFd s(::open(script.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755));
+    comet::UniqueFd s(::open(script.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755));
     ASSERT_TRUE(s.valid());
     const char text[] = "#!/proc/self/exe --gtest_list_tests\n";
     ASSERT_EQ(::write(s.get(), text, sizeof text - 1), static_cast<ssize_t>(sizeof text - 1));
@@ -286,7 +286,7 @@ TEST(Trampoline, ErrorsBeforeTheExec) {
   EXPECT_EQ(cr::exec_via_trampoline(fd.get(), "/bin/true", argv, environ, scratch, 0), E2BIG);
   EXPECT_EQ(cr::exec_via_trampoline(-1, "/bin/true", argv, environ), EINVAL);
   EXPECT_EQ(cr::exec_via_trampoline(fd.get(), nullptr, argv, environ), EINVAL);
-  cr::UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  comet::UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   EXPECT_EQ(cr::exec_via_trampoline(null.get(), "/bin/true", argv, environ), EACCES);
   // Exactly enough scratch: argc + 3. Null argv/envp are allowed.
   auto o = in_child([&] {
@@ -354,7 +354,7 @@ TEST(Trampoline, MakesNoSyscallButExecveAndExitGroup) {
   ASSERT_TRUE(fd.valid());
   // The target, a static binary, on a memfd left open across the exec so
   // the trampoline can reach it as /proc/self/fd/N (a path walk, no syscall).
-  cr::UniqueFd target(static_cast<int>(::syscall(SYS_memfd_create, "exit42", 0)));
+  comet::UniqueFd target(static_cast<int>(::syscall(SYS_memfd_create, "exit42", 0)));
   ASSERT_TRUE(target.valid());
   auto elf = exit42_elf();
   ASSERT_EQ(::write(target.get(), elf.data(), elf.size()), static_cast<ssize_t>(elf.size()));

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/spawn.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/egress/allowlist.hpp"
 #include "comet/egress/nethelper.hpp"
@@ -58,10 +60,9 @@ int pidfd_open(int pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
-// Reads "P <pid>\n" and then "R\n" or "E <why>\n" from the resolver's
-// ready pipe, within the deadline.
+// Reads "R\n" or "E <why>\n" from the resolver's ready pipe, within the
+// deadline.
 struct ReadyReport {
-  int pid = 0;
   bool ready = false;
   std::string error;
 };
@@ -74,7 +75,6 @@ ReadyReport read_ready(int fd, int timeout_ms) {
     while ((nl = buf.find('\n')) != std::string::npos) {
       std::string line = buf.substr(0, nl);
       buf.erase(0, nl + 1);
-      if (line.rfind("P ", 0) == 0) rep.pid = std::atoi(line.c_str() + 2);
       if (line == "R") {
         rep.ready = true;
         return rep;
@@ -106,8 +106,9 @@ ReadyReport read_ready(int fd, int timeout_ms) {
   }
 }
 
-// The resolver runs in a process of its own, detached (double fork, new
-// session) so that it outlives `create`, holding only the fds it needs.
+// The resolver runs in a process of its own, detached (spawn.hpp: double
+// fork, new session) so that it outlives `create`, holding only the fds it
+// needs.
 // A forked copy, not an exec (as the violation reporter): no second start
 // of the binary on the container's path.
 Result<Helper> start_resolver(const SetupRequest& req, const std::string& table, int netns_fd,
@@ -122,25 +123,15 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
   cfg.on_blocked = req.on_egress_blocked;
   cfg.on_exit = req.on_resolver_exit;
   cfg.confine = req.confine_resolver;
-  Fd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  UniqueFd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!host_ns.valid()) return Error::sys(errno, "open /proc/self/ns/net");
-  Fd init(pidfd_open(req.init_pid));
+  UniqueFd init(pidfd_open(req.init_pid));
   if (!init.valid()) return Error::sys(errno, "pidfd_open of the container init");
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "pipe");
-  Fd rd(p[0]), wr(p[1]);
-  pid_t a = ::fork();
-  if (a < 0) return Error::sys(errno, "fork for the resolver");
-  if (a == 0) {
-    ::setsid();
-    pid_t b = ::fork();
-    if (b != 0) {
-      char line[32];
-      int n = std::snprintf(line, sizeof line, "P %d\n", b > 0 ? b : 0);
-      (void)!::write(wr.get(), line, static_cast<std::size_t>(n));
-      ::_exit(b > 0 ? 0 : 1);
-    }
-    // The resolver: nothing of the runtime's but these four fds.
+  UniqueFd rd(p[0]), wr(p[1]);
+  // The resolver: nothing of the runtime's but these four fds.
+  auto resolver = [&]() -> int {
     int keep[] = {netns_fd, host_ns.get(), wr.get(), init.get()};
     std::sort(std::begin(keep), std::end(keep));
     child_stdio();
@@ -150,14 +141,14 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
     ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
     (void)!::chdir("/");
     ResolverFds fds{netns_fd, host_ns.get(), wr.get(), init.get()};
-    ::_exit(resolver_main(cfg, fds));
-  }
+    return resolver_main(cfg, fds);
+  };
+  TRY(pid_t pid, spawn_detached("the resolver", resolver));
   wr.reset();
-  (void)wait_child(a, 2000);
   ReadyReport rep = read_ready(rd.get(), kResolverReadyMs);
-  Helper h{rep.pid, rep.pid > 0 ? start_time(rep.pid) : 0};
+  Helper h{pid, start_time(pid)};
   if (!rep.ready) {
-    if (h.pid > 0) kill_verified(h.pid, h.start);
+    kill_verified(h.pid, h.start);
     return Error::msg("egress: resolver: " + rep.error);
   }
   return h;
@@ -222,7 +213,7 @@ Status refuse_host_literals(const capability::Capabilities& caps) {
     else if (::inet_pton(AF_INET6, h.c_str(), a.data()) != 1)
       continue;  // a name: the resolver checks its answers
     if (!have) {
-      TRY(Fd fd, open_route_socket());
+      TRY(UniqueFd fd, open_route_socket());
       TRY(host, interface_addresses(fd.get()));
       have = true;
     }
@@ -276,7 +267,7 @@ Result<std::vector<std::string>> dns_upstreams() {
     return out;
   };
   if (!upstream_override().empty()) return from(upstream_override(), "--dns-upstream");
-  if (const char* env = std::getenv("COMET_DNS_UPSTREAM"); env && *env)
+  if (std::string env = switches::dns_upstream(); !env.empty())
     return from(env, "COMET_DNS_UPSTREAM");
   for (auto& s : resolv_conf_nameservers(read_text("/etc/resolv.conf"))) out.push_back(s);
   return out;
@@ -311,7 +302,7 @@ Status setup(const SetupRequest& req, Handles& h,
   // it: a path can be swapped between the child's join and this open, a
   // waiting init cannot. (The engine's path is kept for the teardown.)
   std::string ns_path = "/proc/" + std::to_string(req.init_pid) + "/ns/net";
-  Fd netns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd netns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!netns.valid()) return Error::sys(errno, "egress: open network namespace " + ns_path);
   TRYV(refuse_host_netns(netns.get(), shared ? req.engine_netns : ns_path));
 
@@ -320,7 +311,7 @@ Status setup(const SetupRequest& req, Handles& h,
   h.netns_path = shared ? req.engine_netns : "";
   TRYV(record(h));
   std::string script = ruleset_text(allow, h.table, /*replace=*/shared);
-  // Test-only (runtime/fault.hpp): a ruleset the kernel's parser refuses,
+  // Test-only (comet/base/fault.hpp): a ruleset the kernel's parser refuses,
   // for the reliability suite's failed creates.
   if (fault_is("egress-bad-ruleset"))
     script += "add rule inet " + h.table + " output comet-fault-bogus-statement\n";
@@ -368,7 +359,7 @@ Status teardown(const Handles& h) {
   if (h.net_pid > 0 && !kill_verified(h.net_pid, h.net_start))
     note(Error::msg("egress: the network helper " + std::to_string(h.net_pid) + " did not exit"));
   if (!h.netns_path.empty() && !h.table.empty()) {
-    Fd ns(::open(h.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd ns(::open(h.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (ns.valid()) {
       // Ask first, so that a table already gone is not an error.
       Status st = run_in_netns(

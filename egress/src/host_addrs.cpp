@@ -11,8 +11,8 @@
 
 namespace comet::egress {
 
-Result<Fd> open_route_socket() {
-  Fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+Result<UniqueFd> open_route_socket() {
+  UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (fd.get() < 0) return Error::sys(errno, "egress: netlink route socket");
   struct sockaddr_nl sa = {};
   sa.nl_family = AF_NETLINK;

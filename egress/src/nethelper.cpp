@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/egress/pasta.hpp"
 #include "comet/egress/slirp.hpp"
 
@@ -13,15 +14,13 @@ const char* net_helper_name(NetHelperKind kind) {
 }
 
 Result<NetHelperKind> choose_net_helper() {
-  const char* want = std::getenv("COMET_NET_HELPER");
-  const char* pasta = std::getenv("COMET_PASTA");
-  if (want && *want) {
-    if (std::strcmp(want, "pasta") == 0) return NetHelperKind::pasta;
-    if (std::strcmp(want, "slirp4netns") == 0) return NetHelperKind::slirp4netns;
-    return Error::msg(std::string("COMET_NET_HELPER: \"") + want +
-                      "\" is neither slirp4netns nor pasta");
+  const std::string want = switches::net_helper();
+  if (!want.empty()) {
+    if (want == "pasta") return NetHelperKind::pasta;
+    if (want == "slirp4netns") return NetHelperKind::slirp4netns;
+    return Error::msg("COMET_NET_HELPER: \"" + want + "\" is neither slirp4netns nor pasta");
   }
-  return pasta && *pasta ? NetHelperKind::pasta : NetHelperKind::slirp4netns;
+  return switches::pasta().empty() ? NetHelperKind::slirp4netns : NetHelperKind::pasta;
 }
 
 Result<Helper> start_net_helper(int netns_fd, const std::string& state_dir) {

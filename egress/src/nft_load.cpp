@@ -116,7 +116,7 @@ Nft::~Nft() {
 }
 
 Status loopback_up() {
-  Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s.valid()) return Error::sys(errno, "socket for lo");
   struct ifreq ifr = {};
   std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
@@ -128,7 +128,7 @@ Status loopback_up() {
 }
 
 Status run_in_netns(int netns_fd, const std::string& script, bool lo_up, double* nft_ms) {
-  Fd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  UniqueFd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!self.valid()) return Error::sys(errno, "open this thread's network namespace");
   if (::setns(netns_fd, CLONE_NEWNET) < 0)
     return Error::sys(errno, "setns into the container's network namespace");

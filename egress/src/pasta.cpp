@@ -9,12 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/egress/proc.hpp"
 
 namespace comet::egress {
 
 std::string pasta_binary() {
-  if (const char* p = std::getenv("COMET_PASTA"); p && *p) return p;
+  if (std::string p = switches::pasta(); !p.empty()) return p;
   for (const char* c : {"/usr/bin/pasta", "/usr/local/bin/pasta"})
     if (::access(c, X_OK) == 0) return c;
   return "";
@@ -44,7 +45,10 @@ Result<Helper> start_pasta(int netns_fd, const std::string& pid_file, const std:
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
   ::unlink(pid_file.c_str());
-  Fd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  UniqueFd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  // A plain fork and exec, not spawn_detached() (spawn.hpp): pasta
+  // daemonizes itself (its own second fork, and --pid), and the exit status
+  // of its first process is what says whether it started.
   pid_t pid = ::fork();
   if (pid < 0) return Error::sys(errno, "fork for pasta");
   if (pid == 0) {

@@ -44,7 +44,7 @@ int pidfd_open(int pid) {
 
 bool kill_verified(int pid, unsigned long long start, int timeout_ms) {
   if (pid <= 0) return true;
-  Fd pfd(pidfd_open(pid));
+  UniqueFd pfd(pidfd_open(pid));
   if (!pfd.valid()) return errno == ESRCH;
   if (start != 0 && start_time(pid) != start) return true;  // not ours any more
   // The resolver's seccomp filter refuses pidfd_send_signal (a /proc/PID
@@ -62,7 +62,7 @@ bool kill_verified(int pid, unsigned long long start, int timeout_ms) {
 }
 
 Result<int> wait_child(pid_t pid, int timeout_ms) {
-  Fd pfd(pidfd_open(pid));
+  UniqueFd pfd(pidfd_open(pid));
   if (pfd.valid()) {
     struct pollfd p = {pfd.get(), POLLIN, 0};
     int r;

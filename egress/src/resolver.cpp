@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <optional>
 #include <tuple>
 
+#include "comet/base/random.hpp"
 #include "comet/egress/host_addrs.hpp"
 #include "comet/egress/nft_load.hpp"
 #include "comet/egress/proc.hpp"
@@ -136,7 +136,7 @@ struct Client {
 };
 
 struct Pending {
-  Fd sock;
+  UniqueFd sock;
   Message query;  // the client's
   Client client;
   uint16_t up_id = 0;
@@ -145,7 +145,7 @@ struct Pending {
 };
 
 struct TcpConn {
-  Fd fd;
+  UniqueFd fd;
   std::vector<uint8_t> buf;
   Clock::time_point deadline;
   int key = 0;
@@ -153,8 +153,7 @@ struct TcpConn {
 
 uint16_t random_id() {
   uint16_t v = 0;
-  if (::getrandom(&v, sizeof v, 0) != sizeof v)
-    v = static_cast<uint16_t>(Clock::now().time_since_epoch().count());
+  random_bytes(&v, sizeof v);
   return v;
 }
 
@@ -300,10 +299,10 @@ class Resolver {
   ResolverFds fds_;
   Allowlist allow_;
   std::vector<Upstream> upstreams_;
-  Fd udp_, tcp_;
+  UniqueFd udp_, tcp_;
   std::optional<Nft> nft_;
   std::optional<NflogSocket> nflog_;
-  std::optional<Fd> route_;  // NETLINK_ROUTE in the host's namespace
+  std::optional<UniqueFd> route_;  // NETLINK_ROUTE in the host's namespace
   std::vector<Pending> pending_;
   std::vector<TcpConn> conns_;
   int next_key_ = 1;
@@ -390,7 +389,7 @@ void Resolver::on_query(const uint8_t* data, std::size_t len, const Client& c) {
 void Resolver::forward(Message q, const Client& c, std::size_t upstream) {
   for (; upstream < upstreams_.size(); ++upstream) {
     const Upstream& u = upstreams_[upstream];
-    Fd s(::socket(u.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    UniqueFd s(::socket(u.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s.valid()) continue;
     if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&u.addr), u.len) < 0) continue;
     uint16_t id = random_id();
@@ -412,7 +411,7 @@ void Resolver::forward(Message q, const Client& c, std::size_t upstream) {
 
 std::optional<Message> Resolver::tcp_upstream(const Message& uq, std::size_t upstream) {
   const Upstream& u = upstreams_[upstream];
-  Fd s(::socket(u.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  UniqueFd s(::socket(u.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!s.valid()) return std::nullopt;
   auto end = Clock::now() + std::chrono::milliseconds(kUpstreamTimeoutMs);
   if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&u.addr), u.len) < 0) {

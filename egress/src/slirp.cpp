@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/egress/proc.hpp"
 
 namespace comet::egress {
@@ -53,7 +54,7 @@ Status configure_ipv6_here() {
   TRYV(write_sysctl(conf + "autoconf", "0"));
   unsigned idx = ::if_nametoindex(kSlirpTap);
   if (idx == 0) return Error::sys(errno, std::string("no ") + kSlirpTap + " in the namespace");
-  Fd s(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  UniqueFd s(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s.valid()) return Error::sys(errno, "socket(AF_INET6)");
   In6Ifreq r = {};
   ::inet_pton(AF_INET6, kSlirpIPv6, &r.addr);
@@ -76,7 +77,7 @@ Status configure_ipv6_here() {
 }  // namespace
 
 std::string slirp_binary() {
-  if (const char* p = std::getenv("COMET_SLIRP4NETNS"); p && *p) return p;
+  if (std::string p = switches::slirp4netns(); !p.empty()) return p;
   for (const char* c : {"/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns"})
     if (::access(c, X_OK) == 0) return c;
   return "";
@@ -98,7 +99,7 @@ std::vector<std::string> slirp_args(const std::string& binary) {
 }
 
 Status slirp_ipv6(int netns_fd) {
-  Fd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  UniqueFd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!self.valid()) return Error::sys(errno, "open this thread's network namespace");
   if (::setns(netns_fd, CLONE_NEWNET) < 0)
     return Error::sys(errno, "setns into the container's network namespace");
@@ -118,10 +119,10 @@ Result<Helper> start_slirp(int netns_fd, const std::string& log_file) {
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
-  Fd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  UniqueFd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "pipe for slirp4netns");
-  Fd rd(p[0]), wr(p[1]);
+  UniqueFd rd(p[0]), wr(p[1]);
   pid_t pid = ::fork();
   if (pid < 0) return Error::sys(errno, "fork for slirp4netns");
   if (pid == 0) {

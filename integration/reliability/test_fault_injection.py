@@ -1,5 +1,5 @@
 """The runtime SIGKILLed at every stage of create and start (COMET_FAULT,
-runtime/include/comet/runtime/fault.hpp): `state` never prints a corrupt
+base/include/comet/base/fault.hpp): `state` never prints a corrupt
 document, and `delete --force` leaves nothing behind."""
 import json
 import signal

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <thread>
 
+#include "comet/base/fd.hpp"
 #include "comet/runtime/devices_bpf.hpp"
-#include "comet/runtime/fd.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/sys.hpp"
 

@@ -3,6 +3,7 @@
 // _exit(1). Order follows sync.hpp's diagram; seccomp is loaded last.
 #include "comet/runtime/child.hpp"
 #include "comet/base/fault.hpp"
+#include "comet/base/openat2.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/fswatch.hpp"
 
@@ -107,15 +108,8 @@ int openat2_in_root(int rootfd, const std::string& path, int flags, unsigned lon
   std::string rel = path;
   while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
   if (rel.empty()) rel = ".";
-  // EAGAIN: a rename or mount anywhere on the host raced a ".." walk under
-  // RESOLVE_IN_ROOT/BENEATH and the kernel could not prove it safe; the
-  // documented answer is to retry (openat2(2)).
-  int fd = -1;
-  for (int i = 0; i < 128; i++) {
-    fd = static_cast<int>(::syscall(SYS_openat2, rootfd, rel.c_str(), &how, sizeof how));
-    if (fd >= 0 || errno != EAGAIN) break;
-  }
-  return fd;
+  // Again on EAGAIN (openat2.hpp): a rename or mount on the host raced the walk.
+  return sys_openat2(rootfd, rel.c_str(), how, /*attempts=*/128);
 }
 
 constexpr unsigned long long kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;

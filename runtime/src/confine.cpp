@@ -17,7 +17,8 @@
 
 #include <seccomp.h>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
+#include "comet/base/openat2.hpp"
 #include "comet/runtime/reporter.hpp"
 #include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sys.hpp"
@@ -66,12 +67,7 @@ long ll_create(const RulesetAttr* a, size_t size, uint32_t flags) noexcept {
 // openat2(2), again on EAGAIN (a rename or mount elsewhere raced the
 // RESOLVE_IN_ROOT walk; the kernel asks the caller to retry).
 int openat2_retry(int dirfd, const char* path, const struct open_how& how) {
-  int fd = -1;
-  for (int i = 0; i < 128; i++) {
-    fd = static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof how));
-    if (fd >= 0 || errno != EAGAIN) break;
-  }
-  return fd;
+  return sys_openat2(dirfd, path, how, /*attempts=*/128);
 }
 
 Result<std::string> read_in_root(int rootfd, const std::string& path, size_t limit) {

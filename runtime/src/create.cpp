@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comet/base/fault.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/capability/policy.hpp"
 #include "comet/egress/egress.hpp"
@@ -34,7 +35,6 @@
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
-#include "comet/runtime/fault.hpp"
 #include "comet/runtime/fswatch.hpp"
 #include "comet/runtime/helper_confine.hpp"
 #include "comet/runtime/hooks.hpp"
@@ -382,11 +382,9 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   // terminal (the init would lead the tty's session) or a config filter
   // that loads before the fifo (it may refuse the fork).
   UniqueFd events_fd;
-  const char* own_init = std::getenv("COMET_OWN_INIT");
   if (spec.annotations.count(std::string(capability::kAnnotationCapabilities)) &&
       (ctx.new_ns_flags & CLONE_NEWPID) && !spec.process->terminal &&
-      !(ctx.has_seccomp && ctx.seccomp.needs_listener) &&
-      !(own_init && std::strcmp(own_init, "off") == 0)) {
+      !(ctx.has_seccomp && ctx.seccomp.needs_listener) && !switches::own_init_off()) {
     std::string ev = dir.file(violations::kEventsFile);
     TRY(events_fd,
         high(UniqueFd(::open(ev.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600)), min_fd, ev));
@@ -407,9 +405,8 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   // under the container's cgroup2 id before anything runs in it.
   FsWatch fsw;
   FsView fs_view;
-  const char* fs_events = std::getenv("COMET_FS_EVENTS");  // "off": benchmarks
   if (ctx.has_lockdown && ctx.lockdown.needs_listener && egress_caps &&
-      !(fs_events && std::strcmp(fs_events, "off") == 0)) {
+      !switches::fs_events_off()) {
     std::string v2;
     for (auto& h : ctx.cgroups.hierarchies)
       if (h.v2) v2 = h.dir;
@@ -448,8 +445,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
     rr.fs_ring = fsw.ring.get();
     rr.fs_cgroup = fsw.cgroup;
     rr.fs_view = std::move(fs_view);
-    const char* mode = std::getenv("COMET_REPORTER");
-    bool in_process = keep_child && !(mode && std::strcmp(mode, "process") == 0);
+    bool in_process = keep_child && !switches::reporter_process();
     TRY(reporter, start_reporter(rr, min_fd, in_process));
     ctx.lockdown_listener_sock = reporter.child_sock.get();
     if (!rr.deliver.empty()) {

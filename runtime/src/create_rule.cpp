@@ -15,7 +15,7 @@
 #include <cstring>
 #include <memory>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 
 namespace comet::runtime {
 

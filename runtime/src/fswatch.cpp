@@ -31,6 +31,7 @@
 #include <map>
 #include <span>
 
+#include "comet/base/openat2.hpp"
 #include "comet/capability/match.hpp"
 #include "comet/capability/profile.hpp"
 #include "comet/runtime/cgroups.hpp"
@@ -342,6 +343,11 @@ void fswatch_unwatch(std::uint64_t cgroup) {
 }
 
 int fswatch_linger_main() noexcept {
+  // Not spawn_detached() (spawn.hpp), though it is a double fork too: its
+  // first fork must be a posix_spawn of the binary, for the callers of
+  // fswatch_unwatch() may have threads (the reporter's), and this exec'd
+  // process, single-threaded, is the middle one; a spawn_detached() here
+  // would add a third process on the path of delete.
   // Spawned by spawn_linger(), whose caller holds the lock and waits for
   // this first process. Everything a caller or a test may look for is done
   // before it exits: the cwd and cgroups are left before the fork (a shim's
@@ -820,7 +826,7 @@ FsPath resolve_in_root(int rootfd, const FsPath& in, bool follow_last) {
     struct open_how how = {};
     how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    UniqueFd d(static_cast<int>(::syscall(SYS_openat2, at, c.c_str(), &how, sizeof how)));
+    UniqueFd d(sys_openat2(at, c.c_str(), how));
     if (!d) break;  // missing, or not a directory: the kernel stopped here
     dirs.push_back(std::move(d));
   }

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 
 namespace comet::runtime {
 

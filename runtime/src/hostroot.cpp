@@ -25,7 +25,7 @@
 #include <optional>
 #include <set>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/runtime/sha256.hpp"
 #include "comet/runtime/sys.hpp"
 

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "comet/base/fault.hpp"
 #include "comet/egress/egress.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/container.hpp"
-#include "comet/runtime/fault.hpp"
 #include "comet/runtime/fswatch.hpp"
 #include "comet/runtime/hooks.hpp"
 #include "comet/runtime/log.hpp"

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <link.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +19,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
+#include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/runtime/sys.hpp"
 
 namespace comet::runtime::cache {
@@ -28,8 +29,7 @@ namespace cap = comet::capability;
 
 std::string store_dir(const std::string& flag) {
   if (!flag.empty()) return flag;
-  const char* env = std::getenv(kDirEnv);
-  if (env && *env) return env;
+  if (std::string env = switches::cache_dir(); !env.empty()) return env;
   return kDefaultDir;
 }
 
@@ -565,26 +565,6 @@ Result<std::optional<Entry>> Store::lookup(const std::string& key) const {
   if (!problem.empty()) return Error::msg(problem);
   return std::optional<Entry>(std::move(e));
 }
-
-namespace {
-
-std::string random_hex(size_t bytes) {
-  unsigned char b[16] = {};
-  bytes = std::min(bytes, sizeof b);
-  if (::getrandom(b, bytes, 0) != static_cast<ssize_t>(bytes)) {
-    auto t = now_ns();
-    std::memcpy(b, &t, std::min(bytes, sizeof t));
-  }
-  static const char* kHex = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < bytes; i++) {
-    s += kHex[b[i] >> 4];
-    s += kHex[b[i] & 15];
-  }
-  return s;
-}
-
-}  // namespace
 
 Status Store::discard(const std::string& key) const {
   std::string dir = entry_dir(key);

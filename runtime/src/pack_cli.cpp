@@ -3,13 +3,14 @@
 // a container (through run_container()).
 #include "comet/runtime/pack_cli.hpp"
 #include "comet/base/fault.hpp"
+#include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -349,18 +350,6 @@ Status collect_output(const std::string& src, const std::string& dst,
   }
   if (ec) return Error::sys(ec.value(), "read the output tree " + src);
   return {};
-}
-
-std::string random_suffix() {
-  unsigned char b[6] = {};
-  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return "000000000000";
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
 }
 
 // The per-run directory and everything under it, removed on every path out
@@ -787,17 +776,15 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   }
   // Without the reporter a violation goes unseen (no exit 3): such a run
   // could be recorded as clean, so the cache is not used at all.
-  if (const char* rep = std::getenv("COMET_VIOLATION_REPORTING");
-      decision.cache && rep && std::string_view(rep) == "off")
+  if (decision.cache && switches::violation_reporting_off())
     decision = {false, "COMET_VIOLATION_REPORTING=off: violations would go unseen", ""};
   std::string rootfs = o.rootfs;
   if (rootfs.empty()) {
     // The embedded default: the interpreter and what it needs, from the host.
     // COMET_ROOTFS_CACHE: another cache directory (tests use a private one).
-    const char* rcache = std::getenv("COMET_ROOTFS_CACHE");
-    auto r =
-        default_rootfs(l.man.runtime.interpreter,
-                       rcache && *rcache ? std::string(rcache) : std::string(kDefaultRootfsCache));
+    const std::string rcache = switches::rootfs_cache();
+    auto r = default_rootfs(l.man.runtime.interpreter,
+                            rcache.empty() ? std::string(kDefaultRootfsCache) : rcache);
     if (!r.ok()) {
       log::error("pack run: no --rootfs given, and the default rootfs for " +
                  l.man.runtime.interpreter + " cannot be built: " + r.error().what());
@@ -847,7 +834,7 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
     return 1;
   };
   auto fail = [&report](const Error& e) { return report("pack run: " + e.what()); };
-  std::string id = o.id.empty() ? "pack-" + random_suffix() : o.id;
+  std::string id = o.id.empty() ? "pack-" + random_hex(6) : o.id;
   RunDir run;
   {
     Status st = mkdir_p(join_path(g.root, "packs"), 0700);

@@ -1,6 +1,9 @@
 // The violation reporter (reporter.hpp): parent-side start, and the
 // reporter process itself (a forked copy of create).
 #include "comet/runtime/reporter.hpp"
+#include "comet/base/openat2.hpp"
+#include "comet/base/spawn.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/create_rule.hpp"
 #include "comet/runtime/unix_rule.hpp"
@@ -184,7 +187,7 @@ Target resolve_in_task(int pid, const std::string& path, int dirfd_arg, bool at)
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = path.size() && path[0] == '/' ? RESOLVE_IN_ROOT : 0;
-  UniqueFd f(static_cast<int>(::syscall(SYS_openat2, bfd.get(), path.c_str(), &how, sizeof how)));
+  UniqueFd f(sys_openat2(bfd.get(), path.c_str(), how));
   if (!f) {
     t.err = errno;
     return t;
@@ -209,8 +212,7 @@ seccomp::LockdownOptions lockdown_options(const capability::Policy& p, bool base
   lo.network_none = p.network == capability::NetworkPolicy::none;
   // Under a network policy only the families netfilter sees (and unix).
   lo.socket_families = p.network != capability::NetworkPolicy::open;
-  const char* env = std::getenv("COMET_VIOLATION_REPORTING");
-  lo.notify = !base_has_listener && !(env && std::strcmp(env, "off") == 0);
+  lo.notify = !base_has_listener && !switches::violation_reporting_off();
   // The unix-socket rule is enforced by the reporter: never without it
   // (create refuses a policy it cannot enforce: unix_rule && !notify).
   lo.unix_rule = p.unix_allow.has_value();
@@ -238,21 +240,10 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
     h.request = r;
     return h;
   }
-  int pp[2];
-  if (::pipe2(pp, O_CLOEXEC) < 0) return Error::sys(errno, "pipe for the violation reporter");
-  UniqueFd pr(pp[0]), pw(pp[1]);
-  // Double fork: the reporter is nobody's child (no zombie under `run`),
-  // in its own session (a ^C on the terminal is the container's, not its).
-  pid_t mid = ::fork();
-  if (mid < 0) return Error::sys(errno, "fork the violation reporter");
-  if (mid == 0) {
-    ::setsid();
-    pid_t rep = ::fork();
-    if (rep != 0) {
-      int v = rep;
-      (void)!::write(pw.get(), &v, sizeof v);
-      ::_exit(rep < 0 ? 1 : 0);
-    }
+  // Detached (spawn.hpp): the reporter is nobody's child (no zombie under
+  // `run`), in its own session (a ^C on the terminal is the container's, not
+  // its).
+  auto spawned = spawn_detached("the violation reporter", [&]() -> int {
     int null = ::open("/dev/null", O_RDWR);
     if (theirs.get() == kReporterSockFd)
       ::fcntl(kReporterSockFd, F_SETFD, 0);
@@ -289,19 +280,13 @@ Result<ReporterHandle> start_reporter(const ReporterRequest& r, int min_fd, bool
     ::signal(SIGPIPE, SIG_IGN);
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGHUP, SIG_IGN);
-    ::_exit(serve_reporter(mine_r, kReporterSockFd));
-  }
-  pw.reset();
+    return serve_reporter(mine_r, kReporterSockFd);
+  });
   theirs.reset();
-  int st = 0;
-  while (::waitpid(mid, &st, 0) < 0 && errno == EINTR) {
-  }
-  int rep = 0;
-  if (::read(pr.get(), &rep, sizeof rep) != static_cast<ssize_t>(sizeof rep) || rep <= 0)
-    return Error::msg("fork the violation reporter: no pid");
+  if (!spawned.ok()) return std::move(spawned).error();
   ReporterHandle h;
-  h.pid = rep;
-  h.start_time = process_start_time(rep);
+  h.pid = *spawned;
+  h.start_time = process_start_time(h.pid);
   TRY(h.child_sock, dup_high(std::move(mine), min_fd));
   return h;
 }

@@ -10,7 +10,6 @@
 #include <pwd.h>
 #include <sched.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "comet/base/random.hpp"
 #include "comet/capability/auto_allow.hpp"
 #include "comet/capability/git_config.hpp"
 #include "comet/capability/profile_compile.hpp"
@@ -197,21 +197,6 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   return in;
 }
 
-std::string random_id() {
-  unsigned char b[6];
-  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) {
-    unsigned long long t = static_cast<unsigned long long>(::getpid()) * 2654435761ULL;
-    for (unsigned char& c : b) c = static_cast<unsigned char>(t >>= 5);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
-}
-
 // A bundle left by a sandbox of an earlier version (before the direct
 // launch, sandbox_launch.hpp) that was killed (its pid is gone): remove it
 // and its container.
@@ -349,7 +334,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   if (Status st = mkdir_p(g.root, 0711); !st.ok()) return exit_for(st.error());
   sweep_stale(g);
   SandboxLaunch l;
-  l.id = "sandbox-" + random_id();
+  l.id = "sandbox-" + random_hex(6);
   l.skeleton_dir = g.root;
   l.workspace = p.workspace;
   // Planned under the workspace's placeholder lock (sandbox_launch.hpp): a

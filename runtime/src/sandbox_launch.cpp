@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "comet/base/switches.hpp"
 #include "comet/capability/policy.hpp"
 #include "comet/runtime/cgroups.hpp"
 #include "comet/runtime/child.hpp"
@@ -856,9 +857,8 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   // fs.read / fs.write events: the refused writes to protected paths, the
   // refused reads of denied ones (fswatch.hpp, sandbox mode).
   FsWatch fsw;
-  const char* fs_events = std::getenv("COMET_FS_EVENTS");  // "off": benchmarks
   if (!v2path.empty() && ctx.has_lockdown && ctx.lockdown.needs_listener &&
-      !(fs_events && std::strcmp(fs_events, "off") == 0)) {
+      !switches::fs_events_off()) {
     auto w = fswatch_watch(v2path);
     if (w.ok()) {
       fsw = std::move(*w);

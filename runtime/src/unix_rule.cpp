@@ -22,7 +22,8 @@
 #include <optional>
 #include <sstream>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
+#include "comet/base/openat2.hpp"
 
 namespace comet::runtime {
 
@@ -88,12 +89,8 @@ UniqueFd open_in_task(int pid, const std::string& path, int* err) {
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  for (int tries = 0; tries < 8; tries++) {
-    UniqueFd f(
-        static_cast<int>(::syscall(SYS_openat2, base.get(), where.c_str(), &how, sizeof how)));
-    if (f) return f;
-    if (errno != EAGAIN) break;
-  }
+  UniqueFd f(sys_openat2(base.get(), where.c_str(), how, /*attempts=*/8));
+  if (f) return f;
   *err = errno;
   return UniqueFd();
 }

@@ -8,7 +8,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,7 +21,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
+#include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/state_store.hpp"
 #include "comet/runtime/sys.hpp"
@@ -35,18 +36,6 @@ namespace {
 std::string g_delivery;
 std::string g_pinned_target;  // pin_delivery_target()
 int g_pinned_fd = -1;
-
-std::string random_id() {
-  unsigned char b[16];
-  if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) std::memset(b, 0, sizeof b);
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // a UUID v4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
-  char s[37];
-  std::snprintf(s, sizeof s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                b[13], b[14], b[15]);
-  return s;
-}
 
 std::string hex(std::uint64_t v) {
   char b[24];
@@ -72,34 +61,6 @@ std::string ns_flags(std::uint64_t f) {
   return out.empty() ? hex(f) : out;
 }
 
-std::string errno_name(int e) {
-  switch (e) {
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case ENOENT:
-      return "ENOENT";
-    case ENOSYS:
-      return "ENOSYS";
-    case ECONNREFUSED:
-      return "ECONNREFUSED";
-    case EAFNOSUPPORT:
-      return "EAFNOSUPPORT";
-    case EROFS:
-      return "EROFS";
-    case ETIMEDOUT:
-      return "ETIMEDOUT";
-    case EHOSTUNREACH:
-      return "EHOSTUNREACH";
-    case ENETUNREACH:
-      return "ENETUNREACH";
-    default:
-      if (const char* n = ::strerrorname_np(e)) return n;  // ENOTDIR, ENOBUFS, ...
-      return "E" + std::to_string(e);
-  }
-}
-
 void write_all(int fd, const std::string& s) {
   (void)write_fully(fd, s);  // events are best effort: errors are dropped
 }
@@ -118,7 +79,7 @@ std::string to_json_line(const Event& e) {
   nlohmann::json j;
   j["type"] = "capability_violation";
   j["time"] = rfc3339_now(true);
-  j["id"] = random_id();
+  j["id"] = random_uuid();
   j["container"] = e.container;
   if (e.pack)
     j["pack"] = {{"name", e.pack->name}, {"version", e.pack->version}};
@@ -509,8 +470,8 @@ void flag_at_delete(const std::string& state_dir,
 }
 
 std::string flags_dir() {
-  const char* e = std::getenv("COMET_FLAGS_DIR");
-  return e && *e ? e : "/var/lib/comet-runtime/flags";
+  std::string dir = switches::flags_dir();
+  return dir.empty() ? "/var/lib/comet-runtime/flags" : dir;
 }
 
 namespace {

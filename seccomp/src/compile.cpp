@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "comet/base/fault.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/seccomp/seccomp.hpp"
 #include "tables.hpp"
 
@@ -41,20 +42,6 @@ struct CtxDeleter {
   void operator()(void* ctx) const noexcept { seccomp_release(ctx); }
 };
 using FilterCtx = std::unique_ptr<void, CtxDeleter>;
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 constexpr uint32_t kMaxErrno = 4094;  // libseccomp wants errno < MAX_ERRNO (4095)
 

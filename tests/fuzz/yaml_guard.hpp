@@ -9,15 +9,12 @@
 // COMET_FUZZ_KNOWN_BUGS=0 to turn it back on.
 #pragma once
 
-#include <cstdlib>
+#include "comet/base/switches.hpp"
 
 namespace comet::fuzz {
 
 inline bool known_bugs_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("COMET_FUZZ_KNOWN_BUGS");
-    return !(v && *v == '0');
-  }();
+  static const bool on = switches::fuzz_known_bugs();
   return on;
 }
 

@@ -33,7 +33,7 @@ namespace {
 
 void report(const char* check, long rc) {
   std::printf("{\"check\":\"%s\",\"errno\":\"%s\"}\n", check,
-              rc < 0 ? comet::errno_name(errno) : "0");
+              rc < 0 ? comet::errno_name(errno).c_str() : "0");
   std::fflush(stdout);
 }
 

@@ -13,13 +13,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
-#include "comet/egress/proc.hpp"
 
 namespace comet::egress {
 
 // A NETLINK_ROUTE socket in the calling thread's network namespace.
-Result<Fd> open_route_socket();
+Result<UniqueFd> open_route_socket();
 
 // Every address of every interface (IFA_ADDRESS and IFA_LOCAL, IPv4 as 4
 // octets, IPv6 as 16) of the namespace `route_fd` was opened in.

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
-#include "comet/egress/proc.hpp"
 
 namespace comet::egress {
 
@@ -50,7 +50,7 @@ class NflogSocket {
   std::vector<Blocked> drain();
 
  private:
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 }  // namespace comet::egress

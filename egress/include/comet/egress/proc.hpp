@@ -1,4 +1,4 @@
-// Small process and fd helpers for egress/ (which may not use runtime/'s).
+// Small process helpers for egress/ (which may not use runtime/'s).
 #pragma once
 
 #include <sys/types.h>
@@ -6,35 +6,11 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 
 namespace comet::egress {
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) reset(o.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // The last non-empty line among the first max_bytes of a helper's log that
 // is_noise() does not reject, for an error message; "" when there is none.

@@ -38,9 +38,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 #include "comet/oci/spec.hpp"
-#include "comet/runtime/fd.hpp"
 
 namespace comet::runtime {
 

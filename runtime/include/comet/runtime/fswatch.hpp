@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 #include "comet/capability/manifest.hpp"
-#include "comet/runtime/fd.hpp"
 
 namespace comet::runtime {
 

@@ -38,7 +38,6 @@ namespace comet::runtime::cache {
 
 // The store when neither --cache-dir nor $COMET_CACHE_DIR says otherwise.
 inline constexpr const char* kDefaultDir = "/var/cache/comet-runtime/packs";
-inline constexpr const char* kDirEnv = "COMET_CACHE_DIR";
 // Bumped when the key's composition or the entry layout changes: old
 // entries then simply stop matching.
 inline constexpr const char* kKeyFormat = "comet-runtime pack-cache 1";

@@ -31,9 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 #include "comet/capability/policy.hpp"
-#include "comet/runtime/fd.hpp"
 #include "comet/runtime/fswatch.hpp"
 #include "comet/seccomp/seccomp.hpp"
 

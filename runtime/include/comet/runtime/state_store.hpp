@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 #include "comet/oci/state.hpp"
-#include "comet/runtime/fd.hpp"
 
 namespace comet::runtime {
 

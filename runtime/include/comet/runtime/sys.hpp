@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
-#include "comet/runtime/fd.hpp"
 
 namespace comet::runtime {
 

@@ -28,8 +28,8 @@
 #include <cstddef>
 #include <span>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
-#include "comet/runtime/fd.hpp"
 
 namespace comet::runtime {
 

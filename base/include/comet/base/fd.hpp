@@ -1,5 +1,7 @@
 // Owning handles for kernel resources. Every fd, pidfd and child the runtime
-// holds lives in one of these, so every error path closes or reaps.
+// and its libraries hold lives in one of these, so every error path closes or
+// reaps. The only fd owner of the project: seccomp/, egress/ and runtime/ all
+// use this one.
 #pragma once
 
 #include <sys/types.h>
@@ -7,7 +9,7 @@
 
 #include <utility>
 
-namespace comet::runtime {
+namespace comet {
 
 class UniqueFd {
  public:
@@ -87,4 +89,4 @@ class ChildGuard {
   pid_t pid_ = -1;
 };
 
-}  // namespace comet::runtime
+}  // namespace comet

@@ -47,8 +47,9 @@ class Error {
   std::string msg_;
 };
 
-// Name of an errno value ("EPERM"), or "E<n>" for unknown values.
-const char* errno_name(int err);
+// Name of an errno value ("EPERM"), or "E<n>" for a value with no name. The
+// project's one errno-name function (error text, violation events, probes).
+std::string errno_name(int err);
 
 template <typename T>
 class [[nodiscard]] Result {

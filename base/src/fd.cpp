@@ -1,4 +1,4 @@
-#include "comet/runtime/fd.hpp"
+#include "comet/base/fd.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-namespace comet::runtime {
+namespace comet {
 
 int PidFd::open(pid_t pid, PidFd* out) noexcept {
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -50,4 +50,4 @@ void ChildGuard::kill_and_reap() noexcept {
   pid_ = -1;
 }
 
-}  // namespace comet::runtime
+}  // namespace comet

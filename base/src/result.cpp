@@ -5,10 +5,10 @@
 
 namespace comet {
 
-const char* errno_name(int err) {
+std::string errno_name(int err) {
   // strerrorname_np is glibc >= 2.32 and gives "EPERM".
-  const char* n = strerrorname_np(err);
-  return n ? n : "E?";
+  if (const char* n = strerrorname_np(err)) return n;
+  return "E" + std::to_string(err);
 }
 
 std::string Error::what() const {
