@@ -21,7 +21,11 @@
 // is the one reported. Unknown members are ignored (as specs-go does).
 #pragma once
 
+#include <map>
+#include <optional>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "comet/oci/spec.hpp"
 
@@ -36,6 +40,20 @@ inline constexpr Emit kOmitEmpty = Emit::kOmitEmpty;
 
 template <typename S>
 using Of = std::type_identity<S>;
+
+// The member types the reader and writer tell apart.
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <typename T>
+struct is_map : std::false_type {};
+template <typename T>
+struct is_map<std::map<std::string, T>> : std::true_type {};
 
 // ---------------------------------------------------------------------------
 // process

@@ -137,19 +137,6 @@ Result<bool> has_object(const json& obj, const std::string& path, const char* ke
 // Values, by their C++ type; structs through their field list
 // (spec_fields.hpp).
 
-template <typename T>
-struct is_optional : std::false_type {};
-template <typename T>
-struct is_optional<std::optional<T>> : std::true_type {};
-template <typename T>
-struct is_vector : std::false_type {};
-template <typename T>
-struct is_vector<std::vector<T>> : std::true_type {};
-template <typename T>
-struct is_map : std::false_type {};
-template <typename T>
-struct is_map<std::map<std::string, T>> : std::true_type {};
-
 template <typename S>
 Status read_struct(const json& j, const std::string& path, S& out);
 
@@ -162,11 +149,11 @@ Status read_value(const json& j, const std::string& path, T& out) {
     TRY(out, as_bool(j, path));
   } else if constexpr (std::is_integral_v<T>) {
     TRY(out, as_int<T>(j, path));
-  } else if constexpr (is_optional<T>::value) {
+  } else if constexpr (fields::is_optional<T>::value) {
     typename T::value_type v{};
     TRYV(read_value(j, path, v));
     out = std::move(v);
-  } else if constexpr (is_vector<T>::value) {
+  } else if constexpr (fields::is_vector<T>::value) {
     if (!j.is_array()) return type_error(path, "an array", j);
     out.clear();
     out.reserve(j.size());
@@ -175,7 +162,7 @@ Status read_value(const json& j, const std::string& path, T& out) {
       TRYV(read_value(j[i], at(path, i), item));
       out.push_back(std::move(item));
     }
-  } else if constexpr (is_map<T>::value) {
+  } else if constexpr (fields::is_map<T>::value) {
     // Map keys are arbitrary strings ("net.ipv4.ip_forward"); a null value
     // counts as absent.
     TRYV(expect_object(j, path));

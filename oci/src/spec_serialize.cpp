@@ -22,22 +22,15 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-template <typename T>
-struct is_optional : std::false_type {};
-template <typename T>
-struct is_optional<std::optional<T>> : std::true_type {};
-template <typename T>
-struct is_container : std::false_type {};
-template <typename T>
-struct is_container<std::vector<T>> : std::true_type {};
-template <typename T>
-struct is_container<std::map<std::string, T>> : std::true_type {};
+using fields::is_map;
+using fields::is_optional;
+using fields::is_vector;
 
 // What `omitempty` omits: "", false, 0, an empty array or map, an absent
 // optional. A struct is never empty.
 template <typename T>
 bool is_empty(const T& v) {
-  if constexpr (std::is_same_v<T, std::string> || is_container<T>::value) {
+  if constexpr (std::is_same_v<T, std::string> || is_vector<T>::value || is_map<T>::value) {
     return v.empty();
   } else if constexpr (std::is_arithmetic_v<T>) {
     return v == T{};
@@ -57,16 +50,14 @@ ojson write_value(const T& v) {
     return ojson(v);
   } else if constexpr (is_optional<T>::value) {
     return write_value(*v);
-  } else if constexpr (is_container<T>::value) {
-    if constexpr (requires { typename T::mapped_type; }) {
-      ojson m = ojson::object();
-      for (const auto& [k, item] : v) m[k] = write_value(item);
-      return m;
-    } else {
-      ojson a = ojson::array();
-      for (const auto& item : v) a.push_back(write_value(item));
-      return a;
-    }
+  } else if constexpr (is_map<T>::value) {
+    ojson m = ojson::object();
+    for (const auto& [k, item] : v) m[k] = write_value(item);
+    return m;
+  } else if constexpr (is_vector<T>::value) {
+    ojson a = ojson::array();
+    for (const auto& item : v) a.push_back(write_value(item));
+    return a;
   } else {
     return write_struct(v);
   }
