@@ -12,7 +12,7 @@
 #   integration (sanitizer)  the integration suites against the sanitized
 #                         runtime (engines left out, scripts/sanitize.sh)
 #   fuzz                  every libFuzzer target: its corpus replayed, then
-#                         COMET_FUZZ_SECONDS (default 30) per target, all at once
+#                         COMET_FUZZ_SECONDS (default 25) per target, all at once
 # and ends with a table of each stage's wall time. The first failing stage
 # stops the run (exit 1) after printing the table so far.
 set -euo pipefail
@@ -75,5 +75,5 @@ stage "integration" integration
 stage "build (sanitizer)" bash scripts/build-san.sh
 stage "unit (sanitizer)" bash scripts/sanitize.sh --no-build unit
 stage "integration (sanitizer)" bash scripts/sanitize.sh --no-build integration
-stage "fuzz" bash scripts/fuzz.sh "${COMET_FUZZ_SECONDS:-30}"
+stage "fuzz" bash scripts/fuzz.sh "${COMET_FUZZ_SECONDS:-25}"
 table

@@ -417,3 +417,54 @@ TEST(AutoAllow, VerdictJson) {
   EXPECT_EQ(j["auto_allow"], true);
   EXPECT_EQ(builtin_floor_ids().size(), 10u);
 }
+
+// fuzz_auto_allow_shell's first finding: a command that is not UTF-8 made
+// verdict_to_json throw (nlohmann type_error 316), and the CLI abort.
+TEST(AutoAllow, VerdictJsonOfBytesThatAreNotUtf8) {
+  const std::string bad =
+      "echo $(da\xa8"
+      "e +%s)";
+  Verdict v = judge(sh(bad));
+  std::string out;
+  ASSERT_NO_THROW(out = verdict_to_json(v));
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["command"][2],
+            "echo $(da\xef\xbf\xbd"
+            "e +%s)");  // U+FFFD
+  EXPECT_TRUE(j["reason"].is_string());
+}
+
+// fuzz_auto_allow_shell: the fork-bomb check was a std::regex, whose
+// libstdc++ matcher recursed once per character and overflowed the stack on
+// a 200 KB word. It is matched by hand now, with the same rule.
+TEST(AutoAllow, ForkBombCheckOnLongInput) {
+  const std::string word(200000, 'a');
+  Verdict v = judge(sh(word));
+  EXPECT_FALSE(v.reason.empty());
+  EXPECT_NE(v.matched_rule, "fork-bomb");
+  EXPECT_EQ(judge(sh(word + "(){ " + word + "|" + word + "& };" + word)).matched_rule, "fork-bomb");
+  // the same spacing and renamings as the regex allowed
+  EXPECT_EQ(judge(sh("f  ()\t{\n f | f & ; } ;\tf")).matched_rule, "fork-bomb");
+  EXPECT_EQ(judge(sh("x;ab(){ b|b& };b")).matched_rule, "fork-bomb");  // name: a suffix
+  EXPECT_EQ(judge(sh("f(){ f|f& };fx")).matched_rule, "fork-bomb");    // \1 then anything
+  EXPECT_NE(judge(sh("f(){ f|g& };f")).matched_rule, "fork-bomb");
+  EXPECT_NE(judge(sh("f(){ f|f };f")).matched_rule, "fork-bomb");
+  EXPECT_NE(judge(sh("f(){ f|f& }f")).matched_rule, "fork-bomb");
+  EXPECT_NE(judge(sh("(){ |& };")).matched_rule, "fork-bomb");
+}
+
+// fuzz_auto_allow_shell: brace expansion of a written path multiplied
+// without bound ({a,...,h} nine times: 134 million words, a timeout). Past
+// 1024 words the path counts as not known, so the command asks.
+TEST(AutoAllow, BraceExpansionIsBounded) {
+  std::string many = "cp x ";
+  for (int i = 0; i < 9; ++i) many += "{a,b,c,d,e,f,g,h}";
+  Verdict v = judge(sh(many));
+  EXPECT_EQ(v.matched_rule, "protected-path-write");
+  EXPECT_FALSE(v.auto_allow);
+  // 1024 words exactly are still expanded and judged one by one
+  std::string ok = "cp x ";
+  for (int i = 0; i < 10; ++i) ok += "{a,b}";
+  EXPECT_EQ(judge(sh(ok)).matched_rule, "");
+  EXPECT_TRUE(judge(sh(ok)).auto_allow);
+}

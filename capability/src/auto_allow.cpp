@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
+#include <string_view>
 
 #include "util.hpp"
 
@@ -898,10 +898,18 @@ bool git_control_path(const std::string& p) {
   return false;
 }
 
-// Bash's brace expansion of one word ("a{b,c}d" -> "abd" "acd"), lexically;
-// a `{` without a top-level comma stays as it is.
-std::vector<std::string> brace_expand(const std::string& t, int depth = 0) {
-  if (depth > 8) return {t};
+// Bash's brace expansion of one word ("a{b,c}d" -> "abd" "acd"), lexically,
+// appended to `out`; a `{` without a top-level comma stays as it is. False
+// when it would make more than kMaxBraceWords words: `{a,b,c,d}` ten times
+// is a million (fuzz_auto_allow_shell: a timeout), so such a word counts as
+// one whose paths are not known.
+constexpr std::size_t kMaxBraceWords = 1024;
+
+bool brace_expand(const std::string& t, std::vector<std::string>& out, int depth = 0) {
+  if (depth > 8) {
+    out.push_back(t);
+    return out.size() <= kMaxBraceWords;
+  }
   for (std::size_t open = t.find('{'); open != std::string::npos; open = t.find('{', open + 1)) {
     int level = 0;
     std::vector<std::size_t> commas;
@@ -916,17 +924,17 @@ std::vector<std::string> brace_expand(const std::string& t, int depth = 0) {
     }
     if (close == std::string::npos) break;
     if (commas.empty()) continue;
-    std::vector<std::string> out;
     std::size_t from = open + 1;
     commas.push_back(close);
     for (std::size_t c : commas) {
       const std::string alt = t.substr(0, open) + t.substr(from, c - from) + t.substr(close + 1);
-      for (auto& e : brace_expand(alt, depth + 1)) out.push_back(std::move(e));
+      if (!brace_expand(alt, out, depth + 1)) return false;
       from = c + 1;
     }
-    return out;
+    return true;
   }
-  return {t};
+  out.push_back(t);
+  return out.size() <= kMaxBraceWords;
 }
 
 // A pathname pattern (an unquoted glob) that could name `entry` or a path
@@ -956,7 +964,8 @@ std::optional<std::string> protected_target(const Analysis& an, const Word& w,
                                             const std::optional<std::string>& cwd) {
   if (w.text.empty()) return std::nullopt;
   if (w.brace && !w.expansion) {
-    const auto alts = brace_expand(w.text);
+    std::vector<std::string> alts;
+    if (!brace_expand(w.text, alts)) return "?" + w.text;
     if (alts.size() > 1) {
       for (const std::string& a : alts) {
         Word one = w;
@@ -1330,11 +1339,61 @@ void rule_git_config(Analysis& an, const Unwrapped& u) {
   if (!why.empty()) an.hit("protected-path-write", why);
 }
 
-const std::regex& fork_bomb() {
-  // name(){ name|name& };name  (any function name, any spacing)
-  static const std::regex re(
-      R"(([^\s(){};|&]+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*;?\s*\}\s*;\s*\1)");
-  return re;
+// name(){ name|name& };name  (any function name, any spacing): the regex
+//   ([^\s(){};|&]+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*;?\s*\}\s*;\s*\1
+// matched by hand. libstdc++'s std::regex recurses once per character
+// matched, so a long word (fuzz_auto_allow_shell: 200 KB) overflowed the
+// stack, and its back-references made the search quadratic.
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+bool is_name_char(char c) {
+  return !is_space(c) && std::string_view("(){};|&").find(c) == std::string_view::npos;
+}
+
+bool has_fork_bomb(std::string_view t) {
+  for (std::size_t open = t.find("()"); open != std::string_view::npos;
+       open = t.find("()", open + 1)) {
+    std::size_t run_end = open;  // the name, then spaces, then ()
+    while (run_end > 0 && is_space(t[run_end - 1])) --run_end;
+    std::size_t i = open + 2;
+    auto spaces = [&] {
+      while (i < t.size() && is_space(t[i])) ++i;
+    };
+    auto take = [&](std::string_view lit) {
+      if (t.substr(i, lit.size()) != lit) return false;
+      i += lit.size();
+      return true;
+    };
+    spaces();
+    if (!take("{")) continue;
+    spaces();
+    // The body's first word is the name (a name is followed by spaces or
+    // a |, neither of which a name holds); the definition must end with it.
+    std::size_t name_end = i;
+    while (name_end < t.size() && is_name_char(t[name_end])) ++name_end;
+    const std::string_view name = t.substr(i, name_end - i);
+    if (name.empty() || name.size() > run_end ||
+        t.substr(run_end - name.size(), name.size()) != name)
+      continue;
+    i = name_end;
+    spaces();
+    if (!take("|")) continue;
+    spaces();
+    if (!take(name)) continue;
+    spaces();
+    if (!take("&")) continue;
+    spaces();
+    take(";");
+    spaces();
+    if (!take("}")) continue;
+    spaces();
+    if (!take(";")) continue;
+    spaces();
+    if (take(name)) return true;
+  }
+  return false;
 }
 
 void analyse_script(Analysis& an, std::string_view text, std::optional<std::string> cwd, int depth);
@@ -1492,7 +1551,7 @@ void analyse_script(Analysis& an, std::string_view text, std::optional<std::stri
     an.unanalysable = "commands nested too deeply";
     return;
   }
-  if (std::regex_search(text.begin(), text.end(), fork_bomb())) {
+  if (has_fork_bomb(text)) {
     an.hit("fork-bomb", "a fork bomb");
     if (an.match) return;
   }
@@ -1653,7 +1712,10 @@ std::string verdict_to_json(const Verdict& v) {
     j["matched_rule"] = nullptr;
   else
     j["matched_rule"] = v.matched_rule;
-  return j.dump();
+  // argv is untrusted bytes and may be no UTF-8 (the reason quotes it): a
+  // plain dump() would throw type_error 316 and end the CLI with
+  // std::terminate. Show such bytes as U+FFFD instead.
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace comet::capability

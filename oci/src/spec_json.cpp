@@ -1,6 +1,6 @@
-// config.json -> Spec. Every field is read through a small set of typed
-// helpers that know the JSON path of the value, so a type error names the
-// field and the offending value:
+// config.json -> Spec. The fields are those of spec_fields.hpp; each value is
+// read by its C++ type through a small set of helpers that know the JSON
+// path of the value, so a type error names the field and the offending value:
 //   config.json: process.user.uid: expected an unsigned 32-bit integer, got "root"
 // nlohmann exceptions are caught in parse_spec() and never escape.
 //
@@ -10,14 +10,18 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <map>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "comet/oci/spec.hpp"
+#include "spec_fields.hpp"
 
 namespace comet::oci {
 namespace {
@@ -110,114 +114,13 @@ Result<std::string> as_string(const json& j, const std::string& path) {
   return j.get<std::string>();
 }
 
+Result<bool> as_bool(const json& j, const std::string& path) {
+  if (!j.is_boolean()) return type_error(path, "a boolean", j);
+  return j.get<bool>();
+}
+
 Status expect_object(const json& j, const std::string& path) {
   if (!j.is_object()) return type_error(path, "an object", j);
-  return ok();
-}
-
-Status get(const json& obj, const std::string& path, const char* key, std::string& out) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  TRY(out, as_string(*v, child(path, key)));
-  return ok();
-}
-
-Status get(const json& obj, const std::string& path, const char* key, bool& out) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  if (!v->is_boolean()) return type_error(child(path, key), "a boolean", *v);
-  out = v->get<bool>();
-  return ok();
-}
-
-Status get(const json& obj, const std::string& path, const char* key, std::optional<bool>& out) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  if (!v->is_boolean()) return type_error(child(path, key), "a boolean", *v);
-  out = v->get<bool>();
-  return ok();
-}
-
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
-Status get(const json& obj, const std::string& path, const char* key, T& out) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  TRY(out, as_int<T>(*v, child(path, key)));
-  return ok();
-}
-
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
-Status get(const json& obj, const std::string& path, const char* key, std::optional<T>& out) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  TRY(out, as_int<T>(*v, child(path, key)));
-  return ok();
-}
-
-// ---------------------------------------------------------------------------
-// Containers.
-
-// An array member: parse each element with fn(const json&, path, T&) -> Status.
-template <typename T, typename Fn>
-Status get_array(const json& obj, const std::string& path, const char* key, std::vector<T>& out,
-                 Fn fn) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  const std::string p = child(path, key);
-  if (!v->is_array()) return type_error(p, "an array", *v);
-  out.clear();
-  out.reserve(v->size());
-  for (size_t i = 0; i < v->size(); ++i) {
-    T item{};
-    TRYV(fn((*v)[i], at(p, i), item));
-    out.push_back(std::move(item));
-  }
-  return ok();
-}
-
-Status parse_string(const json& j, const std::string& path, std::string& out) {
-  TRY(out, as_string(j, path));
-  return ok();
-}
-
-template <typename T>
-Status parse_int(const json& j, const std::string& path, T& out) {
-  TRY(out, as_int<T>(j, path));
-  return ok();
-}
-
-Status get(const json& obj, const std::string& path, const char* key,
-           std::vector<std::string>& out) {
-  return get_array(obj, path, key, out, parse_string);
-}
-
-// A {"key": "value"} member.
-Status get(const json& obj, const std::string& path, const char* key,
-           std::map<std::string, std::string>& out) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  const std::string p = child(path, key);
-  TRYV(expect_object(*v, p));
-  out.clear();
-  for (auto it = v->begin(); it != v->end(); ++it) {
-    if (it->is_null()) continue;
-    TRY(auto s, as_string(*it, key_path(p, it.key())));
-    out.emplace(it.key(), std::move(s));
-  }
-  return ok();
-}
-
-// An optional object member parsed with fn(const json&, path, T&) -> Status.
-template <typename T, typename Fn>
-Status get_object(const json& obj, const std::string& path, const char* key, std::optional<T>& out,
-                  Fn fn) {
-  const json* v = member(obj, key);
-  if (!v) return ok();
-  const std::string p = child(path, key);
-  TRYV(expect_object(*v, p));
-  T item{};
-  TRYV(fn(*v, p, item));
-  out = std::move(item);
   return ok();
 }
 
@@ -231,313 +134,96 @@ Result<bool> has_object(const json& obj, const std::string& path, const char* ke
 }
 
 // ---------------------------------------------------------------------------
-// Process.
+// Values, by their C++ type; structs through their field list
+// (spec_fields.hpp).
 
-Status parse_user(const json& j, const std::string& p, User& u) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "uid", u.uid));
-  TRYV(get(j, p, "gid", u.gid));
-  TRYV(get(j, p, "umask", u.umask));
-  TRYV(get_array(j, p, "additionalGids", u.additional_gids, parse_int<uint32_t>));
-  TRYV(get(j, p, "username", u.username));
-  return ok();
-}
+template <typename S>
+Status read_struct(const json& j, const std::string& path, S& out);
 
-Status parse_console_size(const json& j, const std::string& p, ConsoleSize& c) {
-  TRYV(get(j, p, "height", c.height));
-  TRYV(get(j, p, "width", c.width));
-  return ok();
-}
-
-Status parse_capabilities(const json& j, const std::string& p, Capabilities& c) {
-  TRYV(get(j, p, "bounding", c.bounding));
-  TRYV(get(j, p, "effective", c.effective));
-  TRYV(get(j, p, "inheritable", c.inheritable));
-  TRYV(get(j, p, "permitted", c.permitted));
-  TRYV(get(j, p, "ambient", c.ambient));
-  return ok();
-}
-
-Status parse_rlimit(const json& j, const std::string& p, Rlimit& r) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "type", r.type));
-  TRYV(get(j, p, "hard", r.hard));
-  TRYV(get(j, p, "soft", r.soft));
-  return ok();
-}
-
-Status parse_process(const json& j, const std::string& p, Process& pr) {
-  TRYV(get(j, p, "terminal", pr.terminal));
-  TRYV(get_object(j, p, "consoleSize", pr.console_size, parse_console_size));
-  if (const json* u = member(j, "user")) TRYV(parse_user(*u, child(p, "user"), pr.user));
-  TRYV(get(j, p, "args", pr.args));
-  TRYV(get(j, p, "commandLine", pr.command_line));
-  TRYV(get(j, p, "env", pr.env));
-  TRYV(get(j, p, "cwd", pr.cwd));
-  TRYV(get_object(j, p, "capabilities", pr.capabilities, parse_capabilities));
-  TRYV(get_array(j, p, "rlimits", pr.rlimits, parse_rlimit));
-  TRYV(get(j, p, "noNewPrivileges", pr.no_new_privileges));
-  TRYV(get(j, p, "apparmorProfile", pr.apparmor_profile));
-  TRYV(get(j, p, "oomScoreAdj", pr.oom_score_adj));
-  TRYV(get(j, p, "selinuxLabel", pr.selinux_label));
-  TRY(pr.has_io_priority, has_object(j, p, "ioPriority"));
-  TRY(pr.has_scheduler, has_object(j, p, "scheduler"));
-  TRY(pr.has_exec_cpu_affinity, has_object(j, p, "execCPUAffinity"));
-  return ok();
-}
-
-// ---------------------------------------------------------------------------
-// Root, mounts, hooks.
-
-Status parse_root(const json& j, const std::string& p, Root& r) {
-  TRYV(get(j, p, "path", r.path));
-  TRYV(get(j, p, "readonly", r.readonly));
-  return ok();
-}
-
-Status parse_id_mapping(const json& j, const std::string& p, IdMapping& m) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "containerID", m.container_id));
-  TRYV(get(j, p, "hostID", m.host_id));
-  TRYV(get(j, p, "size", m.size));
-  return ok();
-}
-
-Status parse_mount(const json& j, const std::string& p, Mount& m) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "destination", m.destination));
-  TRYV(get(j, p, "type", m.type));
-  TRYV(get(j, p, "source", m.source));
-  TRYV(get(j, p, "options", m.options));
-  // Idmapped mounts are refused by the runtime; type-check the mappings so
-  // a malformed one is still reported as such, then record their presence.
-  std::vector<IdMapping> uid, gid;
-  TRYV(get_array(j, p, "uidMappings", uid, parse_id_mapping));
-  TRYV(get_array(j, p, "gidMappings", gid, parse_id_mapping));
-  m.has_idmap = !uid.empty() || !gid.empty();
-  return ok();
-}
-
-Status parse_hook(const json& j, const std::string& p, Hook& h) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "path", h.path));
-  TRYV(get(j, p, "args", h.args));
-  TRYV(get(j, p, "env", h.env));
-  TRYV(get(j, p, "timeout", h.timeout));
-  return ok();
-}
-
-Status parse_hooks(const json& j, const std::string& p, Hooks& h) {
-  TRYV(get_array(j, p, "prestart", h.prestart, parse_hook));
-  TRYV(get_array(j, p, "createRuntime", h.create_runtime, parse_hook));
-  TRYV(get_array(j, p, "createContainer", h.create_container, parse_hook));
-  TRYV(get_array(j, p, "startContainer", h.start_container, parse_hook));
-  TRYV(get_array(j, p, "poststart", h.poststart, parse_hook));
-  TRYV(get_array(j, p, "poststop", h.poststop, parse_hook));
-  return ok();
-}
-
-// ---------------------------------------------------------------------------
-// linux.resources.
-
-Status parse_device_cgroup(const json& j, const std::string& p, DeviceCgroup& d) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "allow", d.allow));
-  TRYV(get(j, p, "type", d.type));
-  TRYV(get(j, p, "major", d.major));
-  TRYV(get(j, p, "minor", d.minor));
-  TRYV(get(j, p, "access", d.access));
-  return ok();
-}
-
-Status parse_memory(const json& j, const std::string& p, Memory& m) {
-  TRYV(get(j, p, "limit", m.limit));
-  TRYV(get(j, p, "reservation", m.reservation));
-  TRYV(get(j, p, "swap", m.swap));
-  TRYV(get(j, p, "kernel", m.kernel));
-  TRYV(get(j, p, "kernelTCP", m.kernel_tcp));
-  TRYV(get(j, p, "swappiness", m.swappiness));
-  TRYV(get(j, p, "disableOOMKiller", m.disable_oom_killer));
-  TRYV(get(j, p, "useHierarchy", m.use_hierarchy));
-  TRYV(get(j, p, "checkBeforeUpdate", m.check_before_update));
-  return ok();
-}
-
-Status parse_cpu(const json& j, const std::string& p, Cpu& c) {
-  TRYV(get(j, p, "shares", c.shares));
-  TRYV(get(j, p, "quota", c.quota));
-  TRYV(get(j, p, "burst", c.burst));
-  TRYV(get(j, p, "period", c.period));
-  TRYV(get(j, p, "realtimeRuntime", c.realtime_runtime));
-  TRYV(get(j, p, "realtimePeriod", c.realtime_period));
-  TRYV(get(j, p, "cpus", c.cpus));
-  TRYV(get(j, p, "mems", c.mems));
-  TRYV(get(j, p, "idle", c.idle));
-  return ok();
-}
-
-Status parse_pids(const json& j, const std::string& p, Pids& pids) {
-  return get(j, p, "limit", pids.limit);
-}
-
-Status parse_weight_device(const json& j, const std::string& p, WeightDevice& w) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "major", w.major));
-  TRYV(get(j, p, "minor", w.minor));
-  TRYV(get(j, p, "weight", w.weight));
-  TRYV(get(j, p, "leafWeight", w.leaf_weight));
-  return ok();
-}
-
-Status parse_throttle_device(const json& j, const std::string& p, ThrottleDevice& t) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "major", t.major));
-  TRYV(get(j, p, "minor", t.minor));
-  TRYV(get(j, p, "rate", t.rate));
-  return ok();
-}
-
-Status parse_block_io(const json& j, const std::string& p, BlockIO& b) {
-  TRYV(get(j, p, "weight", b.weight));
-  TRYV(get(j, p, "leafWeight", b.leaf_weight));
-  TRYV(get_array(j, p, "weightDevice", b.weight_device, parse_weight_device));
-  TRYV(get_array(j, p, "throttleReadBpsDevice", b.throttle_read_bps, parse_throttle_device));
-  TRYV(get_array(j, p, "throttleWriteBpsDevice", b.throttle_write_bps, parse_throttle_device));
-  TRYV(get_array(j, p, "throttleReadIOPSDevice", b.throttle_read_iops, parse_throttle_device));
-  TRYV(get_array(j, p, "throttleWriteIOPSDevice", b.throttle_write_iops, parse_throttle_device));
-  return ok();
-}
-
-Status parse_hugepage_limit(const json& j, const std::string& p, HugepageLimit& h) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "pageSize", h.page_size));
-  TRYV(get(j, p, "limit", h.limit));
-  return ok();
-}
-
-Status parse_resources(const json& j, const std::string& p, Resources& r) {
-  TRYV(get_array(j, p, "devices", r.devices, parse_device_cgroup));
-  TRYV(get_object(j, p, "memory", r.memory, parse_memory));
-  TRYV(get_object(j, p, "cpu", r.cpu, parse_cpu));
-  TRYV(get_object(j, p, "pids", r.pids, parse_pids));
-  TRYV(get_object(j, p, "blockIO", r.block_io, parse_block_io));
-  TRYV(get_array(j, p, "hugepageLimits", r.hugepage_limits, parse_hugepage_limit));
-  TRYV(get(j, p, "unified", r.unified));
-  TRY(r.has_network, has_object(j, p, "network"));
-  TRY(r.has_rdma, has_object(j, p, "rdma"));
-  return ok();
-}
-
-// ---------------------------------------------------------------------------
-// linux.seccomp.
-
-Status parse_seccomp_arg(const json& j, const std::string& p, SeccompArg& a) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "index", a.index));
-  TRYV(get(j, p, "value", a.value));
-  TRYV(get(j, p, "valueTwo", a.value_two));
-  TRYV(get(j, p, "op", a.op));
-  return ok();
-}
-
-Status parse_syscall(const json& j, const std::string& p, SeccompSyscall& s) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "names", s.names));
-  TRYV(get(j, p, "action", s.action));
-  TRYV(get(j, p, "errnoRet", s.errno_ret));
-  TRYV(get_array(j, p, "args", s.args, parse_seccomp_arg));
-  return ok();
-}
-
-Status parse_seccomp(const json& j, const std::string& p, Seccomp& s) {
-  TRYV(get(j, p, "defaultAction", s.default_action));
-  TRYV(get(j, p, "defaultErrnoRet", s.default_errno_ret));
-  TRYV(get(j, p, "architectures", s.architectures));
-  TRYV(get(j, p, "flags", s.flags));
-  TRYV(get(j, p, "listenerPath", s.listener_path));
-  TRYV(get(j, p, "listenerMetadata", s.listener_metadata));
-  TRYV(get_array(j, p, "syscalls", s.syscalls, parse_syscall));
-  return ok();
-}
-
-// ---------------------------------------------------------------------------
-// linux.
-
-Status parse_namespace(const json& j, const std::string& p, Namespace& n) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "type", n.type));
-  TRYV(get(j, p, "path", n.path));
-  return ok();
-}
-
-Status parse_device(const json& j, const std::string& p, Device& d) {
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "type", d.type));
-  TRYV(get(j, p, "path", d.path));
-  TRYV(get(j, p, "major", d.major));
-  TRYV(get(j, p, "minor", d.minor));
-  TRYV(get(j, p, "fileMode", d.file_mode));
-  TRYV(get(j, p, "uid", d.uid));
-  TRYV(get(j, p, "gid", d.gid));
-  return ok();
-}
-
-Status parse_time_offsets(const json& j, const std::string& p,
-                          std::map<std::string, TimeOffset>& out) {
-  const json* v = member(j, "timeOffsets");
-  if (!v) return ok();
-  const std::string tp = child(p, "timeOffsets");
-  TRYV(expect_object(*v, tp));
-  for (auto it = v->begin(); it != v->end(); ++it) {
-    if (it->is_null()) continue;
-    const std::string cp = key_path(tp, it.key());
-    TRYV(expect_object(*it, cp));
-    TimeOffset off;
-    TRYV(get(*it, cp, "secs", off.secs));
-    TRYV(get(*it, cp, "nanosecs", off.nanosecs));
-    out[it.key()] = off;
+// `j`, found at `path`, into `out`.
+template <typename T>
+Status read_value(const json& j, const std::string& path, T& out) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    TRY(out, as_string(j, path));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    TRY(out, as_bool(j, path));
+  } else if constexpr (std::is_integral_v<T>) {
+    TRY(out, as_int<T>(j, path));
+  } else if constexpr (fields::is_optional<T>::value) {
+    typename T::value_type v{};
+    TRYV(read_value(j, path, v));
+    out = std::move(v);
+  } else if constexpr (fields::is_vector<T>::value) {
+    if (!j.is_array()) return type_error(path, "an array", j);
+    out.clear();
+    out.reserve(j.size());
+    for (size_t i = 0; i < j.size(); ++i) {
+      typename T::value_type item{};
+      TRYV(read_value(j[i], at(path, i), item));
+      out.push_back(std::move(item));
+    }
+  } else if constexpr (fields::is_map<T>::value) {
+    // Map keys are arbitrary strings ("net.ipv4.ip_forward"); a null value
+    // counts as absent.
+    TRYV(expect_object(j, path));
+    out.clear();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it->is_null()) continue;
+      typename T::mapped_type item{};
+      TRYV(read_value(*it, key_path(path, it.key()), item));
+      out.emplace(it.key(), std::move(item));
+    }
+  } else {
+    return read_struct(j, path, out);
   }
   return ok();
 }
 
-Status parse_personality(const json& j, const std::string& p, Personality& pe) {
-  TRYV(get(j, p, "domain", pe.domain));
-  TRYV(get(j, p, "flags", pe.flags));
-  return ok();
-}
+// The visitor of a field list that reads one object. It stops at the first
+// error, which names the field's path.
+template <typename S>
+class Reader {
+ public:
+  Reader(const json& obj, const std::string& path, S& out) : obj_(obj), path_(path), out_(out) {}
 
-Status parse_linux(const json& j, const std::string& p, Linux& l) {
-  TRYV(get_array(j, p, "namespaces", l.namespaces, parse_namespace));
-  TRYV(get_array(j, p, "uidMappings", l.uid_mappings, parse_id_mapping));
-  TRYV(get_array(j, p, "gidMappings", l.gid_mappings, parse_id_mapping));
-  TRYV(parse_time_offsets(j, p, l.time_offsets));
-  TRYV(get_array(j, p, "devices", l.devices, parse_device));
-  TRYV(get(j, p, "cgroupsPath", l.cgroups_path));
-  TRYV(get_object(j, p, "resources", l.resources, parse_resources));
-  TRYV(get(j, p, "rootfsPropagation", l.rootfs_propagation));
-  TRYV(get_object(j, p, "seccomp", l.seccomp, parse_seccomp));
-  TRYV(get(j, p, "sysctl", l.sysctl));
-  TRYV(get(j, p, "maskedPaths", l.masked_paths));
-  TRYV(get(j, p, "readonlyPaths", l.readonly_paths));
-  TRYV(get(j, p, "mountLabel", l.mount_label));
-  TRYV(get_object(j, p, "personality", l.personality, parse_personality));
-  TRY(l.has_intel_rdt, has_object(j, p, "intelRdt"));
-  return ok();
-}
+  template <typename T>
+  void field(const char* key, T S::*m, fields::Emit /*emit*/, int /*out*/ = -1) {
+    if (!st_.ok()) return;
+    if (const json* v = member(obj_, key)) st_ = read_value(*v, child(path_, key), out_.*m);
+  }
 
-Status parse_root_object(const json& j, Spec& s) {
-  const std::string p;
-  TRYV(expect_object(j, p));
-  TRYV(get(j, p, "ociVersion", s.oci_version));
-  TRYV(get_object(j, p, "process", s.process, parse_process));
-  TRYV(get_object(j, p, "root", s.root, parse_root));
-  TRYV(get(j, p, "hostname", s.hostname));
-  TRYV(get(j, p, "domainname", s.domainname));
-  TRYV(get_array(j, p, "mounts", s.mounts, parse_mount));
-  TRYV(get_object(j, p, "hooks", s.hooks, parse_hooks));
-  TRYV(get(j, p, "annotations", s.annotations));
-  TRYV(get_object(j, p, "linux", s.linux_, parse_linux));
-  return ok();
+  void flag_object(const char* key, bool S::*m) {
+    if (!st_.ok()) return;
+    auto r = has_object(obj_, path_, key);
+    if (r.ok())
+      out_.*m = *r;
+    else
+      st_ = std::move(r).error();
+  }
+
+  template <typename Elem>
+  void flag_array(const char* key, bool S::*m) {
+    if (!st_.ok()) return;
+    std::vector<Elem> items;
+    if (const json* v = member(obj_, key)) st_ = read_value(*v, child(path_, key), items);
+    out_.*m = out_.*m || !items.empty();
+  }
+
+  Status status() && { return std::move(st_); }
+
+ private:
+  const json& obj_;
+  const std::string& path_;
+  S& out_;
+  Status st_;
+};
+
+template <typename S>
+Status read_struct(const json& j, const std::string& path, S& out) {
+  TRYV(expect_object(j, path));
+  Reader<S> r(j, path, out);
+  fields::list(r, fields::Of<S>{});
+  return std::move(r).status();
 }
 
 // nlohmann quotes the offending input verbatim ("last read: '...'"), which
@@ -663,7 +349,7 @@ Result<Spec> parse_spec(std::string_view json_text) {
   try {
     json j = json::parse(json_text.begin(), json_text.end());
     Spec s;
-    Status st = parse_root_object(j, s);
+    Status st = read_struct(j, std::string(), s);
     if (!st.ok()) return std::move(st).error().wrap("config.json");
     return s;
   } catch (const json::parse_error& e) {

@@ -1,0 +1,1 @@
+echo 'it'\''s' "$HOME/a b" $(da¨e +%s) `whoami`
