@@ -28,6 +28,11 @@ TEST(GitConfig, ProgramsWithAPath) {
   EXPECT_EQ(paths("[core]\n\tfsmonitor = ./x.sh\n\tpager = less\n\teditor = \"scripts/ed\" -w\n"),
             (std::vector<std::string>{"/ws/x.sh", "/ws/scripts/ed"}));
   EXPECT_EQ(paths("[core]\n\tfsmonitor = true\n"), std::vector<std::string>{});
+  // every path word, not only the first (red team round 6)
+  EXPECT_EQ(paths("[filter \"nb\"]\n\tclean = python3 tools/clean.py --cfg=conf/x.ini\n"),
+            (std::vector<std::string>{"/ws/tools/clean.py", "/ws/conf/x.ini"}));
+  EXPECT_EQ(paths("[core]\n\tpager = env X=1 sh ./p.sh | less\n"),
+            (std::vector<std::string>{"/ws/p.sh"}));
   EXPECT_EQ(paths("[filter \"lfs\"]\n\tclean = tools/clean %f\n\tsmudge = git-lfs smudge\n"),
             (std::vector<std::string>{"/ws/tools/clean"}));
   EXPECT_EQ(paths("[diff \"Bin\"]\n\ttextconv = ./conv\n[merge \"m\"]\n\tdriver = ../m %O\n"),

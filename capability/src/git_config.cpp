@@ -104,14 +104,21 @@ std::string absolute(const std::string& v, const std::string& base, const std::s
   return clean(base + "/" + v);
 }
 
-// The first shell word of a command line (quotes removed; no expansion).
-std::string first_word(const std::string& cmd) {
+// The shell words of a command line (quotes removed; no expansion);
+// ; | & < > ( ) end a word too. An option's value (--opt=VALUE) and an
+// assignment's (X=path) are words.
+std::vector<std::string> words(const std::string& cmd) {
+  std::vector<std::string> out;
   std::string w;
   char q = 0;
-  std::size_t i = 0;
-  while (i < cmd.size() && (cmd[i] == ' ' || cmd[i] == '\t')) i++;
-  for (; i < cmd.size(); i++) {
-    const char c = cmd[i];
+  auto end = [&] {
+    if (w.empty()) return;
+    const auto eq = w.find('=');
+    if (eq != std::string::npos && (w[0] == '-' || w.find('/') > eq)) w = w.substr(eq + 1);
+    if (!w.empty()) out.push_back(w);
+    w.clear();
+  };
+  for (char c : cmd) {
     if (q) {
       if (c == q)
         q = 0;
@@ -119,13 +126,15 @@ std::string first_word(const std::string& cmd) {
         w += c;
     } else if (c == '\'' || c == '"') {
       q = c;
-    } else if (c == ' ' || c == '\t' || c == ';' || c == '|' || c == '&') {
-      break;
+    } else if (c == ' ' || c == '\t' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' ||
+               c == '(' || c == ')' || c == '\n') {
+      end();
     } else {
       w += c;
     }
   }
-  return w;
+  end();
+  return out;
 }
 
 }  // namespace
@@ -218,10 +227,13 @@ std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
         break;
       }
       case GitConfigRef::Kind::program: {
+        // every word that is a path: `python3 tools/clean.py`, `env X=1
+        // tools/c.sh` (red team round 6), not only the first
         std::string cmd = r.value;
         if (!cmd.empty() && cmd[0] == '!') cmd = cmd.substr(1);
-        const std::string w = first_word(cmd);
-        if (w.find('/') != std::string::npos) add(absolute(w, worktree, home));
+        for (const std::string& w : words(cmd))
+          if (w.find('/') != std::string::npos && w.find("://") == std::string::npos)
+            add(absolute(w, worktree, home));
         break;
       }
       case GitConfigRef::Kind::config_file:

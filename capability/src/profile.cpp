@@ -91,6 +91,7 @@ const std::vector<std::string> kProtectedWorkspace = {
     ".git/remotes/",
     ".git/branches/",
     ".git/modules/*/config",
+    ".git/modules/*/config.worktree",
     ".git/modules/*/commondir",
     ".git/modules/*/hooks/",
     ".git/modules/*/info/",

@@ -369,3 +369,67 @@ git add -A . 2>/dev/null; git commit -qm work 2>/dev/null; echo "commit=$?"
     assert not marker.exists(), "the host's git push ran a hook the sandbox wrote"
     assert not (repo / ".git" / "remotes" / "origin").exists()
     assert not (repo / ".git" / "branches" / "origin").exists()
+
+
+def test_no_symlink_or_foreign_file_in_the_own_git_directory(sandbox, repo, workdir):
+    # Red team round 6: `.git/COMMIT_EDITMSG -> config` and a SQUASH_MSG
+    # with a [core] block: the host's `git commit` wrote it into .git/config
+    # through the link; `.git/logs/HEAD -> X` had the host append to X.
+    attack = """
+rm -f .git/COMMIT_EDITMSG; ln -s config .git/COMMIT_EDITMSG; echo "symlink=$?"
+ln -s ../config lnk; mv lnk .git/logs/HEAD; echo "rename=$?"
+mkdir d && mv d .git/d; echo "dir=$?"
+echo t > t && ln t .git/T; echo "link=$?"
+echo b >> a.txt && git commit -qam two && echo "commit=0"
+"""
+    res, evs = sandbox(repo, attack)
+    for step in ["symlink", "rename", "dir", "link"]:
+        assert f"{step}=0" not in res.out, res.out
+    assert "commit=0" in res.out, (res.out, res.err)
+    links = [str(p) for p in (repo / ".git").rglob("*") if p.is_symlink()]
+    assert not links, links
+
+
+def test_the_configs_of_parents_modules_and_worktrees_are_read(sandbox, rt, workdir):
+    # Red team round 6: a monorepo subdirectory as the workspace (the
+    # parent's filter names svc/tools/clean.sh), a program value behind an
+    # interpreter, and two include.path lines (the runtime aborted).
+    mono = workdir / f"mono-{secrets.token_hex(3)}"
+    (mono / "svc" / "tools").mkdir(parents=True)
+    git(mono, "init", "-q")
+    (mono / "svc" / "tools" / "clean.sh").write_text("#!/bin/sh\ncat\n")
+    (mono / "svc" / "tools" / "clean.py").write_text("import sys\n")
+    git(mono, "config", "filter.fx.clean", "svc/tools/clean.sh")
+    git(mono, "config", "filter.nb.clean", "python3 svc/tools/clean.py")
+    git(mono, "config", "include.path", "../a.cfg")
+    git(mono, "config", "--add", "include.path", "../b.cfg")
+    attack = """
+echo x > tools/clean.sh; echo "sh=$?"
+echo x > tools/clean.py; echo "py=$?"
+echo ok > notes.txt && echo "ordinary=0"
+"""
+    res, _ = sandbox(mono / "svc", attack)
+    assert res.rc == 0, (res.out, res.err)
+    assert "sh=0" not in res.out and "py=0" not in res.out, res.out
+    assert "ordinary=0" in res.out
+
+
+def test_a_modules_config_worktree_is_protected(sandbox, repo, workdir):
+    up = workdir / f"up-{secrets.token_hex(3)}"
+    up.mkdir()
+    git(up, "init", "-q")
+    (up / "u").write_text("u\n")
+    git(up, "add", "u")
+    git(up, "commit", "-qm", "u")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(up), "m")
+    git(repo, "commit", "-qm", "m")
+    cw = repo / ".git" / "modules" / "m" / "config.worktree"
+    cw.write_text("")
+    git(repo / "m", "config", "core.hooksPath", ".githooks")
+    attack = """
+printf '[core]\\n\\tfsmonitor = x\\n' >> .git/modules/m/config.worktree; echo "cw=$?"
+mkdir -p m/.githooks 2>/dev/null; echo x > m/.githooks/pre-commit; echo "hooks=$?"
+"""
+    res, _ = sandbox(repo, attack)
+    assert "cw=0" not in res.out and "hooks=0" not in res.out, res.out
+    assert cw.read_text() == ""

@@ -61,28 +61,79 @@ Result<std::string> real_dir(const std::string& p, const char* what) {
   return std::string(buf);
 }
 
+// The git directory a `.git` entry at `at` names: itself when a directory,
+// the "gitdir: X" of a file (X relative to the file's directory); "" else.
+std::string git_dir_of(const std::string& at) {
+  struct stat st;
+  if (::lstat(at.c_str(), &st) < 0) return "";
+  if (S_ISDIR(st.st_mode)) return at;
+  if (!S_ISREG(st.st_mode)) return "";
+  auto text = read_file(at);
+  if (!text.ok() || text->rfind("gitdir: ", 0) != 0) return "";
+  std::string d = text->substr(8);
+  while (!d.empty() && (d.back() == '\n' || d.back() == '\r' || d.back() == ' ')) d.pop_back();
+  if (d.empty()) return "";
+  return d[0] == '/' ? d : at.substr(0, at.rfind('/')) + "/" + d;
+}
+
 // What the host's git runs or reads because its config says so (a hooks
 // directory, a program or an included config file inside the workspace:
 // git_config.hpp): protected like the config's own `protect` entries. The
-// workspace's .git/config, the user's and the system's, and the files they
-// include (8 files at most). A file that cannot be read adds nothing.
+// configs read (16 files at most; one that cannot be read adds nothing):
+// the repository the workspace is in (its own, or a parent's for a
+// subdirectory of a monorepo; a linked worktree's and the main one's:
+// config, config.worktree, and the commondir's), its modules' (with their
+// own worktree), the user's and the system's, and the files they include.
 void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
                               cap::ProfileSet& set) {
-  std::vector<std::string> todo = {ws + "/.git/config", ctx.home + "/.gitconfig",
-                                   ctx.config_home + "/git/config", "/etc/gitconfig"};
+  struct Todo {
+    std::string file, worktree;
+  };
+  std::vector<Todo> todo;
+  // The repository holding the workspace: the nearest .git at or above it.
+  for (std::string r = ws;; r = r.substr(0, r.rfind('/'))) {
+    const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
+    if (!gd.empty()) {
+      const std::string root = r.empty() ? "/" : r;
+      std::vector<std::string> dirs = {gd};
+      if (auto c = read_file(gd + "/commondir"); c.ok()) {
+        std::string cd = *c;
+        while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+        if (!cd.empty()) dirs.push_back(cd[0] == '/' ? cd : gd + "/" + cd);
+      }
+      for (const std::string& d : dirs)
+        for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, root});
+      break;
+    }
+    if (r.empty() || r == "/") break;
+  }
+  // The modules of the workspace's own repository: .git/modules/NAME.
+  if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      const std::string md = ws + "/.git/modules/" + n;
+      todo.push_back({md + "/config", ws + "/" + n});
+      todo.push_back({md + "/config.worktree", ws + "/" + n});
+    }
+    ::closedir(d);
+  }
+  for (const std::string& f :
+       {ctx.home + "/.gitconfig", ctx.config_home + "/git/config", std::string("/etc/gitconfig")})
+    todo.push_back({f, ws});
   std::vector<std::string> seen;
-  for (std::size_t i = 0; i < todo.size() && seen.size() < 8; i++) {
-    const std::string& f = todo[i];
-    if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
-    seen.push_back(f);
-    auto text = read_file(f);
+  for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
+    const Todo t = todo[i];  // a copy: todo grows below
+    if (std::find(seen.begin(), seen.end(), t.file) != seen.end()) continue;
+    auto text = read_file(t.file);
     if (!text.ok() || text->size() > (1 << 20)) continue;
+    seen.push_back(t.file);
     const auto refs = cap::git_config_refs(*text);
-    const std::string dir = f.substr(0, f.rfind('/'));
+    const std::string dir = t.file.substr(0, t.file.rfind('/'));
     for (const cap::GitConfigRef& r : refs) {
-      for (const std::string& p : cap::git_config_paths({r}, ws, dir, ctx.home)) {
-        set.protect.push_back(cap::ConfigPath{p, f + " (" + r.key + ")", {}});
-        if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back(p);
+      for (const std::string& p : cap::git_config_paths({r}, t.worktree, dir, ctx.home)) {
+        set.protect.push_back(cap::ConfigPath{p, t.file + " (" + r.key + ")", {}});
+        if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back({p, t.worktree});
       }
     }
   }

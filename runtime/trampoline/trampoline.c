@@ -633,6 +633,31 @@ static void closefd(long fd) {
   if (fd >= 0) sys6(NR_close, fd, 0, 0, 0, 0, 0);
 }
 
+/* The host's git writes its own files in OWN (COMMIT_EDITMSG, logs/HEAD,
+ * FETCH_HEAD, ...) and follows a symlink it finds there (red team round
+ * 6: `.git/COMMIT_EDITMSG -> config` had the host's commit write a chosen
+ * text into .git/config). Git itself never makes a symlink in OWN, nor
+ * moves a directory or links a file into it from outside: refused. src is
+ * what is moved or linked (dirfd + name), dst where it goes. */
+static int into_own_refused(struct cstate* S, long srcdir, const char* srcname, long dstdir,
+                            const char* dstname) {
+  if (on_private_fs(S, dstdir) || dir_place(S, dstdir) != 2) return 0;
+  if (srcdir >= 0 && dir_place(S, srcdir) == 2) {
+    unsigned long st[18];
+    if (sys6(NR_newfstatat, srcdir, (long)srcname, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)
+      return 0;
+    unsigned int mode = (unsigned int)(st[3] & 0xffffffff);
+    if ((mode & 0170000) != 0120000) return 0; /* within OWN: but a symlink */
+  }
+  char p[PATHMAX];
+  long n = fd_path(dstdir, p, sizeof p - 6);
+  if (n < 0) n = 0;
+  if (n == 0 || p[n - 1] != '/') p[n++] = '/';
+  scopy(p + n, PATHMAX - n, dstname, slen(dstname));
+  refuse_at(S, p, slen(p));
+  return 1;
+}
+
 /* An open: the last symlink followed here (up to 40), then judged. */
 static long do_open(struct cstate* S, long dirfd, int* outfd) {
   char path[PATHMAX], name[PATHMAX], link[PATHMAX];
@@ -731,12 +756,15 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       break;
     case OP_SYMLINK:
       if ((a = parent_of(S, d2, rq.p2, n2)) < 0) return a;
-      ret = judge(S, a, n2) ? -13 : sys6(NR_symlinkat, (long)rq.p1, a, (long)n2, 0, 0, 0);
+      ret = judge(S, a, n2) || into_own_refused(S, -1, "", a, n2)
+                ? -13
+                : sys6(NR_symlinkat, (long)rq.p1, a, (long)n2, 0, 0, 0);
       break;
     case OP_LINK: {
       /* the old file as an fd (following its last symlink only when asked),
        * judged where it is, then linked by /proc/self/fd/N */
       long old, own_old = 1;
+      int old_place = 0; /* where the old file is: 2 in OWN (linking inside OWN) */
       if ((rq.flags & AT_EMPTY_PATH_) && rq.len1 == 0) {
         old = d1; /* the fd is the file itself */
         own_old = 0;
@@ -756,7 +784,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         while (cut > 0 && op[cut - 1] != '/') cut--;
         long pd = sys6(NR_openat, AT_FDCWD_, (long)(cut > 1 ? (op[cut - 1] = 0, op) : "/"),
                        O_PATH_ | O_DIRECTORY_ | O_CLOEXEC_, 0, 0, 0);
-        int bad = pd < 0 || (!on_private_fs(S, pd) && in_foreign_git(S, pd));
+        old_place = pd < 0 ? 1 : on_private_fs(S, pd) ? 0 : dir_place(S, pd);
+        int bad = old_place == 1;
         closefd(pd);
         if (bad) {
           if (own_old) closefd(old);
@@ -767,7 +796,7 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         if (own_old) closefd(old);
         return b;
       }
-      if (judge(S, b, n2)) {
+      if (judge(S, b, n2) || (old_place != 2 && into_own_refused(S, -1, "", b, n2))) {
         ret = -13;
       } else {
         char l[32] = "/proc/self/fd/";
@@ -808,8 +837,11 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
     case OP_RENAME:
       if ((a = parent_of(S, d1, rq.p1, n1)) < 0) return a;
       if ((b = parent_of(S, d2, rq.p2, n2)) < 0) break;
-      if (judge(S, b, n2) || ((rq.flags & RENAME_EXCHANGE_) ? judge(S, a, n1)
-                                                          : (!on_private_fs(S, a) && in_foreign_git(S, a))))
+      if (judge(S, b, n2) ||
+          ((rq.flags & RENAME_EXCHANGE_) ? judge(S, a, n1)
+                                         : (!on_private_fs(S, a) && in_foreign_git(S, a))) ||
+          into_own_refused(S, a, n1, b, n2) ||
+          ((rq.flags & RENAME_EXCHANGE_) && into_own_refused(S, b, n2, a, n1)))
         ret = -13;
       else
         ret = sys6(NR_renameat2, a, (long)n1, b, (long)n2, (long)rq.flags, 0);

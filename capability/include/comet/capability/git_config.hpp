@@ -35,7 +35,7 @@ std::vector<GitConfigRef> git_config_refs(std::string_view text);
 // The absolute paths those values name: a hooks directory (relative to
 // `worktree`) and, when it lies below `worktree`, also the top directory
 // of it there (.husky for .husky/_: husky's hooks run the scripts beside
-// it); a program's first word when it holds a '/' (relative to
+// it); every word of a program's command line that holds a '/' (relative to
 // `worktree`, "~/" to `home`); a config file (relative to `config_dir`,
 // "~/" to `home`). Cleaned ("." and ".." resolved as text).
 std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
