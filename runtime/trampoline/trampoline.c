@@ -393,7 +393,8 @@ static int is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= '
 static int bare_at(const char* p, long n) {
   /* objects/ and refs/, or a commondir file (git then takes objects,
    * refs, config and hooks from where it points) */
-  static const char* const names[] = {"/objects", "/refs", "/commondir", "/HEAD"};
+  /* HEAD first: most directories have none, one fstatat each */
+  static const char* const names[] = {"/HEAD", "/objects", "/refs", "/commondir"};
   char q[PATHMAX];
   unsigned long st[18];
   if (n + 11 > PATHMAX) return 0;
@@ -404,9 +405,12 @@ static int bare_at(const char* p, long n) {
     for (long x = 0; names[k][x]; x++) q[m++] = names[k][x];
     q[m] = 0;
     have[k] = sys6(NR_newfstatat, AT_FDCWD_, (long)q, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0;
+    if (!have[0]) return 0;
   }
-  if (!have[3] || !((have[0] && have[1]) || have[2])) return 0;
-  /* q names HEAD now */
+  if (!((have[1] && have[2]) || have[3])) return 0;
+  long m = n == 1 ? 0 : n; /* q names HEAD again */
+  for (long x = 0; names[0][x]; x++) q[m++] = names[0][x];
+  q[m] = 0;
   char h[48];
   long r = sys6(NR_readlinkat, AT_FDCWD_, (long)q, (long)h, sizeof h, 0, 0);
   if (r >= 0) return r >= 5 && h[0] == 'r' && h[1] == 'e' && h[2] == 'f' && h[3] == 's' && h[4] == '/';
