@@ -380,10 +380,11 @@ rm -f .git/COMMIT_EDITMSG; ln -s config .git/COMMIT_EDITMSG; echo "symlink=$?"
 ln -s ../config lnk; mv lnk .git/logs/HEAD; echo "rename=$?"
 mkdir d && mv d .git/d; echo "dir=$?"
 echo t > t && ln t .git/T; echo "link=$?"
+rm -f .git/COMMIT_EDITMSG; mkfifo .git/COMMIT_EDITMSG; echo "fifo=$?"
 echo b >> a.txt && git commit -qam two && echo "commit=0"
 """
     res, evs = sandbox(repo, attack)
-    for step in ["symlink", "rename", "dir", "link"]:
+    for step in ["symlink", "rename", "dir", "link", "fifo"]:
         assert f"{step}=0" not in res.out, res.out
     assert "commit=0" in res.out, (res.out, res.err)
     links = [str(p) for p in (repo / ".git").rglob("*") if p.is_symlink()]

@@ -751,7 +751,11 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
     case OP_MKDIR:
     case OP_MKNOD:
       if ((a = parent_of(S, d1, rq.p1, n1)) < 0) return a;
-      if (judge(S, a, n1))
+      /* a FIFO or socket in OWN: the host's git would block on, or fail
+       * at, a file it writes there */
+      if (judge(S, a, n1) ||
+          (rq.op == OP_MKNOD && (rq.mode & 0170000) != 0 && (rq.mode & 0170000) != 0100000 &&
+           into_own_refused(S, -1, "", a, n1)))
         ret = -13;
       else if (rq.op == OP_MKDIR)
         ret = sys6(NR_mkdirat, a, (long)n1, (long)rq.mode, 0, 0, 0);
@@ -824,7 +828,7 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         while (m < len - 2 && m < 108 && sa[2 + m]) path[m] = (char)sa[2 + m], m++;
         path[m] = 0;
         if ((a = parent_of(S, d2, path, n1)) < 0) return a;
-        if (judge(S, a, n1)) {
+        if (judge(S, a, n1) || into_own_refused(S, -1, "", a, n1)) {
           ret = -13;
         } else if ((ret = sys6(NR_fchdir, a, 0, 0, 0, 0, 0)) == 0) {
           unsigned char un[110] = {1, 0};
