@@ -42,6 +42,12 @@ TEST(GitConfig, ProgramsWithAPath) {
   EXPECT_EQ(paths("[credential \"https://x\"]\n\thelper = ./cred\n[gpg \"ssh\"]\n\tprogram = "
                   "./sign\n"),
             (std::vector<std::string>{"/ws/cred", "/ws/sign"}));
+  // red team round 7: more keys whose value git runs
+  EXPECT_EQ(paths("[remote \"origin\"]\n\tuploadpack = t/p7.sh\n\treceivepack = t/r.sh\n"
+                  "[difftool \"x\"]\n\tcmd = t/d.sh\n[submodule \"s\"]\n\tupdate = !t/u.sh\n"
+                  "[core]\n\tgitProxy = t/g.sh\n"),
+            (std::vector<std::string>{"/ws/t/p7.sh", "/ws/t/r.sh", "/ws/t/d.sh", "/ws/t/u.sh",
+                                      "/ws/t/g.sh"}));
   EXPECT_EQ(paths("[core]\n\tsshCommand = ./ssh.sh -i k\n[sequence]\n\teditor = ./seq\n"),
             (std::vector<std::string>{"/ws/ssh.sh", "/ws/seq"}));
 }

@@ -34,15 +34,27 @@ GitConfigRef::Kind* kind_of(const std::string& key, const std::string& value,
       return nullptr;
     return *out = K::program, out;
   }
-  static const char* const exact[] = {"core.sshcommand",   "core.editor",     "core.pager",
-                                      "core.askpass",      "sequence.editor", "diff.external",
-                                      "credential.helper", "gpg.program"};
+  static const char* const exact[] = {"core.sshcommand",
+                                      "core.editor",
+                                      "core.pager",
+                                      "core.askpass",
+                                      "sequence.editor",
+                                      "diff.external",
+                                      "credential.helper",
+                                      "gpg.program",
+                                      "core.gitproxy",
+                                      "gpg.ssh.defaultkeycommand",
+                                      "interactive.difffilter"};
   for (const char* e : exact)
     if (key == e) return *out = K::program, out;
   if (glob_key(key, "diff", "textconv") || glob_key(key, "diff", "command") ||
       glob_key(key, "merge", "driver") || glob_key(key, "filter", "clean") ||
       glob_key(key, "filter", "smudge") || glob_key(key, "filter", "process") ||
       glob_key(key, "credential", "helper") || glob_key(key, "gpg", "program") ||
+      glob_key(key, "remote", "uploadpack") || glob_key(key, "remote", "receivepack") ||
+      glob_key(key, "difftool", "cmd") || glob_key(key, "mergetool", "cmd") ||
+      glob_key(key, "guitool", "cmd") || glob_key(key, "browser", "cmd") ||
+      (glob_key(key, "submodule", "update") && !value.empty() && value[0] == '!') ||
       key.rfind("pager.", 0) == 0)
     return *out = K::program, out;
   if (key.rfind("alias.", 0) == 0 && !value.empty() && value[0] == '!')

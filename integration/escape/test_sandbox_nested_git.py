@@ -434,3 +434,33 @@ mkdir -p m/.githooks 2>/dev/null; echo x > m/.githooks/pre-commit; echo "hooks=$
     res, _ = sandbox(repo, attack)
     assert "cw=0" not in res.out and "hooks=0" not in res.out, res.out
     assert cw.read_text() == ""
+
+
+def test_an_index_naming_git_paths_is_moved_aside(sandbox, repo, workdir):
+    # Red team round 7: a hand-made .git/index with the entry
+    # .git/hooks/post-checkout; the host's `git restore .` wrote the hook.
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    prog = textwrap.dedent(f"""
+        import hashlib, subprocess
+        h = subprocess.run(["git", "hash-object", "-w", "--stdin"], input=b"#!/bin/sh\\ntouch {marker}\\n",
+                           capture_output=True, check=True).stdout.decode().strip()
+        subprocess.run(["git", "update-index", "--add", "--cacheinfo",
+                        f"100755,{{h}},.AAA/hooks/post-checkout"], check=True)
+        d = open(".git/index", "rb").read()[:-20]
+        d = d.replace(b".AAA/hooks/post-checkout", b".git/hooks/post-checkout")
+        open(".git/index", "wb").write(d + hashlib.sha1(d).digest())
+        print("planted")
+        """)
+    res, evs = sandbox(repo, ["python3", "-c", prog])
+    assert "planted" in res.out, (res.out, res.err)
+    assert (repo / ".git" / "index.comet-refused").exists()
+    git(repo, "restore", ".", check=False)
+    git(repo, "checkout", "--", ".", check=False)
+    assert not (repo / ".git" / "hooks" / "post-checkout").exists()
+    assert any(".git/hooks/post-checkout" in e["requested"] for e in git_events(evs)), evs
+    # and an ordinary index (v2 and v4) is left alone
+    res, _ = sandbox(repo, "echo more >> a.txt && git add a.txt && echo ok")
+    assert "ok" in res.out
+    git(repo, "update-index", "--index-version", "4", check=False)
+    res, _ = sandbox(repo, "echo again >> a.txt && git add a.txt && echo ok4")
+    assert "ok4" in res.out and (repo / ".git" / "index").exists()

@@ -330,4 +330,89 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
   return o;
 }
 
+namespace {
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
+}
+
+bool has_dot_git(const std::string& path) {
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j - i == 4 && path[i] == '.' && (path[i + 1] | 0x20) == 'g' &&
+        (path[i + 2] | 0x20) == 'i' && (path[i + 3] | 0x20) == 't')
+      return true;
+    i = j + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string git_index_dot_git_entry(const std::string& index, bool sha256, bool* bad) {
+  *bad = false;
+  UniqueFd f(::open(index.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!f) {
+    *bad = errno != ENOENT;
+    return "";
+  }
+  std::string d;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(f.get(), buf, sizeof buf)) > 0;) {
+    d.append(buf, static_cast<std::size_t>(n));
+    if (d.size() > (std::size_t{256} << 20)) break;
+  }
+  const auto* u = reinterpret_cast<const unsigned char*>(d.data());
+  if (d.size() < 12 || d.compare(0, 4, "DIRC") != 0) {
+    *bad = !d.empty();
+    return "";
+  }
+  const std::uint32_t version = be32(u + 4), count = be32(u + 8);
+  if (version < 2 || version > 4) {
+    *bad = true;
+    return "";
+  }
+  const std::size_t hash = sha256 ? 32 : 20;
+  std::size_t at = 12;
+  std::string prev;
+  for (std::uint32_t k = 0; k < count; k++) {
+    const std::size_t start = at;
+    if (at + 40 + hash + 2 > d.size()) break;
+    at += 40 + hash;
+    const unsigned flags = (unsigned{u[at]} << 8) | u[at + 1];
+    at += 2;
+    if (version >= 3 && (flags & 0x4000)) at += 2;
+    std::string path;
+    if (version == 4) {
+      // prefix compression: a varint of bytes to drop from the previous path
+      std::size_t strip = 0;
+      if (at >= d.size()) break;
+      unsigned char c = u[at++];
+      strip = c & 0x7f;
+      while ((c & 0x80) && at < d.size()) {
+        c = u[at++];
+        strip = ((strip + 1) << 7) | (c & 0x7f);
+      }
+      const std::size_t nul = d.find('\0', at);
+      if (nul == std::string::npos || strip > prev.size()) break;
+      path = prev.substr(0, prev.size() - strip) + d.substr(at, nul - at);
+      at = nul + 1;
+    } else {
+      const std::size_t nul = d.find('\0', at);
+      if (nul == std::string::npos) break;
+      path = d.substr(at, nul - at);
+      // entries are padded with 1-8 NULs to a multiple of 8 bytes
+      at = start + ((at - start + path.size() + 8) & ~std::size_t{7});
+    }
+    if (has_dot_git(path)) return path;
+    prev = std::move(path);
+    if (k + 1 == count) return "";
+  }
+  *bad = count != 0;
+  return "";
+}
+
 }  // namespace comet::runtime

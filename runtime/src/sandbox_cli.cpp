@@ -118,8 +118,10 @@ void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& 
     }
     ::closedir(d);
   }
-  for (const std::string& f :
-       {ctx.home + "/.gitconfig", ctx.config_home + "/git/config", std::string("/etc/gitconfig")})
+  // ~/.config/git/config too when XDG_CONFIG_HOME says otherwise: the
+  // host's git may run without it (red team round 7)
+  for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
+                               ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
     todo.push_back({f, ws});
   std::vector<std::string> seen;
   for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {

@@ -30,6 +30,7 @@
 #include "comet/runtime/child.hpp"
 #include "comet/runtime/confine.hpp"
 #include "comet/runtime/container.hpp"
+#include "comet/runtime/create_rule.hpp"
 #include "comet/runtime/log.hpp"
 #include "comet/runtime/plan.hpp"
 #include "comet/runtime/reporter.hpp"
@@ -634,6 +635,51 @@ Result<UniqueFd> detached_tmpfs() {
 }
 
 // One line per surface on stderr: what the sandbox refused.
+// The git rule's last look, once nothing of the sandbox runs: an index of
+// the workspace's own repository with an entry naming a ".git" path (which
+// git's own path check refuses) would have the host's `git restore .`
+// write .git/config or a hook (red team round 7). Such an index, or one
+// that cannot be read, is moved aside (index.comet-refused), said on
+// stderr and reported (fs.write).
+void check_git_index(const std::vector<std::string>& own, const std::string& id,
+                     const std::string& events_dir, const std::string& deliver) {
+  for (const std::string& g : own) {
+    bool sha256 = false;
+    if (auto c = read_file(g + "/config"); c.ok()) {
+      std::string t = *c;
+      std::transform(t.begin(), t.end(), t.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
+      t.erase(std::remove_if(t.begin(), t.end(), [](char ch) { return ch == ' ' || ch == '\t'; }),
+              t.end());
+      sha256 = t.find("objectformat=sha256") != std::string::npos;
+    }
+    const std::string idx = g + "/index";
+    bool bad = false;
+    const std::string entry = git_index_dot_git_entry(idx, sha256, &bad);
+    if (entry.empty() && !bad) continue;
+    const std::string to = idx + ".comet-refused";
+    const bool moved = ::rename(idx.c_str(), to.c_str()) == 0;
+    const std::string what =
+        entry.empty() ? "an index git cannot read safely" : "an entry " + entry;
+    log::warn("sandbox: " + idx + " holds " + what + ", which the host's git would write into " +
+              "the git directory; " +
+              (moved ? "moved to " + to
+                     : "could not move it: do not run "
+                       "`git restore`/`checkout` there"));
+    if (events_dir.empty()) continue;
+    violations::Event e;
+    e.container = id;
+    e.surface = "fs.write";
+    e.requested = idx + (entry.empty() ? "" : ": " + entry);
+    e.matched_entry = "git repository";
+    e.syscall = "";
+    e.pid = 1;
+    e.err = EACCES;
+    (void)violations::append_event(events_dir, e);
+    if (!deliver.empty()) violations::deliver_line(deliver, violations::to_json_line(e));
+  }
+}
+
 void summarize_events(const std::string& dir, const std::string& deliver) {
   auto text = read_file(join_path(dir, violations::kEventsFile));
   if (!text.ok() || text->empty()) return;
@@ -648,7 +694,10 @@ void summarize_events(const std::string& dir, const std::string& deliver) {
     if (!j.is_object() || j.value("type", "") != "capability_violation") continue;
     Surface& s = by[j.value("surface", "?")];
     s.n += 1 + j.value("repeated", 0L);
-    if (s.first.empty()) s.first = j.value("requested", "") + " (" + j.value("syscall", "") + ")";
+    if (s.first.empty()) {
+      const std::string sc = j.value("syscall", "");
+      s.first = j.value("requested", "") + (sc.empty() ? "" : " (" + sc + ")");
+    }
   }
   for (const auto& [surface, s] : by)
     log::warn("sandbox: refused " + std::to_string(s.n) + " " + surface + " action" +
@@ -978,6 +1027,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
     // The reporter ends once the last confined process is gone.
     if (!wait_reporter_threads(3000))
       log::warn("sandbox: the violation reporter did not finish; events may be missing");
+    if (policy->git_own) check_git_index(*policy->git_own, l.id, events_path, l.events);
     summarize_events(events_path, l.events);
   }
   const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);

@@ -28,8 +28,11 @@ struct GitConfigRef {
 // core.pager, core.askPass, sequence.editor, diff.external,
 // diff.*.textconv, diff.*.command, merge.*.driver, filter.*.clean,
 // filter.*.smudge, filter.*.process, credential.helper,
-// credential.*.helper, gpg.program, gpg.*.program, pager.*, and alias.*
-// that start with "!". Malformed lines are skipped.
+// credential.*.helper, gpg.program, gpg.*.program, pager.*, core.gitProxy,
+// gpg.ssh.defaultKeyCommand, interactive.diffFilter, remote.*.uploadpack,
+// remote.*.receivepack, difftool.*.cmd, mergetool.*.cmd, guitool.*.cmd,
+// browser.*.cmd, and alias.* and submodule.*.update that start with "!".
+// Malformed lines are skipped.
 std::vector<GitConfigRef> git_config_refs(std::string_view text);
 
 // The absolute paths those values name: a hooks directory (relative to
