@@ -641,9 +641,39 @@ Result<UniqueFd> detached_tmpfs() {
 // write .git/config or a hook (red team round 7). Such an index, or one
 // that cannot be read, is moved aside (index.comet-refused), said on
 // stderr and reported (fs.write).
-void check_git_index(const std::vector<std::string>& own, const std::string& id,
-                     const std::string& events_dir, const std::string& deliver) {
-  for (const std::string& g : own) {
+// An index as it was: it is read at the end only when it changed (a large
+// repository's index is megabytes).
+struct IndexStamp {
+  bool there = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  struct timespec mtime = {}, ctime = {};
+  bool operator==(const IndexStamp& o) const {
+    return there == o.there && dev == o.dev && ino == o.ino && size == o.size &&
+           mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+           ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+IndexStamp index_stamp(const std::string& git_dir) {
+  IndexStamp t;
+  struct stat st;
+  if (::lstat((git_dir + "/index").c_str(), &st) < 0) return t;
+  t.there = true;
+  t.dev = st.st_dev;
+  t.ino = st.st_ino;
+  t.size = st.st_size;
+  t.mtime = st.st_mtim;
+  t.ctime = st.st_ctim;
+  return t;
+}
+
+void check_git_index(const std::vector<std::string>& own, const std::vector<IndexStamp>& before,
+                     const std::string& id, const std::string& events_dir,
+                     const std::string& deliver) {
+  for (std::size_t k = 0; k < own.size(); k++) {
+    const std::string& g = own[k];
+    if (k < before.size() && index_stamp(g) == before[k]) continue;  // untouched
     bool sha256 = false;
     if (auto c = read_file(g + "/config"); c.ok()) {
       std::string t = *c;
@@ -990,6 +1020,9 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   UniqueFd sigfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
   if (!sigfd) return Error::sys(errno, "signalfd");
 
+  std::vector<IndexStamp> index_before;  // the git rule's last look (check_git_index)
+  if (policy->git_own)
+    for (const std::string& g : *policy->git_own) index_before.push_back(index_stamp(g));
   TRY(long pid, clone_into(ctx.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
   if (pid == 0) {
     sync_parent.reset();
@@ -1027,7 +1060,8 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
     // The reporter ends once the last confined process is gone.
     if (!wait_reporter_threads(3000))
       log::warn("sandbox: the violation reporter did not finish; events may be missing");
-    if (policy->git_own) check_git_index(*policy->git_own, l.id, events_path, l.events);
+    if (policy->git_own)
+      check_git_index(*policy->git_own, index_before, l.id, events_path, l.events);
     summarize_events(events_path, l.events);
   }
   const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
