@@ -1010,6 +1010,10 @@ __attribute__((noreturn)) static void init_main(long argc, char** argv) {
     if (info[0] != 17 /* SIGCHLD: reap above */) sys6(NR_kill, agent, info[0], 0, 0, 0, 0);
   }
   long code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
+  /* The git rule's calls end with the agent: a reporter waiting on one
+   * gets the hang-up at once (it refuses), not after its timeout while we
+   * wait on it below. */
+  closefd(create);
   if (same(argv[3], "dns")) dns_barrier();
   if (!reporter_barrier(reporter) || violated(events)) code = 3;
   sys_exit_group(code);
