@@ -137,7 +137,7 @@ def _bpffs_state() -> dict:
 
 
 def _leave_bpffs_as_found(before: dict) -> None:
-    """The fs events program (runtime/src/fswatch.cpp) pins itself under
+    """The fs events program (runtime/reporting/src/fswatch.cpp) pins itself under
     /sys/fs/bpf/comet-runtime and mounts bpffs there when nothing has: the
     suite takes away what it added (this build's pins and link, its
     detacher, bpffs), as the machine was before it. Other builds' pins are

@@ -1,4 +1,4 @@
-"""`comet-runtime sandbox`'s direct launch (runtime/src/sandbox_launch.cpp,
+"""`comet-runtime sandbox`'s direct launch (runtime/sandbox/src/sandbox_launch.cpp,
 docs/sandbox.md): signals reach the command through its init, the sandbox
 dies with the runtime and leaves nothing behind, limits hold, and the
 command keeps the caller's terminal while TIOCSTI is refused.

@@ -1,7 +1,7 @@
 // devices_bpf: the generated cgroup2 device program, run through the pure
 // evaluator (no root), then loaded, attached and enforced by the kernel
 // (root only: skipped otherwise).
-#include "comet/runtime/devices_bpf.hpp"
+#include "comet/host/devices_bpf.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comet/runtime/mount_optmap.hpp"
+#include "comet/lifecycle/mount_optmap.hpp"
 
 namespace {
 

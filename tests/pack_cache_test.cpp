@@ -14,8 +14,8 @@
 #include <functional>
 #include <set>
 
-#include "comet/runtime/pack_cache.hpp"
-#include "comet/runtime/sys.hpp"
+#include "comet/base/sys.hpp"
+#include "comet/pack/pack_cache.hpp"
 
 using namespace comet;
 using namespace comet::runtime;

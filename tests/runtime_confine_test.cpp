@@ -1,5 +1,5 @@
 // confine.hpp: the ELF interpreter reader (pure) and the Landlock probe.
-#include "comet/runtime/confine.hpp"
+#include "comet/lifecycle/confine.hpp"
 
 #include <elf.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // classify_fs(), absolute_in_task() and resolve_in_root()
-// (runtime/include/comet/runtime/fswatch.hpp): which failed path calls are
+// (runtime/reporting/include/comet/reporting/fswatch.hpp): which failed path calls are
 // fs.read / fs.write violations, and where a path leads. No root, no BPF.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "comet/base/fd.hpp"
-#include "comet/runtime/fswatch.hpp"
+#include "comet/reporting/fswatch.hpp"
 
 namespace comet::runtime {
 namespace {

@@ -23,8 +23,8 @@
 #include <set>
 #include <thread>
 
-#include "comet/runtime/hostroot.hpp"
-#include "comet/runtime/sys.hpp"
+#include "comet/base/sys.hpp"
+#include "comet/pack/hostroot.hpp"
 
 using namespace comet;
 using namespace comet::runtime;

@@ -7,13 +7,13 @@
 #include <signal.h>
 #include <sys/mount.h>
 
+#include "comet/base/sys.hpp"
+#include "comet/host/cgroups.hpp"
+#include "comet/host/state_store.hpp"
+#include "comet/lifecycle/container.hpp"
+#include "comet/lifecycle/mounts.hpp"
+#include "comet/lifecycle/plan.hpp"
 #include "comet/oci/spec.hpp"
-#include "comet/runtime/cgroups.hpp"
-#include "comet/runtime/container.hpp"
-#include "comet/runtime/mounts.hpp"
-#include "comet/runtime/plan.hpp"
-#include "comet/runtime/state_store.hpp"
-#include "comet/runtime/sys.hpp"
 
 using namespace comet;
 using namespace comet::runtime;
@@ -215,7 +215,7 @@ TEST(Paths, CleanAndJoin) {
 // Agent- or pack-chosen text on the caller's terminal (issue 21, red teams
 // 3 and 4): shown, never obeyed.
 TEST(VisibleControls, CaretForTheTeeAndHexForLogs) {
-  using comet::runtime::visible_controls;
+  using comet::visible_controls;
   EXPECT_EQ(visible_controls("a\tb\nc\r", true), "a\tb\nc\r");
   EXPECT_EQ(visible_controls("\x1b]0;T\x07", true), "^[]0;T^G");
   EXPECT_EQ(visible_controls("\x1b]0;T\x07", false), "\\x1b]0;T\\x07");

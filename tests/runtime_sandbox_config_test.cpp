@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "comet/runtime/sandbox_config.hpp"
+#include "comet/sandbox/sandbox_config.hpp"
 
 namespace fs = std::filesystem;
 using namespace comet;

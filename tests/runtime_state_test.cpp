@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "comet/runtime/state_store.hpp"
-#include "comet/runtime/sys.hpp"
+#include "comet/base/sys.hpp"
+#include "comet/host/state_store.hpp"
 
 using namespace comet;
 using namespace comet::runtime;

@@ -1,5 +1,5 @@
 // The parent/child sync protocol (sync.hpp) over a real SOCK_SEQPACKET pair.
-#include "comet/runtime/sync.hpp"
+#include "comet/lifecycle/sync.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>

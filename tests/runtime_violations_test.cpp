@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comet/capability/profile.hpp"
-#include "comet/runtime/violations.hpp"
+#include "comet/reporting/violations.hpp"
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
 

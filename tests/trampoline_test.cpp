@@ -1,6 +1,6 @@
 // The exec trampoline: the embedded image, the sealed memfd, and exec
 // through it (forked children; no root needed).
-#include "comet/runtime/trampoline.hpp"
+#include "comet/lifecycle/trampoline.hpp"
 
 #include <elf.h>
 #include <fcntl.h>

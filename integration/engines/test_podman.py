@@ -263,7 +263,7 @@ def test_user_namespace(pm):
 
 START_RACE_BUG = (
     "comet-runtime `start` opens the exec fifo, which lets the init exec the container's process, before it takes "
-    "a pidfd of the init (runtime/src/ops.cpp start_container: open(exec.fifo) ... PidFd::open(rec.pid)). A process "
+    "a pidfd of the init (runtime/lifecycle/src/ops.cpp start_container: open(exec.fifo) ... PidFd::open(rec.pid)). A process "
     "that exits at once and is reaped by the engine's subreaper (conmon here, the containerd shim alike) in between "
     "makes `comet-runtime start ID` fail with 'container init PID: ESRCH (No such process)' although the process "
     "ran: `podman run --rm IMAGE true` exits 126 with \"`.../comet-runtime start ID` failed: exit status 1\". "

@@ -1,5 +1,5 @@
 """Where the runtime under test keeps its fs events program
-(runtime/src/fswatch.cpp): its pins, its detacher's pid file. Each build's
+(runtime/reporting/src/fswatch.cpp): its pins, its detacher's pid file. Each build's
 program is pinned under the first 16 hex digits of the sha256 of its object
 (built beside the binary), so other versions of the runtime on this machine
 have their own and are left alone."""

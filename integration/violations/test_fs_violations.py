@@ -1,5 +1,5 @@
 """fs.read / fs.write capability_violation events (issue 6, docs/events.md):
-the BPF program on sys_exit (runtime/bpf/fswatch.bpf.c) reports a failed
+the BPF program on sys_exit (runtime/reporting/bpf/fswatch.bpf.c) reports a failed
 path call of the agent's; the reporter decides (classify_fs) what is a
 violation. Per case the agent (integration/pack/packprobe.c) does the act;
 the test checks the errno it saw, exactly one event with every field right,

@@ -27,7 +27,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "comet/runtime/helper_confine.hpp"
+#include "comet/lifecycle/helper_confine.hpp"
 
 namespace {
 

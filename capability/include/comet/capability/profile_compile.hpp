@@ -2,7 +2,7 @@
 // config that runs the command against the host's own filesystem.
 //
 // compile_profile() is pure (no syscalls, no environment, no clock): the
-// runtime side (runtime/src/sandbox_config.cpp) gathers the host facts it
+// runtime side (runtime/sandbox/src/sandbox_config.cpp) gathers the host facts it
 // needs (the entries of "/", and lstat/realpath of every path the profile
 // names) and passes them in; tests pin the output with golden files
 // (tests/data/capability/sandbox/).

@@ -90,7 +90,8 @@ oci::Seccomp docker_default_profile() noexcept;
 //                 asks for): EPERM. AF_VSOCK, AF_PACKET, AF_BLUETOOTH, ...
 //                 leave the host outside netfilter.
 // Integer arguments are compared as the 32-bit values the kernel reads.
-//   notify        report violations (runtime/src/reporter.hpp): every rule
+//   notify        report violations (runtime/reporting/include/comet/reporting/reporter.hpp): every
+//   rule
 //                 above except clone3 is SCMP_ACT_NOTIFY instead of
 //                 SCMP_ACT_ERRNO, same conditions; the listener path is the
 //                 placeholder kReporterListener (the runtime's own reporter

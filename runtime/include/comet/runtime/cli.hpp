@@ -1,3 +1,0 @@
-#pragma once
-
-#include "comet/runtime/selfexe.hpp"

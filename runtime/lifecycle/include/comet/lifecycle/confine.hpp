@@ -1,0 +1,62 @@
+// Confinement beyond OCI (capability/policy.hpp): the parent plans it, the
+// child applies it last, right before execve.
+//
+//   parent  plan_confinement(): a base seccomp filter when the config has
+//           none (Docker-like), the lock-down filter stacked on it, and the
+//           Landlock exec lock's list of executable paths (the interpreter
+//           and the ELF loader it names, resolved inside the rootfs)
+//   child   apply_landlock(): a ruleset that handles the execute right and
+//           grants it on those files only, plus (ABI >= 6) the scoping of
+//           abstract unix sockets and signals; then the filters load
+//
+// Fail-closed: a policy that asks for a layer this kernel lacks (Landlock
+// for the exec lock) is a create error, never a weaker sandbox.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comet/base/result.hpp"
+#include "comet/capability/policy.hpp"
+#include "comet/lifecycle/child.hpp"
+#include "comet/oci/spec.hpp"
+#include "comet/seccomp/seccomp.hpp"
+
+namespace comet::runtime {
+
+// The running kernel's Landlock ABI version, 0 when Landlock is absent or
+// disabled.
+int landlock_abi() noexcept;
+
+// The ELF program interpreter (PT_INTERP) named by an executable's bytes,
+// "" for a static binary. Errors for anything that is not a 64-bit ELF.
+Result<std::string> elf_interpreter(std::string_view bytes);
+
+// The file a config's command names, as the exec lock sees it:
+// process.args[0] when it has a slash (joined to process.cwd when
+// relative), else found on the process's PATH inside the rootfs (an
+// executable regular file, symlinks resolved inside it). The exec lock of a
+// config whose capabilities came without a policy `exec` list (an engine's:
+// podman --annotation, pod annotations) is this file and what it loads.
+Result<std::string> command_in_rootfs(const oci::Process& proc, const std::string& rootfs);
+
+// Whether a policy exec list names the command (the same string, or the
+// same file inside the rootfs).
+bool exec_list_names(const std::vector<std::string>& list, const std::string& cmd,
+                     const std::string& rootfs);
+std::string quote_list(const std::vector<std::string>& list);
+
+// The config's own seccomp filter (linux.seccomp), compiled into ctx. A
+// filter with a notify listener is refused with `listener_refusal` when
+// one is given (exec, sandbox: nothing would receive it).
+Status compile_config_seccomp(const oci::Linux& lx, ChildContext& ctx,
+                              const char* listener_refusal = nullptr);
+
+Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
+                        const oci::Linux& lx, ChildContext& ctx);
+
+// Child side (noexcept, no allocation): returns 0 or an errno, with the
+// path that failed in *failed (or nullptr).
+int apply_landlock(const ChildContext& ctx, const char** failed) noexcept;
+
+}  // namespace comet::runtime

@@ -1,0 +1,122 @@
+// Pure: OCI mounts -> MountOps, with libmount's option names
+// (mount_optmap.hpp).
+#include <linux/mount.h>
+#include <sys/mount.h>
+
+#include <cstring>
+
+#include "comet/base/sys.hpp"
+#include "comet/lifecycle/mount_optmap.hpp"
+#include "comet/lifecycle/mounts.hpp"
+
+namespace comet::runtime {
+namespace {
+
+constexpr unsigned long kPropagation = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+
+struct RecAttr {
+  const char* name;
+  unsigned long long attr;
+  bool clear;
+};
+// runc's recursive attributes (runtime-spec "rro" & co.), applied with
+// mount_setattr(AT_RECURSIVE).
+constexpr RecAttr kRecAttrs[] = {
+    {"rro", MOUNT_ATTR_RDONLY, false},
+    {"rrw", MOUNT_ATTR_RDONLY, true},
+    {"rnosuid", MOUNT_ATTR_NOSUID, false},
+    {"rsuid", MOUNT_ATTR_NOSUID, true},
+    {"rnodev", MOUNT_ATTR_NODEV, false},
+    {"rdev", MOUNT_ATTR_NODEV, true},
+    {"rnoexec", MOUNT_ATTR_NOEXEC, false},
+    {"rexec", MOUNT_ATTR_NOEXEC, true},
+    {"rnodiratime", MOUNT_ATTR_NODIRATIME, false},
+    {"rdiratime", MOUNT_ATTR_NODIRATIME, true},
+    {"rnoatime", MOUNT_ATTR_NOATIME, false},
+    {"rstrictatime", MOUNT_ATTR_STRICTATIME, false},
+    {"rrelatime", MOUNT_ATTR_RELATIME, false},
+};
+
+const MountOptName* find_opt(const std::string& name) {
+  for (const MountOptName& m : linux_mount_opts())
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
+  MountOptions o;
+  for (const auto& opt : opts) {
+    if (opt.empty()) continue;
+    if (opt == "bind") {
+      o.bind = true;
+      continue;
+    }
+    if (opt == "rbind") {
+      o.bind = o.recursive_bind = true;
+      continue;
+    }
+    if (opt == "tmpcopyup") {
+      o.tmpcopyup = true;
+      continue;
+    }
+    if (opt == "idmap" || opt == "ridmap")
+      return Error::msg("mount option \"" + opt + "\": idmapped mounts are not supported");
+    bool rec = false;
+    for (const auto& r : kRecAttrs) {
+      if (opt == r.name) {
+        (r.clear ? o.rec_attr_clr : o.rec_attr_set) |= r.attr;
+        rec = true;
+      }
+    }
+    if (rec) continue;
+    if (const MountOptName* m = find_opt(opt)) {
+      unsigned long f = m->flag;
+      if (f & kPropagation) {
+        o.propagation = f;  // includes MS_REC for the r* forms
+        continue;
+      }
+      if (m->invert)
+        o.flags &= ~f;
+      else
+        o.flags |= f;
+      continue;
+    }
+    if (!o.data.empty()) o.data += ',';
+    o.data += opt;
+  }
+  o.flags &= ~(MS_BIND | MS_REC);
+  return o;
+}
+
+Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::string& bundle) {
+  std::vector<MountOp> ops;
+  for (size_t i = 0; i < spec.mounts.size(); i++) {
+    const auto& m = spec.mounts[i];
+    std::string field = "mounts[" + std::to_string(i) + "]";
+    if (m.destination.empty() || m.destination[0] != '/')
+      return Error::msg(field + ".destination \"" + m.destination + "\": must be an absolute path");
+    if (m.has_idmap) return Error::msg(field + ": idmapped mounts are not supported");
+    MountOp op;
+    auto opt = parse_mount_options(m.options);
+    if (!opt.ok()) return std::move(opt).error().wrap(field);
+    op.opt = std::move(*opt);
+    op.dest = clean_path(m.destination);
+    op.type = m.type;
+    op.source = m.source;
+    if (op.type == "bind") op.opt.bind = true;
+    if (op.opt.bind) {
+      op.type = "bind";
+      if (!op.source.empty() && op.source[0] != '/') op.source = join_path(bundle, op.source);
+      if (op.source.empty()) return Error::msg(field + ".source: a bind mount needs a source");
+    }
+    if (op.type == "cgroup" || op.type == "cgroup2") op.cgroup = true;
+    if (op.type.empty() && !op.opt.bind)
+      return Error::msg(field + ".type: required for a non-bind mount to " + m.destination);
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+}  // namespace comet::runtime

@@ -1,0 +1,221 @@
+// Spec -> ChildContext: every decision the child will act on, made here in
+// the parent where errors can still be reported with the field name.
+#include "comet/lifecycle/plan.hpp"
+
+#include <sched.h>
+#include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "comet/base/sys.hpp"
+#include "comet/host/log.hpp"
+
+namespace comet::runtime {
+namespace {
+
+struct NsType {
+  const char* name;
+  int flag;
+};
+constexpr NsType kNamespaces[] = {
+    {"user", CLONE_NEWUSER},     {"pid", CLONE_NEWPID},   {"network", CLONE_NEWNET},
+    {"mount", CLONE_NEWNS},      {"ipc", CLONE_NEWIPC},   {"uts", CLONE_NEWUTS},
+    {"cgroup", CLONE_NEWCGROUP}, {"time", CLONE_NEWTIME},
+};
+
+struct RlimitName {
+  const char* name;
+  int res;
+};
+constexpr RlimitName kRlimits[] = {
+    {"RLIMIT_AS", RLIMIT_AS},
+    {"RLIMIT_CORE", RLIMIT_CORE},
+    {"RLIMIT_CPU", RLIMIT_CPU},
+    {"RLIMIT_DATA", RLIMIT_DATA},
+    {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+    {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+    {"RLIMIT_NICE", RLIMIT_NICE},
+    {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+    {"RLIMIT_NPROC", RLIMIT_NPROC},
+    {"RLIMIT_RSS", RLIMIT_RSS},
+    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+    {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+    {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+    {"RLIMIT_STACK", RLIMIT_STACK},
+};
+
+// Unknown names are skipped with a warning, as runc does: an unknown name
+// can only ever grant less.
+Result<uint64_t> cap_mask(const std::vector<std::string>& names, const std::string& field) {
+  uint64_t m = 0;
+  for (size_t i = 0; i < names.size(); i++) {
+    cap_value_t v;
+    std::string lower = names[i];
+    for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (cap_from_name(lower.c_str(), &v) < 0 || lower.rfind("cap_", 0) != 0) {
+      log::warn(field + ": ignoring unknown or unavailable capability " + names[i]);
+      continue;
+    }
+    if (v > CAP_LAST_CAP) {
+      // Known to libcap but not to this kernel: runc warns and skips.
+      continue;
+    }
+    m |= 1ULL << v;
+  }
+  return m;
+}
+
+}  // namespace
+
+int namespace_flag(const std::string& type) {
+  for (auto& n : kNamespaces)
+    if (type == n.name) return n.flag;
+  return 0;
+}
+
+Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
+  ChildContext c;
+  const oci::Process& p = *spec.process;
+  const oci::Linux empty_linux;
+  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+
+  if (!p.apparmor_profile.empty())
+    return Error::msg("process.apparmorProfile \"" + p.apparmor_profile +
+                      "\": AppArmor is not supported by this runtime");
+  if (!p.selinux_label.empty())
+    return Error::msg("process.selinuxLabel \"" + p.selinux_label +
+                      "\": SELinux is not supported by this runtime");
+  if (!lx.mount_label.empty())
+    return Error::msg("linux.mountLabel \"" + lx.mount_label +
+                      "\": SELinux is not supported by this runtime");
+  if (p.has_io_priority) return Error::msg("process.ioPriority: not supported by this runtime");
+  if (p.has_scheduler) return Error::msg("process.scheduler: not supported by this runtime");
+  if (p.has_exec_cpu_affinity)
+    return Error::msg("process.execCPUAffinity: not supported by this runtime");
+  if (lx.has_intel_rdt) return Error::msg("linux.intelRdt: not supported by this runtime");
+
+  // Namespaces: user joins first, so later setns calls have its privileges.
+  for (const auto& ns : lx.namespaces) {
+    int flag = namespace_flag(ns.type);
+    if (!flag) return Error::msg("linux.namespaces: unknown namespace type \"" + ns.type + "\"");
+    if (ns.path.empty()) {
+      c.new_ns_flags |= flag;
+    } else {
+      JoinNs j{flag, ns.path, -1};
+      if (flag == CLONE_NEWUSER)
+        c.joins.insert(c.joins.begin(), j);
+      else
+        c.joins.push_back(j);
+    }
+    if (flag == CLONE_NEWUSER) c.userns = true;
+  }
+  c.cgroupns = c.new_ns_flags & CLONE_NEWCGROUP;
+  c.time_offsets = lx.time_offsets;
+  c.slow_path = !c.joins.empty() || (c.new_ns_flags & CLONE_NEWTIME);
+
+  c.rootfs = in.rootfs;
+  c.rootfs_readonly = spec.root && spec.root->readonly;
+  c.no_pivot = in.no_pivot;
+  if (!lx.rootfs_propagation.empty()) {
+    auto o = parse_mount_options({lx.rootfs_propagation});
+    if (!o.ok() || !o->propagation)
+      return Error::msg("linux.rootfsPropagation \"" + lx.rootfs_propagation +
+                        "\": unknown propagation");
+    c.rootfs_propagation = o->propagation;
+  }
+  TRY(c.mounts, plan_mounts(spec, in.bundle));
+  for (auto& m : c.mounts)
+    if (m.dest == "/dev" && m.type == "tmpfs") c.dev_is_tmpfs = true;
+  if (!(c.new_ns_flags & CLONE_NEWNS) && !c.mounts.empty() &&
+      !std::any_of(c.joins.begin(), c.joins.end(),
+                   [](auto& j) { return j.clone_flag == CLONE_NEWNS; }))
+    return Error::msg("mounts: a mount namespace is required to set up mounts");
+  for (size_t i = 0; i < lx.devices.size(); i++) {
+    const auto& d = lx.devices[i];
+    if (d.path.empty() || d.path[0] != '/')
+      return Error::msg("linux.devices[" + std::to_string(i) + "].path \"" + d.path +
+                        "\": must be absolute");
+    if (d.type.empty() || std::strchr("cbup", d.type[0]) == nullptr || d.type.size() != 1)
+      return Error::msg("linux.devices[" + std::to_string(i) + "].type \"" + d.type +
+                        "\": must be c, b, u or p");
+  }
+  c.devices = lx.devices;
+  c.masked_paths = lx.masked_paths;
+  c.readonly_paths = lx.readonly_paths;
+  for (auto& [k, v] : lx.sysctl) c.sysctl.emplace_back(k, v);
+
+  c.hostname = spec.hostname;
+  c.set_hostname = !spec.hostname.empty();
+  c.domainname = spec.domainname;
+  c.set_domainname = !spec.domainname.empty();
+
+  c.args = p.args;
+  // A key given twice keeps its last value (runc's dedup), in the order of
+  // the surviving entries.
+  for (auto it = p.env.rbegin(); it != p.env.rend(); ++it) {
+    std::string key = it->substr(0, it->find('='));
+    if (std::none_of(c.env.begin(), c.env.end(),
+                     [&](const std::string& e) { return e.substr(0, e.find('=')) == key; }))
+      c.env.push_back(*it);
+  }
+  std::reverse(c.env.begin(), c.env.end());
+  c.cwd = p.cwd.empty() ? "/" : p.cwd;
+  if (c.cwd[0] != '/') return Error::msg("process.cwd \"" + c.cwd + "\": must be an absolute path");
+  c.uid = p.user.uid;
+  c.gid = p.user.gid;
+  for (auto g : p.user.additional_gids) c.additional_gids.push_back(g);
+  c.umask = p.user.umask ? static_cast<int>(*p.user.umask) : -1;
+  if (p.capabilities) {
+    c.has_caps = true;
+    TRY(c.caps.bounding, cap_mask(p.capabilities->bounding, "process.capabilities.bounding"));
+    TRY(c.caps.effective, cap_mask(p.capabilities->effective, "process.capabilities.effective"));
+    TRY(c.caps.permitted, cap_mask(p.capabilities->permitted, "process.capabilities.permitted"));
+    TRY(c.caps.inheritable,
+        cap_mask(p.capabilities->inheritable, "process.capabilities.inheritable"));
+    TRY(c.caps.ambient, cap_mask(p.capabilities->ambient, "process.capabilities.ambient"));
+  }
+  c.no_new_privileges = p.no_new_privileges;
+  c.oom_score_adj = p.oom_score_adj;
+  for (size_t i = 0; i < p.rlimits.size(); i++) {
+    const auto& r = p.rlimits[i];
+    int res = -1;
+    for (auto& n : kRlimits)
+      if (r.type == n.name) res = n.res;
+    if (res < 0)
+      return Error::msg("process.rlimits[" + std::to_string(i) + "].type: unknown rlimit \"" +
+                        r.type + "\"");
+    c.rlimits.push_back({res, {static_cast<rlim_t>(r.soft), static_cast<rlim_t>(r.hard)}});
+  }
+  if (lx.personality) {
+    if (lx.personality->domain == "LINUX")
+      c.personality = PER_LINUX;
+    else if (lx.personality->domain == "LINUX32")
+      c.personality = PER_LINUX32;
+    else
+      return Error::msg("linux.personality.domain \"" + lx.personality->domain +
+                        "\": must be LINUX or LINUX32");
+    if (!lx.personality->flags.empty())
+      return Error::msg("linux.personality.flags: not supported by this runtime");
+  }
+  c.new_keyring = !in.no_new_keyring;
+  c.keyring_name = "_ses." + in.id;
+  c.terminal = p.terminal;
+  if (p.console_size) {
+    c.has_console_size = true;
+    c.console_size = *p.console_size;
+  }
+  c.preserve_fds = in.preserve_fds;
+  if (spec.hooks) {
+    c.create_container_hooks = spec.hooks->create_container;
+    c.start_container_hooks = spec.hooks->start_container;
+  }
+  return c;
+}
+
+}  // namespace comet::runtime

@@ -1,0 +1,526 @@
+// The unix-socket rule: see unix_rule.hpp.
+#include "comet/reporting/unix_rule.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "comet/base/fd.hpp"
+#include "comet/base/openat2.hpp"
+
+namespace comet::runtime {
+
+namespace {
+
+constexpr size_t kMaxDatagram = 256 * 1024;  // what one emulated send copies at most
+constexpr size_t kMaxIov = 1024;
+
+bool read_mem(int pid, std::uint64_t addr, void* out, size_t n) {
+  if (n == 0) return true;
+  struct iovec local = {out, n};
+  struct iovec remote = {reinterpret_cast<void*>(addr), n};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+bool still_valid(int listener, std::uint64_t id) {
+  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+// A copy of the task's fd (pidfd_getfd), checked against pid reuse.
+UniqueFd task_fd(int pid, int fd, int listener, std::uint64_t id, int* err) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd || !still_valid(listener, id)) {
+    *err = ESRCH;
+    return UniqueFd();
+  }
+  UniqueFd f(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
+  if (!f) *err = errno == EBADF ? EBADF : errno;
+  return f;
+}
+
+// The file a path names, seen from the task: O_PATH, resolved in its root
+// (openat2 RESOLVE_IN_ROOT: ".." and absolute symlinks stay in it, no
+// magic links). A relative path is taken from the task's cwd as its root
+// sees it: /proc/PID/cwd names it from the runtime's root, which is the
+// same path for a sandbox (its view binds host paths where they are); when
+// that name is not usable, the cwd itself acts as the root (".." and
+// absolute symlinks cannot leave it: a wrong answer, never a host path).
+UniqueFd open_in_task(int pid, const std::string& path, int* err) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string where = path;
+  bool from_root = !path.empty() && path[0] == '/';
+  if (!from_root) {
+    char buf[4096];
+    ssize_t n = ::readlink((proc + "/cwd").c_str(), buf, sizeof buf - 1);
+    std::string cwd = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    struct stat a, b;
+    // Usable: absolute, and the same directory seen through the task's root.
+    if (!cwd.empty() && cwd[0] == '/' && cwd.find(" (deleted)") == std::string::npos &&
+        ::stat((proc + "/cwd").c_str(), &a) == 0 &&
+        ::stat((proc + "/root" + cwd).c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+      where = cwd + "/" + path;
+      from_root = true;
+    }
+  }
+  UniqueFd base(
+      ::open((proc + (from_root ? "/root" : "/cwd")).c_str(), O_PATH | O_CLOEXEC | O_DIRECTORY));
+  if (!base) {
+    *err = errno;
+    return UniqueFd();
+  }
+  struct open_how how = {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  UniqueFd f(sys_openat2(base.get(), where.c_str(), how, /*attempts=*/8));
+  if (f) return f;
+  *err = errno;
+  return UniqueFd();
+}
+
+struct TaskCreds {
+  uid_t euid = 0;
+  gid_t egid = 0;
+  std::vector<gid_t> groups;
+  bool ok = false;
+};
+
+TaskCreds task_creds(int pid) {
+  TaskCreds c;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  bool have_uid = false, have_gid = false;
+  while (std::getline(f, line)) {
+    std::istringstream in(
+        line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
+    if (line.rfind("Uid:", 0) == 0) {
+      unsigned long r, e;
+      have_uid = static_cast<bool>(in >> r >> e);
+      c.euid = static_cast<uid_t>(e);
+    } else if (line.rfind("Gid:", 0) == 0) {
+      unsigned long r, e;
+      have_gid = static_cast<bool>(in >> r >> e);
+      c.egid = static_cast<gid_t>(e);
+    } else if (line.rfind("Groups:", 0) == 0) {
+      unsigned long g;
+      while (in >> g) c.groups.push_back(static_cast<gid_t>(g));
+    }
+  }
+  c.ok = have_uid && have_gid;
+  return c;
+}
+
+// This thread takes the task's identity for one call: its euid, egid and
+// groups, and no effective capabilities (raw syscalls: glibc's wrappers
+// would change every thread of the process). Undone by the destructor. As
+// an ordinary user (the runtime runs as the task's own user) nothing
+// changes.
+class AsTask {
+ public:
+  explicit AsTask(const TaskCreds& c) {
+    if (::geteuid() != 0) return;
+    int n = ::getgroups(0, nullptr);
+    saved_groups_.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    if (n > 0) ::getgroups(n, saved_groups_.data());
+    hdr_.version = _LINUX_CAPABILITY_VERSION_3;
+    hdr_.pid = 0;
+    if (::syscall(SYS_capget, &hdr_, saved_caps_) < 0) return;
+    if (::syscall(SYS_setgroups, c.groups.size(), c.groups.data()) < 0) return;
+    active_ = true;
+    if (::syscall(SYS_setresgid, -1, c.egid, -1) < 0) return;
+    struct __user_cap_data_struct none[2] = {};
+    none[0].permitted = saved_caps_[0].permitted;
+    none[1].permitted = saved_caps_[1].permitted;
+    if (::syscall(SYS_capset, &hdr_, none) < 0) return;
+    if (c.euid != 0 && ::syscall(SYS_setresuid, -1, c.euid, -1) < 0) return;
+    switched_ = true;
+  }
+  ~AsTask() {
+    if (!active_) return;
+    (void)::syscall(SYS_setresuid, -1, 0, -1);
+    (void)::syscall(SYS_capset, &hdr_, saved_caps_);
+    (void)::syscall(SYS_setresgid, -1, 0, -1);
+    (void)::syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data());
+  }
+  bool ok() const { return switched_ || ::geteuid() != 0 || !active_; }
+  AsTask(const AsTask&) = delete;
+  AsTask& operator=(const AsTask&) = delete;
+
+ private:
+  bool active_ = false, switched_ = false;
+  std::vector<gid_t> saved_groups_;
+  struct __user_cap_header_struct hdr_ = {};
+  struct __user_cap_data_struct saved_caps_[2] = {};
+};
+
+// This thread in the task's network namespace for one call (an abstract
+// name lives in a network namespace), then back.
+class InTaskNet {
+ public:
+  explicit InTaskNet(int pid) {
+    struct stat mine, theirs;
+    const std::string p = "/proc/" + std::to_string(pid) + "/ns/net";
+    if (::stat("/proc/thread-self/ns/net", &mine) < 0 || ::stat(p.c_str(), &theirs) < 0) {
+      failed_ = true;
+      return;
+    }
+    if (mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev) return;
+    own_ = true;
+    back_ = UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    UniqueFd to(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    failed_ = !back_ || !to || ::setns(to.get(), CLONE_NEWNET) < 0;
+    entered_ = !failed_;
+  }
+  ~InTaskNet() {
+    if (entered_) (void)::setns(back_.get(), CLONE_NEWNET);
+  }
+  bool failed() const { return failed_; }
+  bool own_netns() const { return own_; }  // the task's netns is not ours
+  InTaskNet(const InTaskNet&) = delete;
+  InTaskNet& operator=(const InTaskNet&) = delete;
+
+ private:
+  bool failed_ = false, own_ = false, entered_ = false;
+  UniqueFd back_;
+};
+
+// Is a socket with this abstract name bound by a process of the task's pid
+// namespace? /proc/PID/net/unix names the inodes; the container's own
+// procfs (PID's root /proc) lists only its processes.
+bool abstract_is_containers(int pid, const std::string& name) {
+  std::string shown = "@";
+  for (char ch : name) shown.push_back(ch == '\0' ? '@' : ch);
+  std::ifstream f("/proc/" + std::to_string(pid) + "/net/unix");
+  std::string line;
+  std::vector<std::string> inodes;
+  std::getline(f, line);  // header
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string num, ref, proto, flags, type, st, ino, path;
+    if (!(in >> num >> ref >> proto >> flags >> type >> st >> ino)) continue;
+    std::getline(in, path);
+    auto b = path.find_first_not_of(' ');
+    path = b == std::string::npos ? "" : path.substr(b);
+    if (path == shown) inodes.push_back("socket:[" + ino + "]");
+  }
+  if (inodes.empty()) return false;
+  const std::string procs = "/proc/" + std::to_string(pid) + "/root/proc";
+  DIR* d = ::opendir(procs.c_str());
+  if (!d) return false;
+  bool found = false;
+  while (!found) {
+    struct dirent* e = ::readdir(d);
+    if (!e) break;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::string fds = procs + "/" + e->d_name + "/fd";
+    DIR* fd = ::opendir(fds.c_str());
+    if (!fd) continue;
+    while (struct dirent* x = ::readdir(fd)) {
+      char buf[64];
+      ssize_t n = ::readlinkat(::dirfd(fd), x->d_name, buf, sizeof buf - 1);
+      if (n <= 0) continue;
+      const std::string link(buf, static_cast<size_t>(n));
+      for (const auto& i : inodes) found = found || link == i;
+      if (found) break;
+    }
+    ::closedir(fd);
+  }
+  ::closedir(d);
+  return found;
+}
+
+// The address a call names, copied once; what it asks for, judged.
+struct Judged {
+  bool ok = false;          // the call may be made (to `addr`)
+  int err = 0;              // else its errno
+  bool report = false;      // a refusal of the rule (an event)
+  std::string requested;    // the path ("@name" for an abstract one)
+  struct sockaddr_un addr;  // what the emulated call uses
+  socklen_t addrlen = 0;
+  UniqueFd target;  // pathname: the socket inode (O_PATH)
+  bool abstract_netns = false;
+};
+
+Judged judge_address(UnixRuleState& st, int pid, const struct sockaddr_un& sa, socklen_t len) {
+  Judged j;
+  std::memset(&j.addr, 0, sizeof j.addr);
+  if (len <= offsetof(sockaddr_un, sun_path) || sa.sun_family != AF_UNIX) {
+    j.ok = true;  // the kernel's own error (EINVAL, EAFNOSUPPORT) from the copy
+    std::memcpy(&j.addr, &sa, std::min<size_t>(len, sizeof sa));
+    j.addrlen = len;
+    return j;
+  }
+  const size_t max = len - offsetof(sockaddr_un, sun_path);
+  if (sa.sun_path[0] == '\0') {
+    // As /proc/net/unix shows one: every NUL of the name as '@'.
+    j.requested = "@";
+    for (size_t i = 1; i < max; i++) j.requested.push_back(sa.sun_path[i] ? sa.sun_path[i] : '@');
+    std::memcpy(&j.addr, &sa, len);
+    j.addrlen = len;
+    j.abstract_netns = true;
+    j.ok = true;  // decided by the caller, which knows the network namespace
+    return j;
+  }
+  std::string path(sa.sun_path, strnlen(sa.sun_path, max));
+  j.requested = path;
+  int err = 0;
+  UniqueFd t = open_in_task(pid, path, &err);
+  if (!t) {
+    j.err = err == ENOTDIR ? ENOENT : err;
+    return j;
+  }
+  struct stat sb;
+  if (::fstat(t.get(), &sb) < 0) {
+    j.err = errno;
+    return j;
+  }
+  if (!S_ISSOCK(sb.st_mode)) {
+    j.err = ECONNREFUSED;  // what connect(2) says of a file that is not a socket
+    j.report = true;       // a hidden socket (an empty file bound over it) is one
+    return j;
+  }
+  if (!st.allow_resolved) {
+    st.allow_resolved = true;
+    for (const auto& a : st.allow) {
+      int e = 0;
+      UniqueFd f = open_in_task(pid, a, &e);
+      struct stat ab;
+      if (f && ::fstat(f.get(), &ab) == 0 && S_ISSOCK(ab.st_mode))
+        st.allow_ids.emplace_back(ab.st_dev, ab.st_ino);
+    }
+  }
+  bool allowed = false;
+  for (auto& [d, i] : st.allow_ids) allowed = allowed || (d == sb.st_dev && i == sb.st_ino);
+  struct statvfs vfs;
+  if (!allowed && ::fstatvfs(t.get(), &vfs) == 0 && !(vfs.f_flag & ST_RDONLY)) allowed = true;
+  if (!allowed) {
+    j.err = EACCES;
+    j.report = true;
+    return j;
+  }
+  j.addr.sun_family = AF_UNIX;
+  std::snprintf(j.addr.sun_path, sizeof j.addr.sun_path, "/proc/self/fd/%d", t.get());
+  j.addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + strlen(j.addr.sun_path) + 1);
+  j.target = std::move(t);
+  j.ok = true;
+  return j;
+}
+
+UnixOutcome refused(const Judged& j) {
+  UnixOutcome o;
+  o.ret = -j.err;
+  o.refused = j.report;
+  o.requested = j.requested;
+  return o;
+}
+
+int sock_opt(int fd, int opt) {
+  int v = -1;
+  socklen_t l = sizeof v;
+  return ::getsockopt(fd, SOL_SOCKET, opt, &v, &l) == 0 ? v : -1;
+}
+
+// Makes `call` (connect or a send) with the task's identity, in its network
+// namespace for an abstract name; an abstract name in the host's network
+// namespace must be the container's own.
+template <typename F>
+UnixOutcome perform(const Judged& j, int pid, F&& call) {
+  UnixOutcome o;
+  std::optional<InTaskNet> net;
+  if (j.abstract_netns) {
+    net.emplace(pid);
+    if (net->failed()) {
+      o.ret = -EACCES;
+      return o;
+    }
+    if (!net->own_netns()) {
+      std::string name(j.addr.sun_path + 1, j.addrlen - offsetof(sockaddr_un, sun_path) - 1);
+      if (!abstract_is_containers(pid, name)) {
+        o.ret = -ECONNREFUSED;
+        o.refused = true;
+        o.requested = j.requested;
+        return o;
+      }
+    }
+  }
+  TaskCreds c = task_creds(pid);
+  if (!c.ok) {
+    o.ret = -ESRCH;
+    return o;
+  }
+  AsTask as(c);
+  if (!as.ok()) {
+    o.ret = -EACCES;
+    return o;
+  }
+  long long r = call();
+  o.ret = r < 0 ? -errno : r;
+  return o;
+}
+
+bool read_addr(int pid, std::uint64_t ptr, std::uint64_t len, struct sockaddr_un& sa,
+               socklen_t& out_len) {
+  std::memset(&sa, 0, sizeof sa);
+  out_len = static_cast<socklen_t>(std::min<std::uint64_t>(len, sizeof sa));
+  return read_mem(pid, ptr, &sa, out_len);
+}
+
+}  // namespace
+
+bool unix_rule_call(int nr) {
+  return nr == SYS_connect || nr == SYS_sendto || nr == SYS_sendmsg || nr == SYS_sendmmsg;
+}
+
+UnixOutcome unix_rule_judge(UnixRuleState& st, const struct seccomp_notif& req, int listener) {
+  UnixOutcome o;
+  const int pid = static_cast<int>(req.pid);
+  const int nr = req.data.nr;
+  int err = 0;
+  UniqueFd sock = task_fd(pid, static_cast<int>(req.data.args[0]), listener, req.id, &err);
+  if (!sock) {
+    o.ret = -(err ? err : EBADF);
+    return o;
+  }
+  const int domain = sock_opt(sock.get(), SO_DOMAIN);
+  if (domain != AF_UNIX) {  // not a socket (ENOTSOCK from the kernel), or not unix
+    o.continue_call = true;
+    return o;
+  }
+  const int type = sock_opt(sock.get(), SO_TYPE);
+  if ((nr == SYS_sendmsg || nr == SYS_sendmmsg) && type != SOCK_DGRAM) {
+    o.continue_call = true;  // a stream ignores or refuses msg_name: no path is reached
+    return o;
+  }
+  if (nr == SYS_connect) {
+    struct sockaddr_un sa;
+    socklen_t len = 0;
+    if (!read_addr(pid, req.data.args[1], req.data.args[2], sa, len)) {
+      o.ret = -EFAULT;
+      return o;
+    }
+    Judged j = judge_address(st, pid, sa, len);
+    if (!j.ok) return refused(j);
+    return perform(j, pid, [&] {
+      return static_cast<long long>(
+          ::connect(sock.get(), reinterpret_cast<const sockaddr*>(&j.addr), j.addrlen));
+    });
+  }
+  // Sends: the data is copied once too.
+  struct msghdr mh = {};
+  std::uint64_t name_ptr = 0, name_len = 0, iov_ptr = 0, iov_len = 0, flags = 0;
+  std::uint64_t mmsg_len_at = 0;
+  if (nr == SYS_sendto) {
+    name_ptr = req.data.args[4];
+    name_len = req.data.args[5];
+    flags = req.data.args[3];
+  } else {
+    if (!read_mem(pid, req.data.args[1], &mh, sizeof mh)) {
+      o.ret = -EFAULT;
+      return o;
+    }
+    if (nr == SYS_sendmmsg) {
+      if (req.data.args[2] == 0) {
+        o.ret = 0;
+        return o;
+      }
+      mmsg_len_at = req.data.args[1] + offsetof(struct mmsghdr, msg_len);
+      flags = req.data.args[3];
+    } else {
+      flags = req.data.args[2];
+    }
+    if (mh.msg_controllen > 0) {
+      // Ancillary data (fds, credentials) cannot be passed on faithfully.
+      o.ret = -EPERM;
+      o.refused = true;
+      o.requested = "a unix datagram with ancillary data";
+      return o;
+    }
+    name_ptr = reinterpret_cast<std::uint64_t>(mh.msg_name);
+    name_len = mh.msg_namelen;
+    iov_ptr = reinterpret_cast<std::uint64_t>(mh.msg_iov);
+    iov_len = mh.msg_iovlen;
+  }
+  std::vector<char> data;
+  if (nr == SYS_sendto) {
+    size_t n = std::min<std::uint64_t>(req.data.args[2], kMaxDatagram + 1);
+    data.resize(n);
+    if (n && !read_mem(pid, req.data.args[1], data.data(), n)) {
+      o.ret = -EFAULT;
+      return o;
+    }
+  } else {
+    if (iov_len > kMaxIov) {
+      o.ret = -EMSGSIZE;
+      return o;
+    }
+    std::vector<struct iovec> iov(iov_len);
+    if (iov_len && !read_mem(pid, iov_ptr, iov.data(), iov_len * sizeof(struct iovec))) {
+      o.ret = -EFAULT;
+      return o;
+    }
+    for (const auto& v : iov) {
+      size_t at = data.size();
+      if (at + v.iov_len > kMaxDatagram + 1) {
+        o.ret = -EMSGSIZE;
+        return o;
+      }
+      data.resize(at + v.iov_len);
+      if (v.iov_len && !read_mem(pid, reinterpret_cast<std::uint64_t>(v.iov_base), data.data() + at,
+                                 v.iov_len)) {
+        o.ret = -EFAULT;
+        return o;
+      }
+    }
+  }
+  if (data.size() > kMaxDatagram) {
+    o.ret = -EMSGSIZE;
+    return o;
+  }
+  // The process, not this thread, gets SIGPIPE: never this thread.
+  const int send_flags = static_cast<int>(flags) | MSG_NOSIGNAL;
+  Judged j;
+  if (name_ptr != 0 && name_len != 0) {
+    struct sockaddr_un sa;
+    socklen_t len = 0;
+    if (!read_addr(pid, name_ptr, name_len, sa, len)) {
+      o.ret = -EFAULT;
+      return o;
+    }
+    j = judge_address(st, pid, sa, len);
+    if (!j.ok) return refused(j);
+  } else {
+    j.ok = true;  // the connected peer, judged at connect
+  }
+  o = perform(j, pid, [&] {
+    return static_cast<long long>(
+        ::sendto(sock.get(), data.data(), data.size(), send_flags,
+                 j.addrlen ? reinterpret_cast<const sockaddr*>(&j.addr) : nullptr, j.addrlen));
+  });
+  if (nr == SYS_sendmmsg && o.ret >= 0) {
+    unsigned int sent = static_cast<unsigned int>(o.ret);
+    struct iovec local = {&sent, sizeof sent};
+    struct iovec remote = {reinterpret_cast<void*>(mmsg_len_at), sizeof sent};
+    (void)::process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    o.ret = 1;  // one message sent (a partial sendmmsg, as the kernel may answer)
+  }
+  return o;
+}
+
+}  // namespace comet::runtime

@@ -1,0 +1,698 @@
+// `comet-runtime sandbox`: prepare (who, config, profile), plan (pure,
+// capability/profile_compile.cpp), launch it directly (sandbox_launch.hpp).
+#include "comet/sandbox/sandbox_cli.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "comet/base/random.hpp"
+#include "comet/base/sys.hpp"
+#include "comet/capability/auto_allow.hpp"
+#include "comet/capability/git_config.hpp"
+#include "comet/capability/profile_compile.hpp"
+#include "comet/host/log.hpp"
+#include "comet/oci/spec.hpp"
+#include "comet/sandbox/sandbox_config.hpp"
+#include "comet/sandbox/sandbox_launch.hpp"
+
+namespace comet::runtime {
+
+namespace cap = comet::capability;
+
+namespace {
+
+constexpr int kExitSandboxFailed = 125;
+constexpr int kExitNotExecutable = 126;
+constexpr int kExitNotFound = 127;
+constexpr const char* kDefaultStateRoot = "/run/comet-runtime";
+constexpr const char* kBundlePrefix = ".sandbox@";  // earlier versions' bundles
+
+struct Prepared {
+  Invoker who;
+  std::string workspace;
+  cap::ResolveContext ctx;
+  ConfigPaths paths;
+  LoadedConfig config;
+  cap::ResolvedProfile profile;
+};
+
+Result<std::string> real_dir(const std::string& p, const char* what) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) return Error::sys(errno, std::string(what) + " " + p);
+  struct stat st;
+  if (::stat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
+    return Error::msg(std::string(what) + " " + p + ": not a directory");
+  return std::string(buf);
+}
+
+// The git directory a `.git` entry at `at` names: itself when a directory,
+// the "gitdir: X" of a file (X relative to the file's directory); "" else.
+std::string git_dir_of(const std::string& at) {
+  struct stat st;
+  if (::lstat(at.c_str(), &st) < 0) return "";
+  if (S_ISDIR(st.st_mode)) return at;
+  if (!S_ISREG(st.st_mode)) return "";
+  auto text = read_file(at);
+  if (!text.ok() || text->rfind("gitdir: ", 0) != 0) return "";
+  std::string d = text->substr(8);
+  while (!d.empty() && (d.back() == '\n' || d.back() == '\r' || d.back() == ' ')) d.pop_back();
+  if (d.empty()) return "";
+  return d[0] == '/' ? d : at.substr(0, at.rfind('/')) + "/" + d;
+}
+
+// What the host's git runs or reads because its config says so (a hooks
+// directory, a program or an included config file inside the workspace:
+// git_config.hpp): protected like the config's own `protect` entries. The
+// configs read (16 files at most; one that cannot be read adds nothing):
+// the repository the workspace is in (its own, or a parent's for a
+// subdirectory of a monorepo; a linked worktree's and the main one's:
+// config, config.worktree, and the commondir's), its modules' (with their
+// own worktree), the user's and the system's, and the files they include.
+void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
+                              cap::ProfileSet& set) {
+  struct Todo {
+    std::string file, worktree;
+  };
+  std::vector<Todo> todo;
+  // The repository holding the workspace: the nearest .git at or above it.
+  for (std::string r = ws;; r = r.substr(0, r.rfind('/'))) {
+    const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
+    if (!gd.empty()) {
+      const std::string root = r.empty() ? "/" : r;
+      std::vector<std::string> dirs = {gd};
+      if (auto c = read_file(gd + "/commondir"); c.ok()) {
+        std::string cd = *c;
+        while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+        if (!cd.empty()) dirs.push_back(cd[0] == '/' ? cd : gd + "/" + cd);
+      }
+      for (const std::string& d : dirs)
+        for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, root});
+      break;
+    }
+    if (r.empty() || r == "/") break;
+  }
+  // The modules of the workspace's own repository: .git/modules/NAME.
+  if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      const std::string md = ws + "/.git/modules/" + n;
+      todo.push_back({md + "/config", ws + "/" + n});
+      todo.push_back({md + "/config.worktree", ws + "/" + n});
+    }
+    ::closedir(d);
+  }
+  // ~/.config/git/config too when XDG_CONFIG_HOME says otherwise: the
+  // host's git may run without it (red team round 7)
+  for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
+                               ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
+    todo.push_back({f, ws});
+  std::vector<std::string> seen;
+  for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
+    const Todo t = todo[i];  // a copy: todo grows below
+    if (std::find(seen.begin(), seen.end(), t.file) != seen.end()) continue;
+    auto text = read_file(t.file);
+    if (!text.ok() || text->size() > (1 << 20)) continue;
+    seen.push_back(t.file);
+    const auto refs = cap::git_config_refs(*text);
+    const std::string dir = t.file.substr(0, t.file.rfind('/'));
+    for (const cap::GitConfigRef& r : refs) {
+      for (const std::string& p : cap::git_config_paths({r}, t.worktree, dir, ctx.home)) {
+        set.protect.push_back(cap::ConfigPath{p, t.file + " (" + r.key + ")", {}});
+        if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back({p, t.worktree});
+      }
+    }
+  }
+}
+
+Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
+  Prepared p;
+  TRY(p.who, invoking_user(env));
+  std::string ws = o.workspace;
+  if (ws.empty()) {
+    char buf[PATH_MAX];
+    if (!::getcwd(buf, sizeof buf)) return Error::sys(errno, "getcwd");
+    ws = buf;
+  }
+  TRY(p.workspace, real_dir(ws, "workspace"));
+  p.ctx = resolve_context(p.who, p.workspace, env);
+  p.paths = config_paths(p.ctx, env);
+  TRY(p.config, load_sandbox_config(p.paths));
+  protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+  TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
+  // The home the account has (passwd), beside $HOME (the profile's "~"):
+  // a workspace at or above either is refused where the profile writes the
+  // workspace (capability/profile.cpp); devbox protects nothing by design.
+  const bool writes_ws = p.profile.sandboxed && p.profile.base != "devbox" &&
+                         std::find(p.profile.write.begin(), p.profile.write.end(), p.workspace) !=
+                             p.profile.write.end();
+  if (writes_ws) {
+    struct passwd pw, *res = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwuid_r(p.who.uid, &pw, buf.data(), buf.size(), &res) == 0 && res && pw.pw_dir &&
+        pw.pw_dir[0] == '/') {
+      char real[PATH_MAX];
+      const std::string home = ::realpath(pw.pw_dir, real) ? std::string(real) : pw.pw_dir;
+      if (home != "/" && (home == p.workspace || home.rfind(p.workspace + "/", 0) == 0))
+        return Error::msg(
+            "sandbox: the workspace " + p.workspace +
+            (home == p.workspace ? " is the home directory" : " holds the home directory " + home) +
+            ": too much of what your shell and tools run lives there; use a "
+            "project directory");
+    }
+  }
+  return p;
+}
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string parent_of(const std::string& p) {
+  auto k = p.rfind('/');
+  return k == 0 || k == std::string::npos ? "/" : p.substr(0, k);
+}
+
+// Everything the planner needs from the host. The root skeleton (the empty
+// root and the files the plan binds) lives under `skeleton`, on a tmpfs the
+// sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
+cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& skeleton,
+                               const std::vector<std::string>& args, const Environ& env) {
+  cap::SandboxInputs in;
+  in.root_dir = skeleton + "/root";
+  in.deny_file = skeleton + "/deny";
+  in.socket_file = skeleton + "/socket";
+  in.workspace = p.workspace;
+  in.tmp = p.ctx.tmp;
+  in.args = args;
+  in.env = workload_env(env, p.who);
+  in.uid = p.who.uid;
+  in.gid = p.who.gid;
+  in.host_netns = "/proc/self/ns/net";  // open network: ours (see profile_compile.hpp)
+  // The global config file (its directory while it does not exist, so that
+  // it cannot be created from inside), and the runtime binary.
+  cap::HostPath gcfg = host_path(p.paths.global);
+  in.protect.push_back(gcfg.kind == cap::HostKind::missing ? parent_of(gcfg.real) : p.paths.global);
+  if (std::string exe = self_exe(); !exe.empty()) in.protect.push_back(exe);
+  // State roots: other containers' state (exec.fifo, config.json) is none
+  // of the workload's business: hidden, not only read-only.
+  in.hide.push_back(kDefaultStateRoot);
+  if (clean_path(g.root) != kDefaultStateRoot) in.hide.push_back(clean_path(g.root));
+  in.top_level = host_top_level();
+  const cap::ResolvedProfile& r = p.profile;
+  // Entries with a `*` are expanded here (the planner cannot list a
+  // directory), and the matches get facts like any other path.
+  for (const std::vector<std::string>* list : {&r.deny, &r.protect}) {
+    for (const auto& path : *list) {
+      if (path.find('*') != std::string::npos && !in.globbed.count(path))
+        in.globbed[path] = host_glob(path);
+    }
+  }
+  std::vector<std::string> matches;
+  for (const auto& [pattern, list] : in.globbed)
+    matches.insert(matches.end(), list.begin(), list.end());
+  const std::vector<const std::vector<std::string>*> lists = {&r.read,
+                                                              &r.write,
+                                                              &r.deny,
+                                                              &r.protect,
+                                                              &r.runtime_sockets,
+                                                              &r.runtime_socket_dirs,
+                                                              &r.unix_sockets,
+                                                              &in.protect,
+                                                              &in.hide,
+                                                              &r.pin,
+                                                              &matches};
+  for (const std::vector<std::string>* list : lists) {
+    for (const auto& path : *list) {
+      if (path.find('*') == std::string::npos && !in.host.count(path))
+        in.host[path] = host_path(path);
+    }
+  }
+  in.host[p.workspace] = host_path(p.workspace);
+  return in;
+}
+
+// A bundle left by a sandbox of an earlier version (before the direct
+// launch, sandbox_launch.hpp) that was killed (its pid is gone): remove it
+// and its container.
+void sweep_stale(const Globals& g) {
+  DIR* d = ::opendir(g.root.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  const std::string pre = kBundlePrefix;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.compare(0, pre.size(), pre) != 0) continue;
+    auto at = n.rfind('@');
+    if (at <= pre.size()) continue;
+    std::string pid = n.substr(at + 1);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (process_dead(std::atoi(pid.c_str()))) stale.push_back(n);
+  }
+  ::closedir(d);
+  for (const auto& n : stale) {
+    std::string id = n.substr(pre.size(), n.rfind('@') - pre.size());
+    (void)delete_container(g, id, true);
+    (void)remove_tree(join_path(g.root, n));
+    log::debug("sandbox: removed the stale bundle " + n);
+  }
+}
+
+int exit_for(const Error& e) {
+  const std::string m = e.what();
+  bool exec = m.find("exec: \"") != std::string::npos;
+  log::error(m);
+  if (exec && (m.find("executable file not found") != std::string::npos ||
+               m.find("no such file or directory") != std::string::npos))
+    return kExitNotFound;
+  if (exec && (m.find("permission denied") != std::string::npos ||
+               m.find("is a directory") != std::string::npos))
+    return kExitNotExecutable;
+  return kExitSandboxFailed;
+}
+
+std::string shown_command(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// --profile off: no sandbox at all, said out loud.
+int run_unconfined(const Prepared& p, const std::vector<std::string>& args) {
+  log::warn("sandbox: profile " + p.profile.name + " is no sandbox: running \"" +
+            shown_command(args) + "\" unconfined");
+  if (p.who.via_sudo) {
+    if (::initgroups(p.who.name.c_str(), p.who.gid) < 0 && ::setgroups(0, nullptr) < 0)
+      return exit_for(Error::sys(errno, "sandbox: setgroups"));
+    if (::setgid(p.who.gid) < 0) return exit_for(Error::sys(errno, "sandbox: setgid"));
+    if (::setuid(p.who.uid) < 0) return exit_for(Error::sys(errno, "sandbox: setuid"));
+    if (!p.who.home.empty()) ::setenv("HOME", p.who.home.c_str(), 1);
+  }
+  if (::chdir(p.workspace.c_str()) < 0)
+    return exit_for(Error::sys(errno, "sandbox: chdir " + p.workspace));
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  int e = errno;
+  log::error("sandbox: exec " + args[0] + ": " + std::strerror(e));
+  return e == ENOENT ? kExitNotFound : kExitNotExecutable;
+}
+
+std::string state_root(const Globals& g) {
+  return g.root.empty() ? std::string(kDefaultStateRoot) : g.root;
+}
+
+}  // namespace
+
+CLI::App* add_sandbox_command(CLI::App& app, SandboxOptions& o) {
+  auto* s = app.add_subcommand(
+      "sandbox",
+      "run a command confined by a sandbox profile against the host's own filesystem "
+      "(docs/sandbox.md)");
+  s->add_option("--profile", o.profile,
+                "workspace (default), devbox, read-only, strict, off, or a custom profile");
+  s->add_option("--workspace", o.workspace, "the workspace and cwd (default: the current dir)");
+  s->add_flag("--explain", o.explain, "print the resolved policy instead of running");
+  s->add_option("--format", o.format, "--explain output: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  s->add_option("--events", o.events,
+                "a copy of every violation event to FILE (appended) or unix:PATH");
+  s->add_flag("--can-auto-allow", o.can_auto_allow,
+              "print a JSON verdict: may an agent harness run CMD without asking?");
+  s->footer(
+      "usage: comet-runtime sandbox [--profile P] [--workspace DIR] -- CMD ARGS...\n"
+      "exit status: CMD's (128+N if killed by signal N); 125 the sandbox could not start,\n"
+      "126 CMD is not executable, 127 CMD was not found");
+  // Everything from CMD on is CMD's, even words that look like our flags.
+  // CMD ARGS: everything after "--" (CLI11 gives it to this positional,
+  // even words that look like our flags). Without "--", a word that looks
+  // like an option lands in remaining(), and sandbox_main refuses it.
+  s->add_option("command", o.args, "CMD ARGS... (after --)");
+  s->allow_extras();
+  return s;
+}
+
+int sandbox_main(const Globals& g, CLI::App& sub, SandboxOptions& o) {
+  std::vector<std::string> extra = sub.remaining();
+  extra.erase(std::remove(extra.begin(), extra.end(), "--"), extra.end());  // CLI11 keeps it there
+  if (!extra.empty()) {
+    log::error("sandbox: unexpected " + extra.front() +
+               ": put the command after \"--\": comet-runtime sandbox [--profile P] -- CMD "
+               "ARGS...");
+    return o.can_auto_allow || o.explain ? 1 : kExitSandboxFailed;
+  }
+  if (o.explain && o.can_auto_allow) {
+    log::error("sandbox: --explain and --can-auto-allow exclude each other");
+    return 1;
+  }
+  if (o.explain) return sandbox_explain(g, o);
+  if (o.can_auto_allow) return sandbox_can_auto_allow(g, o);
+  return sandbox_run(g, o);
+}
+
+int sandbox_run(const Globals& gin, const SandboxOptions& o) {
+  if (o.args.empty()) {
+    log::error(
+        "sandbox: a command is required: comet-runtime sandbox [--profile P] -- CMD ARGS...");
+    return kExitSandboxFailed;
+  }
+  Globals g = gin;
+  g.root = state_root(gin);
+  const Environ env = current_environ();
+  auto prep = prepare(o, env);
+  if (!prep.ok()) return exit_for(prep.error());
+  const Prepared& p = *prep;
+  if (!p.profile.sandboxed) return run_unconfined(p, o.args);
+
+  // The state root exists (the skeleton's mount point); nothing is made in it.
+  if (Status st = mkdir_p(g.root, 0711); !st.ok()) return exit_for(st.error());
+  sweep_stale(g);
+  SandboxLaunch l;
+  l.id = "sandbox-" + random_hex(6);
+  l.skeleton_dir = g.root;
+  l.workspace = p.workspace;
+  // Planned under the workspace's placeholder lock (sandbox_launch.hpp): a
+  // name another sandbox's placeholder holds is then one it shares.
+  l.plan = [&g, &p, &o, &env](SandboxLaunch& out) -> Status {
+    cap::SandboxInputs in = plan_inputs(g, p, out.skeleton_dir, o.args, env);
+    TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
+    out.spec = std::move(plan.spec);
+    out.rootfs = in.root_dir;
+    out.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
+    out.symlinks = std::move(plan.symlinks);
+    out.placeholders = std::move(plan.placeholders);
+    out.owner_uid = p.who.uid;
+    out.owner_gid = p.who.gid;
+    out.fs_view.writable = p.profile.write;
+    out.fs_view.writable.push_back(in.tmp);  // the private /tmp (devbox: the host's, in write)
+    // What is protected as planned: not a protect_unless_dir entry that is a
+    // directory ({workspace}/.git: its entries are protected one by one).
+    for (const auto& pr : p.profile.protect) {
+      const bool dir_kept =
+          std::find(p.profile.protect_unless_dir.begin(), p.profile.protect_unless_dir.end(), pr) !=
+              p.profile.protect_unless_dir.end() &&
+          in.host.count(pr) && in.host.at(pr).kind == cap::HostKind::dir;
+      // The bare-repository names while .git exists: not protected.
+      const auto cond = p.profile.protect_if_missing.find(pr);
+      const bool unused = cond != p.profile.protect_if_missing.end() &&
+                          in.host.count(cond->second) &&
+                          in.host.at(cond->second).kind != cap::HostKind::missing;
+      if (!dir_kept && !unused) out.fs_view.protect.push_back(pr);
+    }
+    out.fs_view.protect.insert(out.fs_view.protect.end(), in.protect.begin(), in.protect.end());
+    out.fs_view.deny = p.profile.deny;
+    out.fs_view.deny.insert(out.fs_view.deny.end(), in.hide.begin(), in.hide.end());
+    out.fs_view.cwd = p.workspace;
+    return ok();
+  };
+  l.events = o.events;
+  if (!l.events.empty() && l.events.rfind("unix:", 0) != 0 && l.events[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd)) l.events = join_path(cwd, l.events);
+  }
+  log::debug("sandbox " + l.id + ": profile " + p.profile.name + ", workspace " + p.workspace);
+  auto rc = launch_sandbox(l);
+  if (!rc.ok()) return exit_for(rc.error());
+  return *rc;
+}
+
+namespace {
+
+nlohmann::ordered_json mounts_json(const oci::Spec& s) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& m : s.mounts) {
+    nlohmann::ordered_json j;
+    j["destination"] = m.destination;
+    j["type"] = m.type;
+    j["source"] = m.source;
+    j["options"] = m.options;
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+std::string describe_mount(const oci::Mount& m, const cap::SandboxInputs& in) {
+  auto has = [&](const char* o) {
+    return std::find(m.options.begin(), m.options.end(), o) != m.options.end();
+  };
+  if (m.type == "tmpfs") {
+    if (m.destination == "/dev" || m.destination == "/dev/shm" || m.destination == in.tmp)
+      return "tmpfs (private)";
+    return has("mode=000") ? "hidden: empty tmpfs, mode 000 (EACCES)"
+                           : "hidden: empty tmpfs (what was there: ENOENT)";
+  }
+  if (m.type != "bind") return m.type;
+  if (m.source == in.deny_file) return "hidden: empty mode-0000 file (EACCES)";
+  if (m.source == in.socket_file) return "hidden: empty regular file (connect: ECONNREFUSED)";
+  if (has("rro")) return "read-only";
+  if (has("rw")) return "writable";
+  return "pinned (cannot be renamed)";
+}
+
+std::string join_list(const std::vector<std::string>& v) {
+  if (v.empty()) return "(none)";
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+}  // namespace
+
+int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
+  Globals g = gin;
+  g.root = state_root(gin);
+  const Environ env = current_environ();
+  auto prep = prepare(o, env);
+  if (!prep.ok()) {
+    log::error(prep.error().what());
+    return 1;
+  }
+  const Prepared& p = *prep;
+  const cap::ResolvedProfile& r = p.profile;
+  const cap::CustomProfile* custom = nullptr;
+  if (auto it = p.config.set.custom.find(r.name); it != p.config.set.custom.end())
+    custom = &it->second;
+  std::string origin = custom ? "custom, extends " + custom->extends + ", defined at " +
+                                    custom->file + ":" + std::to_string(custom->loc.line) + ":" +
+                                    std::to_string(custom->loc.column)
+                              : "built-in";
+  std::string network = !r.sandboxed           ? "open (no sandbox)"
+                        : r.network_restricted ? "restricted: a new network namespace, only lo"
+                                               : "open: the host's network namespace";
+  std::optional<cap::SandboxPlan> plan;
+  cap::SandboxInputs in;
+  if (r.sandboxed) {
+    in = plan_inputs(g, p, g.root, o.args.empty() ? std::vector<std::string>{"CMD"} : o.args, env);
+    auto pl = cap::compile_profile(r, in);
+    if (!pl.ok()) {
+      log::error(pl.error().what());
+      return 1;
+    }
+    plan = std::move(*pl);
+  }
+  std::string policy =
+      plan ? plan->spec.annotations.at("org.soyaos.comet.policy") : std::string("(none)");
+  if (o.format == "json") {
+    nlohmann::ordered_json j;
+    j["profile"] = r.name;
+    j["base"] = r.base;
+    j["origin"] = origin;
+    j["sandboxed"] = r.sandboxed;
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const auto& f : p.config.files)
+      files.push_back({{"path", f.path}, {"role", f.role}, {"loaded", f.loaded}});
+    j["config_files"] = files;
+    j["workspace"] = p.workspace;
+    j["user"] = {
+        {"uid", p.who.uid}, {"gid", p.who.gid}, {"name", p.who.name}, {"via_sudo", p.who.via_sudo}};
+    j["network"] = r.sandboxed ? (r.network_restricted ? "restricted" : "open") : "open";
+    j["read"] = r.read;
+    j["write"] = r.write;
+    j["deny"] = r.deny;
+    j["protect"] = r.protect;
+    j["pin"] = r.pin;
+    j["protect_if_missing"] = r.protect_if_missing;
+    j["block_runtime_sockets"] = r.block_runtime_sockets;
+    j["runtime_sockets"] = r.runtime_sockets;
+    j["runtime_socket_dirs"] = r.runtime_socket_dirs;
+    j["unix_socket_rule"] = r.unix_socket_rule;
+    j["unix_sockets"] = r.unix_sockets;
+    j["limits"] = {{"pids", r.limits.pids}, {"memory", r.limits.memory}, {"tmp", r.limits.tmp}};
+    if (plan) {
+      j["policy"] = nlohmann::ordered_json::parse(policy);
+      j["root"] = "a per-run empty read-only directory holding the host's top-level binds";
+      j["mounts"] = mounts_json(plan->spec);
+      nlohmann::ordered_json ph = nlohmann::ordered_json::array();
+      for (const auto& d : plan->placeholders)
+        ph.push_back({{"path", d.path}, {"kind", d.dir ? "dir" : "file"}});
+      j["create_before_run"] = ph;
+      j["notes"] = plan->notes;
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::ostringstream out;
+  out << "profile    " << r.name << " (" << origin << ")\n";
+  for (size_t i = 0; i < p.config.files.size(); i++) {
+    const auto& f = p.config.files[i];
+    out << (i == 0 ? "config     " : "           ") << f.path << " (" << f.role
+        << "): " << (f.loaded ? "loaded" : "absent") << "\n";
+  }
+  out << "workspace  " << p.workspace << " (the cwd)\n";
+  out << "user       uid " << p.who.uid << " gid " << p.who.gid
+      << (p.who.name.empty() ? "" : " (" + p.who.name + ")") << (p.who.via_sudo ? ", via sudo" : "")
+      << ", no capabilities, no_new_privs\n";
+  out << "network    " << network << "\n";
+  if (!r.sandboxed) {
+    out << "sandbox    none: the command runs unconfined (and the runtime says so on stderr)\n";
+    std::cout << out.str();
+    return 0;
+  }
+  out << "read       " << join_list(r.read) << "\n";
+  out << "write      " << join_list(r.write) << "\n";
+  out << "deny       " << join_list(r.deny) << "\n";
+  out << "protect    " << join_list(r.protect) << "\n";
+  out << "sockets    "
+      << (r.block_runtime_sockets
+              ? "container-runtime sockets hidden: " + join_list(r.runtime_sockets)
+              : std::string("not hidden (devbox)"))
+      << "\n";
+  out << "unix       "
+      << (r.unix_socket_rule
+              ? "connect() only to sockets in writable places, and to: " +
+                    (r.unix_sockets.empty() ? std::string("(none)") : join_list(r.unix_sockets))
+              : std::string("any socket (devbox)"))
+      << "\n";
+  out << "limits     pids " << r.limits.pids << ", memory " << r.limits.memory
+      << " bytes (no swap), /tmp "
+      << (r.limits.tmp ? std::to_string(r.limits.tmp) + " bytes" : std::string("the host's"))
+      << "\n";
+  out << "policy     org.soyaos.comet.policy=" << policy << "\n";
+  out << "mounts     (a per-run empty read-only root, then, in order)\n";
+  for (const auto& m : plan->spec.mounts) {
+    out << "  " << m.destination;
+    for (size_t k = m.destination.size(); k < 28; k++) out << ' ';
+    out << " " << describe_mount(m, in) << "\n";
+  }
+  for (const auto& d : plan->placeholders)
+    out << "create     " << d.path << (d.dir ? "/" : "")
+        << " (empty, so it cannot be created inside)\n";
+  for (const auto& n : plan->notes) out << "note       " << n << "\n";
+  std::cout << out.str();
+  return 0;
+}
+
+namespace {
+
+// Can this sandbox start now, for this caller? The cheap part of a run:
+// the view is planned (a protect path that cannot be protected fails
+// here), the state root (the skeleton's mount point) can be made, the
+// limits' cgroups can be written, and a child can make the namespaces the
+// plan asks for (fork + unshare: about a millisecond).
+Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<std::string>& args,
+                         const Environ& env) {
+  if (!p.profile.sandboxed) return ok();
+  TRYV(mkdir_p(g.root, 0711));
+  struct stat rs;
+  if (::stat(g.root.c_str(), &rs) < 0) return Error::sys(errno, "the state root " + g.root);
+  if (!S_ISDIR(rs.st_mode)) return Error::msg("the state root " + g.root + ": not a directory");
+  if (::access(g.root.c_str(), W_OK) < 0) return Error::sys(errno, "the state root " + g.root);
+  cap::SandboxInputs in = plan_inputs(g, p, g.root, args, env);
+  TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
+  // Each missing protected name needs its placeholder: the nearest existing
+  // directory must take a new entry (writable, not immutable or append-only).
+  for (const auto& ph : plan.placeholders) {
+    std::string dir = parent_of(ph.path);
+    while (dir != "/" && !path_exists(dir)) dir = parent_of(dir);
+    if (::access(dir.c_str(), W_OK) < 0)
+      return Error::sys(errno, "create the placeholder " + ph.path + " in " + dir);
+    UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int flags = 0;
+    if (d && ::ioctl(d.get(), FS_IOC_GETFLAGS, &flags) == 0 &&
+        (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
+      return Error::sys(EPERM, "create the placeholder " + ph.path + " in " + dir +
+                                   " (immutable or append-only)");
+  }
+  int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+  if (p.profile.network_restricted) flags |= CLONE_NEWNET;
+  const auto& res = plan.spec.linux_ ? plan.spec.linux_->resources : std::nullopt;
+  const bool limits = res && ((res->pids && res->pids->limit > 0) ||
+                              (res->memory && res->memory->limit && *res->memory->limit > 0));
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::sys(errno, "fork");
+  if (pid == 0) {
+    if (::unshare(flags) < 0) ::_exit(errno & 0xff);
+    ::_exit(0);
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return Error::sys(WIFEXITED(st) ? WEXITSTATUS(st) : EPERM,
+                      "create the sandbox's namespaces as uid " + std::to_string(::geteuid()));
+  if (limits) {
+    for (const char* c :
+         {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"}) {
+      struct stat sb;
+      if (::stat(c, &sb) == 0 && ::access(c, W_OK) < 0)
+        return Error::sys(errno, std::string("the limits' cgroups under ") + c);
+    }
+  }
+  return ok();
+}
+
+}  // namespace
+
+int sandbox_can_auto_allow(const Globals& gin, const SandboxOptions& o) {
+  Globals g = gin;
+  g.root = state_root(gin);
+  const Environ env = current_environ();
+  cap::Verdict v;
+  v.command = o.args;
+  v.profile = o.profile;
+  auto fail = [&](const Error& e) {
+    log::error(e.what());
+    v.reason = "cannot decide: " + e.what() + "; ask";
+    std::cout << cap::verdict_to_json(v) << "\n";
+    return 1;
+  };
+  if (o.args.empty()) return fail(Error::msg("sandbox --can-auto-allow: a command is required"));
+  auto prep = prepare(o, env);
+  if (!prep.ok()) return fail(prep.error());
+  auto floor = cap::make_floor(prep->config.set);
+  if (!floor.ok()) return fail(floor.error());
+  v = cap::can_auto_allow(o.args, prep->profile, *floor, {prep->workspace, prep->who.home});
+  // Fail closed: a verdict is only as good as the sandbox that would run
+  // the command. One that cannot start here confines nothing.
+  if (v.confined) {
+    if (Status st = sandbox_can_start(g, *prep, o.args, env); !st.ok()) {
+      v.confined = false;
+      v.auto_allow = false;
+      v.matched_rule.clear();
+      v.reason = "the sandbox cannot start here: " + st.error().what() + "; ask";
+    }
+  }
+  std::cout << cap::verdict_to_json(v) << "\n";
+  return v.auto_allow ? 0 : 1;
+}
+
+}  // namespace comet::runtime

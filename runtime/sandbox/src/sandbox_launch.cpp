@@ -1,0 +1,1080 @@
+// `sandbox`'s direct launch path: the diagram is in sandbox_launch.hpp.
+#include "comet/sandbox/sandbox_launch.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "comet/base/switches.hpp"
+#include "comet/base/sys.hpp"
+#include "comet/capability/policy.hpp"
+#include "comet/host/cgroups.hpp"
+#include "comet/host/log.hpp"
+#include "comet/host/sha256.hpp"
+#include "comet/lifecycle/child.hpp"
+#include "comet/lifecycle/confine.hpp"
+#include "comet/lifecycle/container.hpp"
+#include "comet/lifecycle/plan.hpp"
+#include "comet/lifecycle/sync.hpp"
+#include "comet/lifecycle/trampoline.hpp"
+#include "comet/reporting/create_rule.hpp"
+#include "comet/reporting/reporter.hpp"
+#include "comet/reporting/violations.hpp"
+
+namespace comet::runtime {
+namespace {
+
+// ---- the guardian -------------------------------------------------------
+// Outlives a SIGKILLed runtime to remove what it made on the host. A
+// clone(CLONE_VM) of ours (no page tables copied, no copy-on-write faults
+// for either side, ~0.1 ms) on a stack of its own, out of the caller's
+// session, with every signal blocked and no fd but its pipe. It makes raw
+// syscalls only (no libc: it shares our TLS, so not even errno), on paths
+// written before the clone; the runtime fills in each placeholder's
+// identity as it makes it. "d" on its socket: the runtime cleaned up
+// itself. The "d" carries fds of the placeholder directories just removed:
+// on this host's ext4 (-o discard) the last close of a removed directory
+// frees its block with a synchronous discard, ~3.6 ms each; held by the
+// guardian, that happens at its exit, after the runtime's. The names are
+// gone before the runtime exits: only the inodes' release is deferred.
+
+constexpr int kGuardFds = 64;  // removed directories handed over with "d"
+
+struct GuardEntry {
+  enum Kind : int { kCgroup, kDir, kFile } kind;
+  std::uint64_t dev, ino;  // a placeholder we made (0: not made yet)
+  std::uint64_t size;      // a file placeholder's: the size of its content
+  char path[PATH_MAX];
+};
+
+struct GuardBlock {
+  int rd;
+  int mutex_fd = -1, users_fd = -1;  // the placeholder registry's (PlaceholderRegistry)
+  char registry_path[PATH_MAX], users_path[PATH_MAX], registry_dir[PATH_MAX];
+  int n;
+  GuardEntry e[1];  // n of them
+};
+
+long raw(long n, long a = 0, long b = 0, long c = 0, long d = 0) noexcept {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+
+void raw_append(char* dst, const char* a, const char* b) noexcept {
+  while (*a) *dst++ = *a++;
+  while (*b) *dst++ = *b++;
+  *dst = 0;
+}
+
+// Kill every task listed in DIR/cgroup.procs; true when none was listed.
+bool raw_kill_cgroup(const char* dir) noexcept {
+  char path[PATH_MAX + 32];
+  raw_append(path, dir, "/cgroup.procs");
+  long fd = raw(SYS_open, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char buf[4096];
+  long n, pid = 0;
+  bool none = true;
+  while ((n = raw(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf)) > 0) {
+    for (long i = 0; i < n; i++) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+      } else if (pid > 0) {
+        raw(SYS_kill, pid, SIGKILL);
+        none = false;
+        pid = 0;
+      }
+    }
+  }
+  raw(SYS_close, fd);
+  return none;
+}
+
+int guardian_main(void* arg) noexcept {
+  auto* g = static_cast<GuardBlock*>(arg);
+  unsigned long all = ~0UL;
+  raw(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, sizeof all);
+  raw(SYS_setsid);
+  // Every fd but the pipe and the registry's two (closed in the gaps).
+  int keep[3] = {g->rd, g->mutex_fd, g->users_fd};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (keep[j] < keep[i]) {
+        int t = keep[i];
+        keep[i] = keep[j];
+        keep[j] = t;
+      }
+  int from = 0;
+  for (int k : keep) {
+    if (k < 0) continue;
+    if (k > from) raw(SYS_close_range, from, k - 1, 0);
+    from = k + 1;
+  }
+  raw(SYS_close_range, from, ~0U, 0);
+  char b = 0;
+  struct iovec iov = {&b, 1};
+  alignas(struct cmsghdr) char fds[CMSG_SPACE(sizeof(int) * kGuardFds)];
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = fds;
+  msg.msg_controllen = sizeof fds;
+  long n;
+  do {
+    n = raw(SYS_recvmsg, g->rd, reinterpret_cast<long>(&msg), MSG_CMSG_CLOEXEC);
+  } while (n == -EINTR);
+  if (n == 1 && b == 'd') raw(SYS_exit_group, 0);  // closes the fds it got
+  // The runtime died. Its init took the pid namespace with it; kill what
+  // may still be in the cgroups (a process can be between clone and the
+  // namespace), then remove them (2 s at most).
+  for (int i = 0; i < g->n; i++) {
+    if (g->e[i].kind != GuardEntry::kCgroup) continue;
+    char kill_file[PATH_MAX + 32];
+    raw_append(kill_file, g->e[i].path, "/cgroup.kill");
+    long fd = raw(SYS_open, reinterpret_cast<long>(kill_file), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      raw(SYS_write, fd, reinterpret_cast<long>("1"), 1);
+      raw(SYS_close, fd);
+    }
+  }
+  for (int round = 0; round < 200; round++) {
+    bool left = false;
+    for (int i = g->n - 1; i >= 0; i--) {
+      if (g->e[i].kind != GuardEntry::kCgroup) continue;
+      raw_kill_cgroup(g->e[i].path);
+      long r = raw(SYS_rmdir, reinterpret_cast<long>(g->e[i].path));
+      if (r < 0 && r != -ENOENT) left = true;
+    }
+    if (!left) break;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    raw(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
+  }
+  // Placeholders: only by the last sandbox of the workspace out (another
+  // one's mounts sit on them), children first, and only what is still the
+  // empty one made.
+  if (g->users_fd >= 0) {
+    raw(SYS_flock, g->mutex_fd, LOCK_EX);
+    if (raw(SYS_flock, g->users_fd, LOCK_EX | LOCK_NB) < 0) raw(SYS_exit_group, 0);
+  }
+  for (int i = g->n - 1; i >= 0; i--) {
+    const GuardEntry& e = g->e[i];
+    std::uint64_t ino = __atomic_load_n(&e.ino, __ATOMIC_ACQUIRE);
+    if (e.kind == GuardEntry::kCgroup || ino == 0) continue;
+    struct stat st;
+    if (raw(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(e.path), reinterpret_cast<long>(&st),
+            AT_SYMLINK_NOFOLLOW) < 0)
+      continue;
+    if (st.st_ino != ino || st.st_dev != e.dev) continue;
+    if (e.kind == GuardEntry::kDir)
+      raw(SYS_rmdir, reinterpret_cast<long>(e.path));  // ENOTEMPTY: not ours to remove
+    else if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == e.size)
+      raw(SYS_unlink, reinterpret_cast<long>(e.path));
+  }
+  // The registry last, still under its mutex (PlaceholderRegistry::finish).
+  if (g->users_fd >= 0) {
+    raw(SYS_unlink, reinterpret_cast<long>(g->users_path));
+    raw(SYS_unlink, reinterpret_cast<long>(g->registry_path));
+    raw(SYS_rmdir, reinterpret_cast<long>(g->registry_dir));
+  }
+  raw(SYS_exit_group, 0);
+  return 0;
+}
+
+class PlaceholderRegistry;
+
+class Guardian {
+ public:
+  Guardian() = default;
+  Guardian(const Guardian&) = delete;
+  Guardian& operator=(const Guardian&) = delete;
+  ~Guardian() { done(); }
+
+  // Paths first (cgroups, then placeholders parents first), then start().
+  void add(GuardEntry::Kind k, const std::string& path, std::uint64_t size = 0) {
+    pending_.push_back({k, path, size});
+  }
+  void add_made(GuardEntry::Kind k, const std::string& path, std::uint64_t size, dev_t dev,
+                ino_t ino) {
+    preset_.push_back({pending_.size(), dev, ino});
+    pending_.push_back({k, path, size});
+  }
+  void locks(const PlaceholderRegistry& r);
+  bool empty() const { return pending_.empty(); }
+
+  Status start() {
+    size_t n = pending_.size();
+    size_ = sizeof(GuardBlock) + n * sizeof(GuardEntry) + kStack;
+    void* mem = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return Error::sys(errno, "sandbox: map the guardian");
+    block_ = static_cast<GuardBlock*>(mem);
+    block_->n = static_cast<int>(n);
+    block_->mutex_fd = mutex_fd_;
+    block_->users_fd = users_fd_;
+    for (auto [dst, src] :
+         {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
+          {block_->users_path, &lock_paths_[1]},
+          {block_->registry_dir, &lock_paths_[2]}}) {
+      if (src->size() >= PATH_MAX) return Error::msg("sandbox: path too long: " + *src);
+      std::memcpy(dst, src->c_str(), src->size() + 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+      GuardEntry& e = block_->e[i];
+      e.kind = pending_[i].kind;
+      e.size = pending_[i].size;
+      if (pending_[i].path.size() >= sizeof e.path)
+        return Error::msg("sandbox: path too long: " + pending_[i].path);
+      std::memcpy(e.path, pending_[i].path.c_str(), pending_[i].path.size() + 1);
+    }
+    for (const auto& pr : preset_) {
+      block_->e[pr.index].dev = pr.dev;
+      block_->e[pr.index].ino = pr.ino;
+    }
+    int p[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
+      return Error::sys(errno, "sandbox: socketpair");
+    UniqueFd rd(p[0]);
+    wr_.reset(p[1]);
+    block_->rd = rd.get();
+    char* stack_top = static_cast<char*>(mem) + size_;
+    pid_ = ::clone(guardian_main, stack_top, CLONE_VM | SIGCHLD, block_);
+    if (pid_ < 0) return Error::sys(errno, "sandbox: start the guardian");
+    return ok();
+  }
+
+  // The placeholder at index i (in add() order) was made: its identity.
+  void made(size_t i) {
+    struct stat st;
+    if (!block_ || ::lstat(block_->e[i].path, &st) < 0) return;
+    block_->e[i].dev = st.st_dev;
+    __atomic_store_n(&block_->e[i].ino, static_cast<std::uint64_t>(st.st_ino), __ATOMIC_RELEASE);
+  }
+
+  // We cleaned up ourselves: the guardian exits at once, closing KEEP
+  // (removed directories) as it goes. Not waited for when we are about to
+  // exit too (WAIT false): the "d" is queued before the EOF our exit
+  // makes, and whoever inherits the guardian reaps it (~1 ms of a loaded
+  // host's scheduling saved, and the address space it shares is torn down
+  // on its exit, not ours).
+  void done(bool wait = true, const std::vector<UniqueFd>& keep = {}) {
+    if (pid_ <= 0) return;
+    char d = 'd';
+    struct iovec iov = {&d, 1};
+    alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int) * kGuardFds)] = {};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    const size_t nfd = std::min(keep.size(), static_cast<size_t>(kGuardFds));
+    if (nfd) {
+      msg.msg_control = buf;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+      for (size_t i = 0; i < nfd; i++) {
+        const int fd = keep[i].get();
+        std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof fd);
+      }
+    }
+    if (::sendmsg(wr_.get(), &msg, MSG_NOSIGNAL) < 0 && nfd)
+      (void)!::send(wr_.get(), &d, 1, MSG_NOSIGNAL);  // without the fds: we close them
+    wr_.reset();
+    if (!wait) {
+      pid_ = -1;
+      block_ = nullptr;  // its stack: it may still be on it
+      return;
+    }
+    while (::waitpid(pid_, nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    ::munmap(block_, size_);  // its stack too: it has exited
+    block_ = nullptr;
+  }
+
+  int write_fd() const { return wr_.get(); }
+
+ private:
+  static constexpr size_t kStack = 64 * 1024;
+  struct Pending {
+    GuardEntry::Kind kind;
+    std::string path;
+    std::uint64_t size;
+  };
+  std::vector<Pending> pending_;
+  struct Preset {
+    size_t index;
+    dev_t dev;
+    ino_t ino;
+  };
+  std::vector<Preset> preset_;
+  int mutex_fd_ = -1, users_fd_ = -1;
+  std::string lock_paths_[3];
+  GuardBlock* block_ = nullptr;
+  size_t size_ = 0;
+  UniqueFd wr_;
+  pid_t pid_ = -1;
+};
+
+// ---- placeholders -------------------------------------------------------
+
+std::string parent_of(const std::string& p) {
+  auto k = p.rfind('/');
+  return k == 0 || k == std::string::npos ? "/" : p.substr(0, k);
+}
+
+struct Made {
+  std::string path;
+  bool dir;
+  dev_t dev;
+  ino_t ino;
+  std::string content;  // a file's
+};
+
+struct Step {
+  std::string path;
+  bool dir;
+  std::string content;  // a file's (Placeholder::content)
+};
+
+// Every missing component of every placeholder, parents first: what we
+// are about to create (and will remove while it is still ours and as made).
+std::vector<Step> placeholder_steps(const std::vector<capability::Placeholder>& ps) {
+  std::vector<Step> steps;
+  for (const auto& ph : ps) {
+    std::vector<Step> missing;
+    bool leaf = true;
+    for (std::string p = ph.path; p != "/" && !path_exists(p); p = parent_of(p)) {
+      missing.push_back({p, leaf ? ph.dir : true, leaf && !ph.dir ? ph.content : ""});
+      leaf = false;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      bool dup = false;
+      for (auto& s : steps) dup |= s.path == it->path;
+      if (!dup) steps.push_back(*it);
+    }
+  }
+  return steps;
+}
+
+Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
+  const std::string& path = step.path;
+  if (step.dir) {
+    if (::mkdir(path.c_str(), 0755) < 0)
+      return Error::sys(errno, "sandbox: create the protected directory " + path);
+  } else {
+    int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return Error::sys(errno, "sandbox: create the protected file " + path);
+    // .git/commondir holds "." (git dies on an empty one).
+    for (std::size_t off = 0; off < step.content.size();) {
+      ssize_t n = ::write(fd, step.content.data() + off, step.content.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        ::unlink(path.c_str());
+        return Error::sys(err, "sandbox: write the protected file " + path);
+      }
+      off += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+  }
+  if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
+  return ok();
+}
+
+// Removes M if it is still the empty placeholder made. A directory comes
+// back open (O_PATH) once removed: its last close, which frees its block,
+// is the guardian's (GuardEntry).
+UniqueFd remove_placeholder(const Made& m) {
+  struct stat st;
+  if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return {};
+  if (!m.dir) {
+    if (!S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != m.content.size()) return {};
+    if (!m.content.empty()) {  // still exactly what we wrote
+      auto text = read_file(m.path);
+      if (!text.ok() || *text != m.content) return {};
+    }
+    ::unlink(m.path.c_str());
+    return {};
+  }
+  UniqueFd held(::open(m.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (::rmdir(m.path.c_str()) < 0) return {};  // ENOTEMPTY: not ours to remove
+  return held;
+}
+
+// ---- what stays on the host until the end, undone whatever happens ------
+
+// Placeholders are the host's files while any sandbox of the workspace
+// runs: a second sandbox binds over the first one's, and unlinking a file
+// that is a mount point removes the mounts on it in every namespace. So
+// they are shared, per workspace, under the state root
+// (<root>/.placeholders/<hash of the workspace>): a registry ("dev ino
+// d|f content-in-hex|- path" lines) whose flock is the mutex around making and removing
+// them, and a users file each running sandbox holds LOCK_SH on. The last
+// sandbox out (LOCK_EX|LOCK_NB on users succeeds) removes every registered
+// placeholder that is still the empty one made; the others leave them.
+class PlaceholderRegistry {
+ public:
+  Status open(const std::string& state_root, const std::string& workspace) {
+    dir_ = join_path(state_root, ".placeholders");
+    const std::string base = join_path(dir_, sha256_hex(workspace).substr(0, 32));
+    registry_path_ = base + ".registry";
+    users_path_ = base + ".users";
+    // The last one out removes the files (and the directory when empty):
+    // a mutex is only ours once the path still names what we locked.
+    for (int tries = 0; tries < 20; tries++) {
+      if (::mkdir(dir_.c_str(), 0700) < 0 && errno != EEXIST)
+        return Error::sys(errno, "sandbox: create " + dir_);
+      mutex_.reset(::open(registry_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+      if (!mutex_) {
+        if (errno == ENOENT) continue;  // the directory went between the two
+        return Error::sys(errno, "sandbox: open the placeholder registry " + registry_path_);
+      }
+      if (::flock(mutex_.get(), LOCK_EX) < 0) return Error::sys(errno, "sandbox: lock " + base);
+      struct stat held, named;
+      if (::fstat(mutex_.get(), &held) == 0 && ::stat(registry_path_.c_str(), &named) == 0 &&
+          held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+        locked_ = true;
+        users_.reset(::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (!users_) return Error::sys(errno, "sandbox: open the placeholder users " + base);
+        return ok();
+      }
+      mutex_.reset();  // removed by the last sandbox out meanwhile: again
+    }
+    return Error::msg("sandbox: the placeholder registry " + registry_path_ + " keeps changing");
+  }
+  // Registered and still there as made.
+  std::vector<Made> entries() const {
+    std::vector<Made> out;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    ::lseek(mutex_.get(), 0, SEEK_SET);
+    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0)
+      text.append(buf, static_cast<size_t>(n));
+    for (const auto& line : split(text, '\n')) {
+      unsigned long long dev = 0, ino = 0;
+      char kind = 0;
+      char hex[129] = {};
+      int used = 0;
+      if (std::sscanf(line.c_str(), "%llu %llu %c %128s %n", &dev, &ino, &kind, hex, &used) != 4)
+        continue;
+      std::string content;
+      for (size_t i = 0; hex[0] != '-' && hex[i] && hex[i + 1]; i += 2)
+        content.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
+      Made m{line.substr(static_cast<size_t>(used)), kind == 'd', static_cast<dev_t>(dev),
+             static_cast<ino_t>(ino), content};
+      struct stat st;
+      if (::lstat(m.path.c_str(), &st) == 0 && st.st_dev == m.dev && st.st_ino == m.ino)
+        out.push_back(std::move(m));
+    }
+    return out;
+  }
+  Status add(const Made& m) {
+    static const char* digits = "0123456789abcdef";
+    std::string hex;  // the content a file placeholder holds ("-": none), at most 64 bytes
+    for (unsigned char c : m.content.substr(0, 64)) {
+      hex.push_back(digits[c >> 4]);
+      hex.push_back(digits[c & 15]);
+    }
+    std::string line = std::to_string(static_cast<unsigned long long>(m.dev)) + " " +
+                       std::to_string(static_cast<unsigned long long>(m.ino)) +
+                       (m.dir ? " d " : " f ") + (hex.empty() ? "-" : hex) + " " + m.path + "\n";
+    ::lseek(mutex_.get(), 0, SEEK_END);
+    if (::write(mutex_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      return Error::sys(errno, "sandbox: write the placeholder registry");
+    return ok();
+  }
+  // A user from now on; the mutex is released.
+  Status join() {
+    if (::flock(users_.get(), LOCK_SH) < 0) return Error::sys(errno, "sandbox: lock users");
+    unlock();
+    return ok();
+  }
+  // Whether this is the last sandbox of the workspace: then the mutex
+  // stays held (and the registry is emptied) until the placeholders are
+  // removed and this object goes.
+  bool last() {
+    if (!mutex_) return true;
+    if (!locked_ && ::flock(mutex_.get(), LOCK_EX) == 0) locked_ = true;
+    if (::flock(users_.get(), LOCK_EX | LOCK_NB) < 0) {
+      unlock();
+      return false;
+    }
+    return true;
+  }
+  // After the last one out removed the placeholders, still under the
+  // mutex: nothing of the registry stays (a sandbox waiting on this mutex
+  // then sees the path changed, and starts a new one).
+  void finish() {
+    finished_ = true;
+    ::unlink(users_path_.c_str());
+    ::unlink(registry_path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  void unlock() {
+    if (locked_) ::flock(mutex_.get(), LOCK_UN);
+    locked_ = false;
+  }
+  int mutex_fd() const { return mutex_.get(); }
+  int users_fd() const { return users_.get(); }
+  const std::string& registry_path() const { return registry_path_; }
+  const std::string& users_path() const { return users_path_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_, registry_path_, users_path_;
+  UniqueFd mutex_, users_;
+  bool finished_ = false;
+
+ public:
+  // A launch that failed before its cleanup owned the registry (a plan
+  // error): the last one out still removes what is registered's files.
+  ~PlaceholderRegistry() {
+    if (!mutex_ || finished_) return;
+    if (last()) finish();
+    unlock();
+  }
+  PlaceholderRegistry() = default;
+  PlaceholderRegistry(const PlaceholderRegistry&) = delete;
+  PlaceholderRegistry& operator=(const PlaceholderRegistry&) = delete;
+
+ private:
+  bool locked_ = false;
+};
+
+void Guardian::locks(const PlaceholderRegistry& r) {
+  mutex_fd_ = r.mutex_fd();
+  users_fd_ = r.users_fd();
+  lock_paths_[0] = r.registry_path();
+  lock_paths_[1] = r.users_path();
+  lock_paths_[2] = r.dir();
+}
+
+struct LaunchCleanup {
+  std::vector<Made> made;  // placeholders, parents first (ours and adopted)
+  PlaceholderRegistry* registry = nullptr;
+  std::vector<std::string> cgroups;  // created
+  pid_t init = -1;                   // our child, killed and reaped on failure
+  Guardian* guardian = nullptr;
+  std::uint64_t fs_cgroup = 0;         // watched (fswatch.hpp): unwatched again (idempotent)
+  std::vector<UniqueFd> removed_dirs;  // for the guardian (remove_placeholder)
+  bool exiting = false;                // run() is the last thing before _exit
+  ~LaunchCleanup() { run(); }
+  // Undoes it all, once.
+  void run() {
+    if (init > 0) {
+      ::kill(init, SIGKILL);
+      while (::waitpid(init, nullptr, __WALL) < 0 && errno == EINTR) {
+      }
+      init = -1;
+    }
+    if (fs_cgroup) fswatch_unwatch(std::exchange(fs_cgroup, 0));
+    if (!cgroups.empty()) {
+      if (Status st = destroy_cgroups(cgroups); !st.ok()) log::warn(st.error().what());
+      cgroups.clear();
+    }
+    if (!registry || registry->last()) {
+      // Children first (deepest paths first: adopted ones are in any order).
+      std::stable_sort(made.begin(), made.end(), [](const Made& a, const Made& b) {
+        return std::count(a.path.begin(), a.path.end(), '/') >
+               std::count(b.path.begin(), b.path.end(), '/');
+      });
+      for (const Made& m : made)
+        if (UniqueFd fd = remove_placeholder(m)) removed_dirs.push_back(std::move(fd));
+      if (registry) registry->finish();
+    }
+    if (registry) registry->unlock();
+    registry = nullptr;
+    made.clear();
+    if (guardian) guardian->done(!exiting, removed_dirs);
+    removed_dirs.clear();
+    guardian = nullptr;
+  }
+};
+
+// ---- events -------------------------------------------------------------
+
+// Where the reporter writes events.jsonl: a tmpfs attached nowhere
+// (fsmount), reached as /proc/self/fd/N by the reporter thread. It goes
+// with the runtime: nothing on disk, even after a SIGKILL.
+Result<UniqueFd> detached_tmpfs() {
+  UniqueFd fs(static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+  if (!fs) return Error::sys(errno, "fsopen tmpfs");
+  if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+      ::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "size", "4m", 0) < 0 ||
+      ::syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+    return Error::sys(errno, "fsconfig tmpfs");
+  UniqueFd m(static_cast<int>(::syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, 0)));
+  if (!m) return Error::sys(errno, "fsmount tmpfs");
+  return m;
+}
+
+// One line per surface on stderr: what the sandbox refused.
+// The git rule's last look, once nothing of the sandbox runs: an index of
+// the workspace's own repository with an entry naming a ".git" path (which
+// git's own path check refuses) would have the host's `git restore .`
+// write .git/config or a hook (red team round 7). Such an index, or one
+// that cannot be read, is moved aside (index.comet-refused), said on
+// stderr and reported (fs.write).
+// An index as it was: it is read at the end only when it changed (a large
+// repository's index is megabytes).
+struct IndexStamp {
+  bool there = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  struct timespec mtime = {}, ctime = {};
+  bool operator==(const IndexStamp& o) const {
+    return there == o.there && dev == o.dev && ino == o.ino && size == o.size &&
+           mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+           ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+IndexStamp index_stamp(const std::string& git_dir) {
+  IndexStamp t;
+  struct stat st;
+  if (::lstat((git_dir + "/index").c_str(), &st) < 0) return t;
+  t.there = true;
+  t.dev = st.st_dev;
+  t.ino = st.st_ino;
+  t.size = st.st_size;
+  t.mtime = st.st_mtim;
+  t.ctime = st.st_ctim;
+  return t;
+}
+
+void check_git_index(const std::vector<std::string>& own, const std::vector<IndexStamp>& before,
+                     const std::string& id, const std::string& events_dir,
+                     const std::string& deliver) {
+  for (std::size_t k = 0; k < own.size(); k++) {
+    const std::string& g = own[k];
+    if (k < before.size() && index_stamp(g) == before[k]) continue;  // untouched
+    bool sha256 = false;
+    if (auto c = read_file(g + "/config"); c.ok()) {
+      std::string t = *c;
+      std::transform(t.begin(), t.end(), t.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
+      t.erase(std::remove_if(t.begin(), t.end(), [](char ch) { return ch == ' ' || ch == '\t'; }),
+              t.end());
+      sha256 = t.find("objectformat=sha256") != std::string::npos;
+    }
+    const std::string idx = g + "/index";
+    bool bad = false;
+    const std::string entry = git_index_dot_git_entry(idx, sha256, &bad);
+    if (entry.empty() && !bad) continue;
+    const std::string to = idx + ".comet-refused";
+    const bool moved = ::rename(idx.c_str(), to.c_str()) == 0;
+    const std::string what =
+        entry.empty() ? "an index git cannot read safely" : "an entry " + entry;
+    log::warn("sandbox: " + idx + " holds " + what + ", which the host's git would write into " +
+              "the git directory; " +
+              (moved ? "moved to " + to
+                     : "could not move it: do not run "
+                       "`git restore`/`checkout` there"));
+    if (events_dir.empty()) continue;
+    violations::Event e;
+    e.container = id;
+    e.surface = "fs.write";
+    e.requested = idx + (entry.empty() ? "" : ": " + entry);
+    e.matched_entry = "git repository";
+    e.syscall = "";
+    e.pid = 1;
+    e.err = EACCES;
+    (void)violations::append_event(events_dir, e);
+    if (!deliver.empty()) violations::deliver_line(deliver, violations::to_json_line(e));
+  }
+}
+
+void summarize_events(const std::string& dir, const std::string& deliver) {
+  auto text = read_file(join_path(dir, violations::kEventsFile));
+  if (!text.ok() || text->empty()) return;
+  struct Surface {
+    long n = 0;
+    std::string first;
+  };
+  std::map<std::string, Surface> by;
+  for (const auto& line : split(*text, '\n')) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "capability_violation") continue;
+    Surface& s = by[j.value("surface", "?")];
+    s.n += 1 + j.value("repeated", 0L);
+    if (s.first.empty()) {
+      const std::string sc = j.value("syscall", "");
+      s.first = j.value("requested", "") + (sc.empty() ? "" : " (" + sc + ")");
+    }
+  }
+  for (const auto& [surface, s] : by)
+    log::warn("sandbox: refused " + std::to_string(s.n) + " " + surface + " action" +
+              (s.n == 1 ? "" : "s") + ", first: " + s.first +
+              (deliver.empty() ? "" : " (events: " + deliver + ")"));
+}
+
+// ---- the pieces of the launch -------------------------------------------
+
+// The child inherits our netns anyway: a join of our own namespace (the
+// open profiles') is dropped, which keeps the one-stage clone. Anything
+// else to join is not a sandbox plan.
+Status drop_own_netns_join(ChildContext& ctx, bool netns_enforced) {
+  struct stat own;
+  if (::stat("/proc/self/ns/net", &own) < 0) return Error::sys(errno, "stat /proc/self/ns/net");
+  for (auto it = ctx.joins.begin(); it != ctx.joins.end();) {
+    struct stat st;
+    if (it->clone_flag != CLONE_NEWNET || ::stat(it->path.c_str(), &st) < 0 ||
+        st.st_dev != own.st_dev || st.st_ino != own.st_ino)
+      return Error::msg("sandbox: cannot join namespace " + it->path);
+    if (netns_enforced)
+      return Error::msg("sandbox: network namespace " + it->path +
+                        " is the host's: a restricted network may not join it");
+    it = ctx.joins.erase(it);
+  }
+  ctx.slow_path = ctx.new_ns_flags & CLONE_NEWTIME;
+  if (ctx.slow_path) return Error::msg("sandbox: a time namespace is not supported");
+  if (!(ctx.new_ns_flags & CLONE_NEWNS))
+    return Error::msg("sandbox: a mount namespace is required");
+  return ok();
+}
+
+// The plan's resources need a cgroup only for a limit (pids, memory).
+bool wants_cgroup(const oci::Linux& lx) {
+  if (!lx.resources) return false;
+  const auto& r = *lx.resources;
+  return (r.pids && r.pids->limit > 0) || (r.memory && r.memory->limit);
+}
+
+// Fds 0-2 open, so no fd of ours lands there and crosses into the sandbox
+// as its stdio.
+void hold_stdio() {
+  for (int fd = 0; fd < 3; fd++)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = ::open("/dev/null", O_RDWR);
+      if (n >= 0 && n != fd) ::close(n);
+    }
+}
+
+// SIGTSTP/SIGTTIN/SIGTTOU: the command's process group is an orphan in a
+// session of its own (no controlling terminal), where the kernel discards
+// them; so the runtime stops every process of the sandbox (SIGSTOP, the
+// init first so it forwards nothing) and then itself; SIGCONT resumes them.
+std::vector<pid_t> sandbox_tree(pid_t init) {
+  std::vector<pid_t> out{init};
+  for (size_t i = 0; i < out.size() && out.size() < 100000; i++) {
+    std::string task = "/proc/" + std::to_string(out[i]) + "/task";
+    DIR* d = ::opendir(task.c_str());
+    if (!d) continue;
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      auto kids = read_file(task + "/" + e->d_name + "/children");
+      if (!kids.ok()) continue;
+      for (const auto& k : split(*kids, ' '))
+        if (!k.empty() && k[0] != '\n') out.push_back(std::atoi(k.c_str()));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+// Waits for the init, forwarding signals; returns its wait status.
+int supervise(pid_t init, int sigfd) {
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(init, &status, WNOHANG | __WALL);
+    if (r == init) return status;
+    if (r < 0 && errno != EINTR) return 0;
+    struct signalfd_siginfo si;
+    if (::read(sigfd, &si, sizeof si) != sizeof si) continue;
+    const int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) continue;
+    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+      for (pid_t p : sandbox_tree(init)) ::kill(p, SIGSTOP);
+      ::kill(::getpid(), SIGSTOP);
+      continue;  // SIGCONT comes next (from the shell's fg/bg)
+    }
+    if (sig == SIGCONT) {
+      std::vector<pid_t> t = sandbox_tree(init);
+      for (auto it = t.rbegin(); it != t.rend(); ++it) ::kill(*it, SIGCONT);
+      continue;
+    }
+    ::kill(init, sig);  // the init forwards it to the command
+  }
+}
+
+// clone3(2) fork-style, optionally straight into a cgroup2 directory.
+Result<long> clone_into(int ns_flags, int cgroup_fd) {
+  struct clone_args args = {};
+  args.flags = static_cast<uint64_t>(static_cast<unsigned>(ns_flags)) |
+               (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return Error::sys(errno, "clone3");
+  return pid;
+}
+
+}  // namespace
+
+Result<int> launch_sandbox(SandboxLaunch& l) {
+  // The workspace's placeholder lock first, then the plan under it: a
+  // placeholder another sandbox made is then known as one (adopted), and
+  // none is removed between this plan and these mounts.
+  PlaceholderRegistry registry;
+  TRYV(registry.open(l.skeleton_dir, l.workspace));
+  if (l.plan) TRYV(l.plan(l));
+  hold_stdio();
+  oci::Spec spec = l.spec;
+  // The same derivation as create: the policy annotation tightens the
+  // config, the planner makes the child's context, the confinement layers
+  // (base filter, lock-down, Landlock) are planned from the policy.
+  TRY(std::optional<capability::Policy> policy,
+      capability::policy_from_annotations(spec.annotations));
+  if (!policy) return Error::msg("sandbox: the plan has no policy annotation");
+  TRYV(capability::tighten(spec, *policy));
+  if (!spec.process) return Error::msg("sandbox: the plan has no process");
+  if (spec.process->terminal) return Error::msg("sandbox: process.terminal is not supported");
+  PlanInputs pin{l.id, l.skeleton_dir, l.rootfs, false, false, 0};
+  TRY(ChildContext ctx, plan_child(spec, pin));
+  const oci::Linux empty_linux;
+  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+  TRYV(compile_config_seccomp(lx, ctx, "sandbox: a seccomp listener in the plan is not supported"));
+  TRYV(plan_confinement(*policy, l.rootfs, lx, ctx));
+  ctx.landlock_stdio = true;  // `> /dev/stdout` to the caller's terminal or file
+  TRYV(drop_own_netns_join(ctx, policy->network != capability::NetworkPolicy::open));
+  ctx.skeleton_dir = l.skeleton_dir;
+  ctx.skeleton_files = l.files;
+  for (const auto& s : l.symlinks) ctx.skeleton_links.emplace_back(s.name, s.target);
+  ctx.state_json = nlohmann::json({{"ociVersion", oci_version()},
+                                   {"id", l.id},
+                                   {"status", "creating"},
+                                   {"annotations", spec.annotations}})
+                       .dump();
+  // Our own PID 1 (the trampoline's init): it forwards signals to the
+  // command and exits with its status; the command is never PID 1.
+  ctx.own_init = true;
+  if (!(ctx.new_ns_flags & CLONE_NEWPID)) return Error::msg("sandbox: a pid namespace is required");
+
+  Guardian guardian;
+  LaunchCleanup cleanup;
+  std::optional<CgroupPlan> cg;
+  if (wants_cgroup(lx)) {
+    TRY(CgroupPlan p, plan_cgroups(lx.cgroups_path, l.id, &*lx.resources));
+    keep_needed_v1(p, *lx.resources);
+    cg = std::move(p);
+    for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
+  }
+  // Placeholders: shared with the workspace's other sandboxes (the
+  // registry, declared before the cleanup that uses it), made under its
+  // mutex.
+  std::vector<Made> adopted;
+  {
+    // Every sandbox of the workspace is a user, placeholders of its own or
+    // not: the last one out removes them all.
+    cleanup.registry = &registry;
+    adopted = registry.entries();
+    for (const Made& m : adopted)
+      guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.content.size(),
+                        m.dev, m.ino);
+    guardian.locks(registry);
+  }
+  const auto steps = placeholder_steps(l.placeholders);
+  const size_t first_step = (cg ? cg->dirs().size() : 0) + adopted.size();
+  for (const Step& st : steps)
+    guardian.add(st.dir ? GuardEntry::kDir : GuardEntry::kFile, st.path, st.content.size());
+  if (!guardian.empty()) {
+    TRYV(guardian.start());
+    cleanup.guardian = &guardian;
+  }
+  cleanup.made = adopted;
+  for (size_t i = 0; i < steps.size(); i++) {
+    TRYV(make_placeholder(steps[i], l.owner_uid, l.owner_gid));
+    struct stat st;
+    if (::lstat(steps[i].path.c_str(), &st) == 0) {
+      Made m{steps[i].path, steps[i].dir, st.st_dev, st.st_ino, steps[i].content};
+      TRYV(registry.add(m));
+      cleanup.made.push_back(std::move(m));
+    }
+    guardian.made(first_step + i);
+  }
+  TRYV(registry.join());
+  UniqueFd v2dir;
+  std::string v2path;
+  if (cg) {
+    cleanup.cgroups = cg->dirs();
+    TRYV(create_cgroups(*cg));
+    TRYV(apply_resources(*cg, *lx.resources));
+    ctx.cgroups = *cg;
+    for (auto& h : cg->hierarchies)
+      if (h.v2) {
+        v2path = h.dir;
+        v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      }
+  }
+  // fs.read / fs.write events: the refused writes to protected paths, the
+  // refused reads of denied ones (fswatch.hpp, sandbox mode).
+  FsWatch fsw;
+  if (!v2path.empty() && ctx.has_lockdown && ctx.lockdown.needs_listener &&
+      !switches::fs_events_off()) {
+    auto w = fswatch_watch(v2path);
+    if (w.ok()) {
+      fsw = std::move(*w);
+      cleanup.fs_cgroup = fsw.cgroup;
+      ctx.layers.push_back("fs-events");
+      ctx.fs_arm_marker = true;
+      ctx.init_reporter_barrier = ctx.own_init;
+    } else if (fswatch_unsupported(w.error())) {
+      log::warn("sandbox: fs.read/fs.write violation events are off: " + w.error().what());
+    } else {
+      return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
+    }
+  }
+
+  TRY(UniqueFd tramp, sealed_trampoline());
+  ctx.trampoline_fd = tramp.get();
+  UniqueFd proc_fd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ctx.proc_fd = proc_fd.get();
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return Error::sys(errno, "socketpair");
+  UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
+  ctx.sync_fd = sync_child.get();
+
+  // The violation reporter, as create starts it (reporter.hpp), on a
+  // thread of ours; its events go to a detached tmpfs and --events.
+  UniqueFd events_dir;
+  std::string events_path;
+  UniqueFd create_reporter, create_init;  // the git rule's pair (declared before the thread's user)
+  ReporterHandle reporter;
+  if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
+    TRY(events_dir, detached_tmpfs());
+    events_path = "/proc/self/fd/" + std::to_string(events_dir.get());
+    ReporterRequest rr;
+    rr.container = l.id;
+    rr.state_dir = events_path;
+    rr.deliver = l.events;
+    rr.lockdown = lockdown_options(*policy, false);
+    rr.unix_allow = policy->unix_allow;
+    rr.exec_allow = ctx.exec_allow;
+    rr.fs_ring = fsw.ring.get();
+    rr.fs_cgroup = fsw.cgroup;
+    rr.fs_view = l.fs_view;
+    rr.fs_view.sandbox = true;
+    if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
+      rr.trampoline_dev = ts.st_dev;
+      rr.trampoline_ino = ts.st_ino;
+    }
+    if (policy->git_own) {
+      // The git rule (create_rule.hpp): the init makes the calls the
+      // reporter hands it over this pair.
+      int cp[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) < 0)
+        return Error::sys(errno, "socketpair for the git rule");
+      create_reporter.reset(cp[0]);
+      create_init.reset(cp[1]);
+      rr.create_sock = create_reporter.get();
+      rr.first_umask = ctx.umask >= 0 ? static_cast<unsigned>(ctx.umask) : 022;
+      ctx.create_sock = create_init.get();
+      ctx.git_own = *policy->git_own;
+    }
+    TRY(reporter, start_reporter(rr, 3, /*in_process=*/true));
+    ctx.lockdown_listener_sock = reporter.child_sock.get();
+  }
+  if (policy->git_own && ctx.create_sock < 0)
+    return Error::msg("sandbox: the git rule needs the violation reporter");
+
+  // Signals wait in a signalfd from here: none is lost between the clone
+  // and the wait, and the child unblocks its own.
+  sigset_t fwd, old;
+  sigemptyset(&fwd);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD, SIGTSTP,
+                SIGTTIN, SIGTTOU, SIGCONT})
+    sigaddset(&fwd, s);
+  ::sigprocmask(SIG_BLOCK, &fwd, &old);
+  struct MaskRestore {
+    sigset_t old;
+    ~MaskRestore() { ::sigprocmask(SIG_SETMASK, &old, nullptr); }
+  } restore{old};
+  UniqueFd sigfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
+  if (!sigfd) return Error::sys(errno, "signalfd");
+
+  std::vector<IndexStamp> index_before;  // the git rule's last look (check_git_index)
+  if (policy->git_own)
+    for (const std::string& g : *policy->git_own) index_before.push_back(index_stamp(g));
+  TRY(long pid, clone_into(ctx.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
+  if (pid == 0) {
+    sync_parent.reset();
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    sandbox_child_main(ctx);
+  }
+  cleanup.init = static_cast<pid_t>(pid);
+  sync_child.reset();
+  create_init.reset();
+  reporter.request.init_pid = static_cast<int>(pid);
+  // Nothing more is cloned: the reporter may run (the command's exec may
+  // already be a notification it answers).
+  TRYV(start_reporter_thread(reporter));
+  if (cg) TRYV(join_cgroups(*cg, static_cast<int>(pid), /*skip_v2=*/v2dir.valid()));
+  /* sync 2 */
+  if (int r = send_msg(sync_parent.get(), MsgType::kGo)) {
+    Msg m;
+    if (recv_msg(sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
+      return Error(m.err, m.text);
+    return Error::sys(r, "sandbox: sync with the sandbox's init");
+  }
+  // A kError, or EOF once the init and the command have exec'd.
+  Msg m;
+  if (recv_msg(sync_parent.get(), &m) == 0) {
+    if (m.type == MsgType::kError) return Error(m.err, m.text);
+    return Error::msg(std::string("sandbox: unexpected ") + msg_name(m.type) + " from the init");
+  }
+  sync_parent.reset();
+
+  int status = supervise(static_cast<pid_t>(pid), sigfd.get());
+  cleanup.init = -1;  // reaped
+  if (!events_path.empty()) {
+    // The reporter ends once the last confined process is gone.
+    if (!wait_reporter_threads(3000))
+      log::warn("sandbox: the violation reporter did not finish; events may be missing");
+    if (policy->git_own)
+      check_git_index(*policy->git_own, index_before, l.id, events_path, l.events);
+    summarize_events(events_path, l.events);
+  }
+  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  // The sandbox has ended and the reporter has finished. What we made on
+  // the host is undone now; what is left is memory. Freeing it object by
+  // object (the spec, the child's context, the plan, the parse trees, up to
+  // main) cost ~1.5 ms: after the clone every heap page written is a
+  // copy-on-write fault, ~12 us on this class of VM. The exit returns it
+  // all at once.
+  cleanup.exiting = true;
+  cleanup.run();
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
+}  // namespace comet::runtime
