@@ -49,6 +49,9 @@ capabilities:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=30, help="runs per variant (default 30)")
+    ap.add_argument("--baseline", metavar="BINARY",
+                    help="another comet-runtime (an older build): its pack run and plain run are "
+                         "interleaved with this build's, and the ratios printed")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/pack.py must run as root")
@@ -92,6 +95,13 @@ def main():
                                             f"br{i}"],
             "runc run (plain)": lambda i: ["runc", "--root", str(state / "r"), "run", "-b", str(plain), f"rr{i}"],
         }
+        if a.baseline:
+            old = str(Path(a.baseline).resolve())
+            variants["baseline pack run"] = lambda i: [old, "--root", str(state / "o"), "pack", "run", str(pack),
+                                                       "--rootfs", str(rootfs), "--id", f"op{i}", "--no-cache",
+                                                       "--", "exit=0"]
+            variants["baseline run (plain)"] = lambda i: [old, "--root", str(state / "o"), "run", "-b", str(plain),
+                                                          f"or{i}"]
         times = {k: [] for k in variants}
         for i in range(a.n):
             for k, mk in variants.items():  # interleaved
@@ -106,6 +116,13 @@ def main():
             rows.append([k, f"{m:.1f} ms", f"{m - base:+.1f} ms", f"{m / base:.2f}x"])
         print(f"\npack run vs plain run, N={a.n}, load {os.getloadavg()[0]:.2f}")
         table(rows, ["variant", "median", "vs comet plain", "ratio"])
+        if a.baseline:
+            print(f"\nthis build against the baseline {a.baseline} (same rounds, interleaved)")
+            table([[k, f"{median(times[k]):.1f} ms", f"{median(times[b]):.1f} ms",
+                    f"{median(times[k]) / median(times[b]):.2f}x"]
+                   for k, b in (("comet pack run", "baseline pack run"),
+                                ("comet run (plain)", "baseline run (plain)"))],
+                  ["variant", "this build", "baseline", "ratio"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -589,12 +589,18 @@ TEST(ProfileCompile, GitKeptValid) {
   EXPECT_FALSE(cd->dir);
   EXPECT_EQ(cd->content, ".\n");
   ASSERT_TRUE(placeholder(p, ws + "/.git/modules/lib/commondir"));
-  for (const char* d :
-       {"/.git/rebase-merge", "/.git/rebase-apply", "/.git/sequencer", "/.devcontainer"}) {
-    ASSERT_TRUE(placeholder(p, ws + d)) << d;
-    EXPECT_TRUE(placeholder(p, ws + d)->dir) << d;
-    EXPECT_TRUE(read_only_bind(find(p.spec, ws + d))) << d;
+  ASSERT_TRUE(placeholder(p, ws + "/.devcontainer"));
+  EXPECT_TRUE(placeholder(p, ws + "/.devcontainer")->dir);
+  EXPECT_TRUE(read_only_bind(find(p.spec, ws + "/.devcontainer")));
+  // A missing rebase or sequencer state directory gets no placeholder (an
+  // empty one tells git a rebase is under way): the git rule refuses
+  // making it (the policy's git.own names this .git).
+  for (const char* d : {"/.git/rebase-merge", "/.git/rebase-apply", "/.git/sequencer"}) {
+    EXPECT_FALSE(placeholder(p, ws + d)) << d;
+    EXPECT_FALSE(find(p.spec, ws + d)) << d;
   }
+  EXPECT_EQ(json::parse(p.spec.annotations.at("org.soyaos.comet.policy"))["git"]["own"],
+            json::array({ws + "/.git"}));
   ASSERT_TRUE(placeholder(p, ws + "/.mcp.json"));
   EXPECT_TRUE(placeholder(p, ws + "/.mcp.json")->content.empty());
   // .git exists: the project's own config/ (and HEAD, objects, refs at the

@@ -9,6 +9,13 @@
 
 namespace comet {
 
+int open_task_pidfd(pid_t tid) noexcept {
+  constexpr unsigned kPidfdThread = 0x80;  // PIDFD_THREAD (= O_EXCL), Linux 6.9
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
+  if (fd < 0 && errno == EINVAL) fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, 0));
+  return fd;
+}
+
 int PidFd::open(pid_t pid, PidFd* out) noexcept {
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (fd < 0) return errno;

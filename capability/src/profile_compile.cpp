@@ -242,6 +242,28 @@ class Planner {
     }
   }
 
+  // The git rule (runtime/reporting/include/comet/reporting/create_rule.hpp):
+  // wanted wherever the workspace's git files are protected and something
+  // on the host is writable; on for the workspace's own .git when that is
+  // a directory.
+  bool git_rule_wanted() const {
+    const bool writes_host = std::any_of(p_.write.begin(), p_.write.end(), [&](const auto& w) {
+      return !(w == in_.tmp && tmp_private_);
+    });
+    return writes_host && contains(p_.protect_unless_dir, in_.workspace + "/.git");
+  }
+  bool git_rule_on() const {
+    const HostPath g = fact(in_.workspace + "/.git");
+    return git_rule_wanted() && g.kind == HostKind::dir && !g.symlink;
+  }
+  // OWN/rebase-merge, OWN/rebase-apply, OWN/sequencer of the own .git.
+  bool is_git_state_dir(const std::string& real) const {
+    const std::string own = fact(in_.workspace + "/.git").real;
+    for (const char* n : {"/rebase-merge", "/rebase-apply", "/sequencer"})
+      if (real == own + n) return true;
+    return false;
+  }
+
   Status add_protected() {
     struct Item {
       std::string path;
@@ -298,6 +320,10 @@ class Planner {
       const Entry* pr = covering(real, {Op::protect});
       if (!w || (pr && path_depth(pr->path) >= path_depth(w->path))) continue;  // read-only already
       HostKind kind = it.h.kind;
+      // A missing rebase or sequencer state directory in the workspace's
+      // own .git: the git rule refuses making it (an empty placeholder
+      // would tell git a rebase or cherry-pick is in progress).
+      if (kind == HostKind::missing && git_rule_on() && is_git_state_dir(real)) continue;
       if (kind == HostKind::missing) {
         // The workload must not be able to create it: make it (empty) first.
         plan_.placeholders.push_back({real, /*dir=*/!it.file, it.file ? it.content : ""});
@@ -545,10 +571,7 @@ class Planner {
     // its own .git, a directory, keeps what the mounts leave writable.
     // Only where something on the host is writable (not read-only).
     const std::string git = in_.workspace + "/.git";
-    const bool writes_host = std::any_of(p_.write.begin(), p_.write.end(), [&](const auto& w) {
-      return !(w == in_.tmp && tmp_private_);
-    });
-    if (writes_host && contains(p_.protect_unless_dir, git)) {
+    if (git_rule_wanted()) {
       std::vector<std::string> own;
       if (fact(git).kind == HostKind::dir && !fact(git).symlink) own.push_back(fact(git).real);
       pol.git_own = std::move(own);

@@ -464,3 +464,69 @@ def test_an_index_naming_git_paths_is_moved_aside(sandbox, repo, workdir):
     git(repo, "update-index", "--index-version", "4", check=False)
     res, _ = sandbox(repo, "echo again >> a.txt && git add a.txt && echo ok4")
     assert "ok4" in res.out and (repo / ".git" / "index").exists()
+
+
+def test_no_rebase_or_sequencer_state_and_git_is_not_fooled(sandbox, repo, workdir):
+    """A rebase's or cherry-pick's state directory (.git/rebase-merge,
+    rebase-apply, sequencer) holds a todo list whose `exec` lines the
+    host's `git rebase --continue` runs. None may be made inside; and none
+    is there as an empty placeholder either, which made git say "You are
+    currently rebasing" and a cherry-pick exit 128 (red team round 7)."""
+    git(repo, "checkout", "-qb", "side")
+    (repo / "s.txt").write_text("side\n")
+    git(repo, "add", "s.txt")
+    git(repo, "commit", "-qm", "side")
+    pick = git(repo, "rev-parse", "HEAD").stdout.strip()
+    git(repo, "checkout", "-q", "-")
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    script = f"""
+git status > st.txt 2>&1; echo "status=$?"
+git cherry-pick {pick} > /dev/null 2>&1; echo "pick=$?"
+mkdir .git/rebase-merge; echo "mk-merge=$?"
+mkdir .git/Rebase-Apply; echo "mk-apply=$?"
+mkdir x && mv x .git/sequencer; echo "mv-seq=$?"
+ln -s /tmp .git/rebase-merge; echo "ln-merge=$?"
+printf 'exec touch {marker}\\n' > .git/rebase-merge/git-rebase-todo; echo "todo=$?"
+"""
+    res, evs = sandbox(repo, script)
+    assert "status=0" in res.out and "rebas" not in (repo / "st.txt").read_text().lower(), \
+        (res.out, (repo / "st.txt").read_text())
+    assert "pick=0" in res.out, (res.out, res.err)
+    for k in ("mk-merge", "mk-apply", "mv-seq", "ln-merge", "todo"):
+        assert f"{k}=0" not in res.out, res.out
+    assert (repo / "s.txt").read_text() == "side\n"  # the pick was committed
+    for n in ("rebase-merge", "Rebase-Apply", "rebase-apply", "sequencer"):
+        assert not (repo / ".git" / n).exists(), n
+    assert "rebas" not in git(repo, "status").stdout.lower()
+    git(repo, "rebase", "--continue", check=False)
+    assert not marker.exists(), "the host ran a todo list written inside"
+    refused = git_events(evs)
+    assert any(e["requested"].endswith("/.git/rebase-merge") for e in refused), refused
+    assert any(e["requested"].endswith("/.git/sequencer") for e in refused), refused
+
+
+def test_calls_from_threads_are_judged_like_the_main_threads(sandbox, repo):
+    """A seccomp notification names the calling thread: a worker thread's
+    open(O_CREAT) or mkdir (Node's fs pool, Python threads) failed with
+    ESRCH and no event (red team round 8): pidfd_open() of a thread that
+    leads no group needs PIDFD_THREAD."""
+    prog = textwrap.dedent(r"""
+        import os, threading
+        out = {}
+        def work():
+            for name, f in (("file", lambda: open("from-thread.txt", "w").write("t")),
+                            ("dir", lambda: os.mkdir("thread-dir")),
+                            ("git", lambda: os.mkdir("thread-dir/.git"))):
+                try:
+                    f(); out[name] = "ok"
+                except OSError as e:
+                    out[name] = e.errno
+        t = threading.Thread(target=work); t.start(); t.join()
+        print(sorted(out.items()))
+    """)
+    res, evs = sandbox(repo, ["/usr/bin/python3", "-c", prog])
+    assert res.rc == 0, (res.out, res.err)
+    assert "[('dir', 'ok'), ('file', 'ok'), ('git', 13)]" in res.out, res.out
+    assert (repo / "from-thread.txt").read_text() == "t"
+    assert not (repo / "thread-dir/.git").exists()
+    assert any(e["requested"].endswith("/thread-dir/.git") for e in git_events(evs)), evs

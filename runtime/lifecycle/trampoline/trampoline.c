@@ -612,6 +612,34 @@ static int own_head_ok(struct cstate* S, long dirfd) {
   return 0;
 }
 
+/* Whether name, made in dirfd, is a rebase's or sequencer's state
+ * directory of an OWN (OWN/rebase-merge, rebase-apply, sequencer, any
+ * case): their todo lists hold `exec` lines the host's `git rebase
+ * --continue` runs. Never made inside (git fails there, as it did when
+ * they were read-only placeholders, which told git a rebase was under
+ * way); one that was there at start is mounted read-only. */
+static int own_state_dir(struct cstate* S, long dirfd, const char* name, long nl) {
+  static const char* const names[] = {"rebase-merge", "rebase-apply", "sequencer"};
+  int hit = 0;
+  for (int k = 0; k < 3 && !hit; k++) {
+    long m = slen(names[k]), j = 0;
+    if (m != nl) continue;
+    while (j < m && lower(name[j]) == names[k][j]) j++;
+    hit = j == m;
+  }
+  if (!hit) return 0;
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p);
+  if (n <= 0) return 0;
+  for (char** o = own_dirs; o && *o; o++) {
+    long m = slen(*o), j = 0;
+    if (m != n) continue;
+    while (j < m && (*o)[j] == p[j]) j++;
+    if (j == m) return 1;
+  }
+  return 0;
+}
+
 static int judge(struct cstate* S, long dirfd, const char* name) {
   if (on_private_fs(S, dirfd)) return 0;
   long nl = slen(name);
@@ -622,7 +650,7 @@ static int judge(struct cstate* S, long dirfd, const char* name) {
   if (w == 0 && !is_git(name, nl) && !is_head(name, nl) && !completes_bare(dirfd, name, nl))
     return 0;
   if (w == 2 && !is_git(name, nl) && !completes_bare(dirfd, name, nl) &&
-      (!is_head(name, nl) || own_head_ok(S, dirfd)))
+      (!is_head(name, nl) || own_head_ok(S, dirfd)) && !own_state_dir(S, dirfd, name, nl))
     return 0;
   char p[PATHMAX];
   long n = fd_path(dirfd, p, sizeof p - 6);

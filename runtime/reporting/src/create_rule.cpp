@@ -285,7 +285,7 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
   if ((creates && st.umask_changed) || mentions_proc_or_dev(rq->p1) ||
       (p2 >= 0 && mentions_proc_or_dev(rq->p2)))
     if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  UniqueFd pidfd(open_task_pidfd(pid));
   if (!pidfd) return fail(ESRCH);
   // The directory fds: the symlink's target (p1) is only text; a bind's
   // fd 1 is the socket, its fd 2 the cwd.

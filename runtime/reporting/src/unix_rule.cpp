@@ -45,7 +45,7 @@ bool still_valid(int listener, std::uint64_t id) {
 
 // A copy of the task's fd (pidfd_getfd), checked against pid reuse.
 UniqueFd task_fd(int pid, int fd, int listener, std::uint64_t id, int* err) {
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  UniqueFd pidfd(open_task_pidfd(pid));
   if (!pidfd || !still_valid(listener, id)) {
     *err = ESRCH;
     return UniqueFd();

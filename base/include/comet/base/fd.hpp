@@ -39,6 +39,12 @@ class UniqueFd {
 
 // A process handle: signal and wait through the pidfd, never a bare pid, so
 // a recycled pid can never be hit.
+// A pidfd of one task, a thread or a process: what a seccomp notification
+// names is a thread id (a multi-threaded program's worker, Node's fs pool),
+// and pidfd_open() of a thread that leads no group fails without
+// PIDFD_THREAD (Linux 6.9). -1 with errno set.
+int open_task_pidfd(pid_t tid) noexcept;
+
 class PidFd {
  public:
   PidFd() = default;
