@@ -4,10 +4,8 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +14,8 @@
 #include <memory>
 
 #include "comet/base/fd.hpp"
+#include "comet/base/fdpass.hpp"
+#include "comet/reporting/notified_task.hpp"
 
 namespace comet::runtime {
 
@@ -24,70 +24,27 @@ namespace {
 static_assert(sizeof(CreateRequest) == 48 + 2 * kCreatePathMax, "trampoline.c's struct creq");
 static_assert(sizeof(CreateReply) == 16 + 1024, "trampoline.c's struct crep");
 
-bool still_valid(int listener, std::uint64_t id) {
-  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-}
-
 // A NUL-terminated string of the task's, up to kCreatePathMax - 1 bytes.
-// Read page by page: process_vm_readv stops at the first unmapped page.
 int read_path(int pid, std::uint64_t addr, char* out, std::uint32_t* len) {
-  if (addr == 0) return EFAULT;
-  std::size_t have = 0;
-  while (have < kCreatePathMax) {
-    const std::uint64_t at = addr + have;
-    std::size_t chunk = 4096 - (at & 4095);
-    if (chunk > kCreatePathMax - have) chunk = kCreatePathMax - have;
-    struct iovec local = {out + have, chunk};
-    struct iovec remote = {reinterpret_cast<void*>(at), chunk};
-    ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) return EFAULT;
-    const void* nul = std::memchr(out + have, 0, static_cast<std::size_t>(n));
-    if (nul) {
-      *len = static_cast<std::uint32_t>(static_cast<const char*>(nul) - out);
-      return 0;
-    }
-    have += static_cast<std::size_t>(n);
-  }
-  return ENAMETOOLONG;
+  std::size_t n = 0;
+  const int err = task::read_string(pid, addr, out, kCreatePathMax, &n);
+  if (err == 0) *len = static_cast<std::uint32_t>(n);
+  return err;
 }
 
 // The task's umask and its ids in the sandbox's pid namespace (the last
-// field of NStgid and NSpid), from one read of /proc/PID/status.
+// field of NStgid and NSpid), from one read of /proc/PID/status (its first
+// 4095 bytes).
 bool task_status(int pid, std::uint32_t* umask, std::int32_t* nspid, std::int32_t* nstid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/status", pid);
-  UniqueFd f(::open(path, O_RDONLY | O_CLOEXEC));
-  if (!f) return false;
-  char buf[4096];
-  ssize_t n = ::read(f.get(), buf, sizeof buf - 1);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  auto last_of = [&](const char* key, long* out) {
-    const char* p = std::strstr(buf, key);
-    if (!p) return false;
-    p += std::strlen(key);
-    const char* end = std::strchr(p, '\n');
-    if (!end) end = buf + n;
-    long v = -1;
-    while (p < end) {
-      while (p < end && (*p == ' ' || *p == '\t')) p++;
-      if (p >= end) break;
-      char* e = nullptr;
-      v = std::strtol(p, &e, 10);
-      if (e == p) return false;
-      p = e;
-    }
-    *out = v;
-    return v >= 0;
-  };
-  long u = -1, tg = -1, t = -1;
-  const char* um = std::strstr(buf, "\nUmask:");
-  if (!um) return false;
-  u = std::strtol(um + 7, nullptr, 8);
-  if (!last_of("\nNStgid:", &tg) || !last_of("\nNSpid:", &t)) return false;
-  *umask = static_cast<std::uint32_t>(u) & 0777;
-  *nspid = static_cast<std::int32_t>(tg);
-  *nstid = static_cast<std::int32_t>(t);
+  task::TaskStatus status;
+  if (!status.read(pid, 4095)) return false;
+  auto um = status.numbers("Umask", 8);
+  auto tg = status.numbers("NStgid"), t = status.numbers("NSpid");
+  if (!um || !tg || !t || tg->empty() || t->empty() || tg->back() < 0 || t->back() < 0)
+    return false;
+  *umask = static_cast<std::uint32_t>(um->empty() ? 0 : um->front()) & 0777;
+  *nspid = static_cast<std::int32_t>(tg->back());
+  *nstid = static_cast<std::int32_t>(t->back());
   return true;
 }
 
@@ -99,7 +56,7 @@ UniqueFd task_dir(int pid, int pidfd, std::int64_t dirfd) {
     std::snprintf(path, sizeof path, "/proc/%d/cwd", pid);
     return UniqueFd(::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
   }
-  return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, static_cast<int>(dirfd), 0)));
+  return task::take_fd(pidfd, static_cast<int>(dirfd));
 }
 
 CreateOutcome fail(long long err) {
@@ -148,40 +105,15 @@ bool mentions_proc_or_dev(const char* p) {
 // (and an open's fd) back. false: no answer (refused by the caller).
 bool ask_init(int init_sock, CreateRequest& rq, const int* fds, int nfds, CreateReply& rep,
               UniqueFd& got) {
-  char cbuf[CMSG_SPACE(2 * sizeof(int))] = {};
-  struct iovec iov = {&rq, sizeof rq};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-  std::memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-  if (::sendmsg(init_sock, &mh, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof rq)) return false;
+  if (send_fds(init_sock, &rq, sizeof rq, fds, static_cast<std::size_t>(nfds)) !=
+      static_cast<ssize_t>(sizeof rq))
+    return false;
   // The init is the sandbox's PID 1 and answers at once; a hung-up or
   // silent one refuses.
   struct pollfd p = {init_sock, POLLIN, 0};
   if (::poll(&p, 1, 10000) <= 0) return false;
   std::memset(&rep, 0, sizeof rep);
-  char rbuf[CMSG_SPACE(sizeof(int))] = {};
-  struct iovec riov = {&rep, sizeof rep};
-  struct msghdr rh = {};
-  rh.msg_iov = &riov;
-  rh.msg_iovlen = 1;
-  rh.msg_control = rbuf;
-  rh.msg_controllen = sizeof rbuf;
-  ssize_t n = ::recvmsg(init_sock, &rh, MSG_CMSG_CLOEXEC);
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&rh); c; c = CMSG_NXTHDR(&rh, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      got.reset(fd);
-    }
-  return n == static_cast<ssize_t>(sizeof rep);
+  return recv_fds(init_sock, &rep, sizeof rep, &got, 1) == static_cast<ssize_t>(sizeof rep);
 }
 
 }  // namespace
@@ -210,10 +142,7 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
       rq->op = kCreateOpen, d1 = static_cast<std::int64_t>(a[0]), p1 = 1;
       struct open_how how = {};
       if (a[3] < sizeof how) return fail(EINVAL);
-      struct iovec local = {&how, sizeof how};
-      struct iovec remote = {reinterpret_cast<void*>(a[2]), sizeof how};
-      if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof how))
-        return fail(EFAULT);
+      if (!task::read_all(pid, a[2], &how, sizeof how)) return fail(EFAULT);
       // RESOLVE_* scoping is not emulated: ENOSYS, and callers fall back
       // to openat (what they do on kernels before 5.6).
       if (how.resolve != 0) return fail(ENOSYS);
@@ -264,10 +193,7 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
       rq->op = kCreateBind;
       const std::uint64_t len = a[2];
       if (len > sizeof rq->p1) return fail(EINVAL);
-      struct iovec local = {rq->p1, len};
-      struct iovec remote = {reinterpret_cast<void*>(a[1]), len};
-      if (len && ::process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(len))
-        return fail(EFAULT);
+      if (!task::read_all(pid, a[1], rq->p1, len)) return fail(EFAULT);
       rq->len1 = static_cast<std::uint32_t>(len);
       break;
     }
@@ -285,15 +211,14 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
   if ((creates && st.umask_changed) || mentions_proc_or_dev(rq->p1) ||
       (p2 >= 0 && mentions_proc_or_dev(rq->p2)))
     if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
-  UniqueFd pidfd(open_task_pidfd(pid));
+  UniqueFd pidfd = task::open_pidfd(pid);
   if (!pidfd) return fail(ESRCH);
   // The directory fds: the symlink's target (p1) is only text; a bind's
   // fd 1 is the socket, its fd 2 the cwd.
   const bool p1_is_path = rq->op != kCreateSymlink;
   UniqueFd dir1, dir2;
   if (rq->op == kCreateBind) {
-    dir1.reset(
-        static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), static_cast<int>(a[0]), 0)));
+    dir1 = task::take_fd(pidfd.get(), static_cast<int>(a[0]));
     if (!dir1) return fail(errno == EBADF ? EBADF : ENOTSOCK);
     dir2 = task_dir(pid, pidfd.get(), AT_FDCWD);
     if (!dir2) return fail(ESRCH);
@@ -303,7 +228,7 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
     if ((p1_is_path && !dir1) || (p2 >= 0 && !dir2)) return fail(EBADF);
   }
   // The fds and the status are the task's own, not a new process's.
-  if (!still_valid(listener, req.id)) return fail(ESRCH);
+  if (!task::notif_valid(listener, req.id)) return fail(ESRCH);
 
   int fds[2] = {dir1.valid() ? dir1.get() : dir2.get(), dir2.get()};
   const int nfds = dir1.valid() && dir2.valid() ? 2 : 1;
@@ -313,7 +238,7 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
   if (rep.refused == 2 && rq->nspid == 0) {
     // A symlink the init followed leads to /proc/self: it needs the ids.
     if (!task_status(pid, &rq->umask, &rq->nspid, &rq->nstid)) return fail(ESRCH);
-    if (!still_valid(listener, req.id)) return fail(ESRCH);
+    if (!task::notif_valid(listener, req.id)) return fail(ESRCH);
     got.reset();
     if (!ask_init(init_sock, *rq, fds, nfds, rep, got)) return fail(EACCES);
   }

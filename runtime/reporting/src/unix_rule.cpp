@@ -6,7 +6,6 @@
 #include <linux/capability.h>
 #include <linux/openat2.h>
 #include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -24,6 +23,7 @@
 
 #include "comet/base/fd.hpp"
 #include "comet/base/openat2.hpp"
+#include "comet/reporting/notified_task.hpp"
 
 namespace comet::runtime {
 
@@ -32,25 +32,16 @@ namespace {
 constexpr size_t kMaxDatagram = 256 * 1024;  // what one emulated send copies at most
 constexpr size_t kMaxIov = 1024;
 
-bool read_mem(int pid, std::uint64_t addr, void* out, size_t n) {
-  if (n == 0) return true;
-  struct iovec local = {out, n};
-  struct iovec remote = {reinterpret_cast<void*>(addr), n};
-  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
-}
-
-bool still_valid(int listener, std::uint64_t id) {
-  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-}
+using task::read_all;
 
 // A copy of the task's fd (pidfd_getfd), checked against pid reuse.
 UniqueFd task_fd(int pid, int fd, int listener, std::uint64_t id, int* err) {
-  UniqueFd pidfd(open_task_pidfd(pid));
-  if (!pidfd || !still_valid(listener, id)) {
+  UniqueFd pidfd = task::open_pidfd(pid);
+  if (!pidfd || !task::notif_valid(listener, id)) {
     *err = ESRCH;
     return UniqueFd();
   }
-  UniqueFd f(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
+  UniqueFd f = task::take_fd(pidfd.get(), fd);
   if (!f) *err = errno == EBADF ? EBADF : errno;
   return f;
 }
@@ -104,25 +95,15 @@ struct TaskCreds {
 
 TaskCreds task_creds(int pid) {
   TaskCreds c;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  bool have_uid = false, have_gid = false;
-  while (std::getline(f, line)) {
-    std::istringstream in(
-        line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
-    if (line.rfind("Uid:", 0) == 0) {
-      unsigned long r, e;
-      have_uid = static_cast<bool>(in >> r >> e);
-      c.euid = static_cast<uid_t>(e);
-    } else if (line.rfind("Gid:", 0) == 0) {
-      unsigned long r, e;
-      have_gid = static_cast<bool>(in >> r >> e);
-      c.egid = static_cast<gid_t>(e);
-    } else if (line.rfind("Groups:", 0) == 0) {
-      unsigned long g;
-      while (in >> g) c.groups.push_back(static_cast<gid_t>(g));
-    }
-  }
+  task::TaskStatus status;
+  if (!status.read(pid)) return c;
+  // The effective ids: the second of each line (real, effective, saved, fs).
+  auto uid = status.numbers("Uid"), gid = status.numbers("Gid");
+  const bool have_uid = uid && uid->size() >= 2, have_gid = gid && gid->size() >= 2;
+  if (have_uid) c.euid = static_cast<uid_t>((*uid)[1]);
+  if (have_gid) c.egid = static_cast<gid_t>((*gid)[1]);
+  if (auto groups = status.numbers("Groups"))
+    for (long g : *groups) c.groups.push_back(static_cast<gid_t>(g));
   c.ok = have_uid && have_gid;
   return c;
 }
@@ -379,7 +360,7 @@ bool read_addr(int pid, std::uint64_t ptr, std::uint64_t len, struct sockaddr_un
                socklen_t& out_len) {
   std::memset(&sa, 0, sizeof sa);
   out_len = static_cast<socklen_t>(std::min<std::uint64_t>(len, sizeof sa));
-  return read_mem(pid, ptr, &sa, out_len);
+  return read_all(pid, ptr, &sa, out_len);
 }
 
 }  // namespace
@@ -431,7 +412,7 @@ UnixOutcome unix_rule_judge(UnixRuleState& st, const struct seccomp_notif& req, 
     name_len = req.data.args[5];
     flags = req.data.args[3];
   } else {
-    if (!read_mem(pid, req.data.args[1], &mh, sizeof mh)) {
+    if (!read_all(pid, req.data.args[1], &mh, sizeof mh)) {
       o.ret = -EFAULT;
       return o;
     }
@@ -461,7 +442,7 @@ UnixOutcome unix_rule_judge(UnixRuleState& st, const struct seccomp_notif& req, 
   if (nr == SYS_sendto) {
     size_t n = std::min<std::uint64_t>(req.data.args[2], kMaxDatagram + 1);
     data.resize(n);
-    if (n && !read_mem(pid, req.data.args[1], data.data(), n)) {
+    if (n && !read_all(pid, req.data.args[1], data.data(), n)) {
       o.ret = -EFAULT;
       return o;
     }
@@ -471,7 +452,7 @@ UnixOutcome unix_rule_judge(UnixRuleState& st, const struct seccomp_notif& req, 
       return o;
     }
     std::vector<struct iovec> iov(iov_len);
-    if (iov_len && !read_mem(pid, iov_ptr, iov.data(), iov_len * sizeof(struct iovec))) {
+    if (iov_len && !read_all(pid, iov_ptr, iov.data(), iov_len * sizeof(struct iovec))) {
       o.ret = -EFAULT;
       return o;
     }
@@ -482,7 +463,7 @@ UnixOutcome unix_rule_judge(UnixRuleState& st, const struct seccomp_notif& req, 
         return o;
       }
       data.resize(at + v.iov_len);
-      if (v.iov_len && !read_mem(pid, reinterpret_cast<std::uint64_t>(v.iov_base), data.data() + at,
+      if (v.iov_len && !read_all(pid, reinterpret_cast<std::uint64_t>(v.iov_base), data.data() + at,
                                  v.iov_len)) {
         o.ret = -EFAULT;
         return o;

@@ -97,7 +97,8 @@ Status start_reporter_thread(ReporterHandle& h);
 bool wait_reporter_threads(int ms);
 
 // The reporter's body: receives the listener over sock and serves it until
-// it hangs up; writes reporter.done in the state dir at a clean end.
+// it hangs up; writes reporter.done in the state dir at a clean end. A
+// Reporter (src/reporter_serve.hpp) constructed and run.
 int serve_reporter(const ReporterRequest& r, int sock);
 
 }  // namespace comet::runtime
