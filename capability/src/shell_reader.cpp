@@ -202,7 +202,8 @@ class Reader {
     throw ParseError{std::string("missing \"") + close + "\""};
   }
 
-  std::string backquoted() {
+  // `...`, after the opening '`': a command substitution.
+  void backquote(Word& w) {
     std::string inner;
     while (!at_end() && s_[i_] != '`') {
       if (s_[i_] == '\\' && i_ + 1 < s_.size()) ++i_;
@@ -210,7 +211,9 @@ class Reader {
     }
     if (at_end()) throw ParseError{"an unterminated ` quote"};
     ++i_;
-    return inner;
+    w.subs.push_back(inner);
+    w.expansion = true;
+    w.text += "`" + inner + "`";
   }
 
   // $..., after the '$'.
@@ -238,6 +241,39 @@ class Reader {
       return;
     }
     w.text += '$';
+  }
+
+  // "...", after the opening '"': \ escapes only " \ $ ` and a newline;
+  // $ and ` expand.
+  void double_quoted(Word& w) {
+    w.quoted = true;
+    while (true) {
+      if (at_end()) throw ParseError{"an unterminated \" quote"};
+      char d = s_[i_];
+      if (d == '"') {
+        ++i_;
+        break;
+      }
+      if (d == '\\' && i_ + 1 < s_.size() &&
+          (s_[i_ + 1] == '"' || s_[i_ + 1] == '\\' || s_[i_ + 1] == '$' || s_[i_ + 1] == '`' ||
+           s_[i_ + 1] == '\n')) {
+        if (s_[i_ + 1] != '\n') w.text += s_[i_ + 1];
+        i_ += 2;
+        continue;
+      }
+      if (d == '$') {
+        ++i_;
+        dollar(w);
+        continue;
+      }
+      if (d == '`') {
+        ++i_;
+        backquote(w);
+        continue;
+      }
+      w.text += d;
+      ++i_;
+    }
   }
 
   Word word() {
@@ -276,38 +312,8 @@ class Reader {
         continue;
       }
       if (c == '"') {
-        w.quoted = true;
         ++i_;
-        while (true) {
-          if (at_end()) throw ParseError{"an unterminated \" quote"};
-          char d = s_[i_];
-          if (d == '"') {
-            ++i_;
-            break;
-          }
-          if (d == '\\' && i_ + 1 < s_.size() &&
-              (s_[i_ + 1] == '"' || s_[i_ + 1] == '\\' || s_[i_ + 1] == '$' || s_[i_ + 1] == '`' ||
-               s_[i_ + 1] == '\n')) {
-            if (s_[i_ + 1] != '\n') w.text += s_[i_ + 1];
-            i_ += 2;
-            continue;
-          }
-          if (d == '$') {
-            ++i_;
-            dollar(w);
-            continue;
-          }
-          if (d == '`') {
-            ++i_;
-            std::string inner = backquoted();
-            w.subs.push_back(inner);
-            w.expansion = true;
-            w.text += "`" + inner + "`";
-            continue;
-          }
-          w.text += d;
-          ++i_;
-        }
+        double_quoted(w);
         continue;
       }
       if (c == '$') {
@@ -317,10 +323,7 @@ class Reader {
       }
       if (c == '`') {
         ++i_;
-        std::string inner = backquoted();
-        w.subs.push_back(inner);
-        w.expansion = true;
-        w.text += "`" + inner + "`";
+        backquote(w);
         continue;
       }
       if (c == '*' || c == '?' || c == '[') w.glob = true;
