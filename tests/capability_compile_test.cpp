@@ -15,6 +15,8 @@
 #include "comet/capability/compile.hpp"
 #include "comet/oci/spec.hpp"
 
+#include "support/slurp.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace comet;
@@ -24,12 +26,7 @@ namespace {
 
 const fs::path kGolden = fs::path(COMET_TEST_DATA) / "capability" / "golden";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using comet::test::slurp;
 
 const char* kSeed = R"(apiVersion: soyapack/v0
 name: weather-agent

@@ -415,3 +415,51 @@ TEST(CapabilityManifest, LoadPackReadsSoyapackYaml) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().err(), ENOENT);
 }
+
+// A manifest is at most kMaxManifestBytes (1 MiB): longer text is refused
+// before it is parsed, whether it comes as text (the CLI reads the file and
+// parses it) or from a file, and a file is never read past the cap.
+TEST(CapabilityManifest, OversizedManifestIsRefused) {
+  namespace fs = std::filesystem;
+  std::string at_cap = kSeed;
+  at_cap += "#";
+  at_cap.append(kMaxManifestBytes - at_cap.size() - 1, 'x');
+  at_cap += "\n";
+  ASSERT_EQ(at_cap.size(), kMaxManifestBytes);
+  auto ok = load_manifest(at_cap);
+  EXPECT_TRUE(ok.ok()) << ok.error().message();
+  const std::string over = at_cap + "\n";
+  auto r = parse_manifest(over, "big/soyapack.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "big/soyapack.yaml: larger than 1 MiB; not a manifest");
+  r = load_manifest(over);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "soyapack.yaml: larger than 1 MiB; not a manifest");
+
+  fs::path dir = fs::temp_directory_path() / ("comet-cap-big-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string file = (dir / "soyapack.yaml").string();
+  std::ofstream(file, std::ios::binary) << over;
+  r = load_pack(dir.string());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), file + ": larger than 1 MiB; not a manifest");
+  for (const std::string& path : {dir.string(), file}) {
+    auto f = read_manifest_file(path);
+    ASSERT_FALSE(f.ok()) << path;
+    EXPECT_EQ(f.error().message(), file + ": larger than 1 MiB; not a manifest");
+  }
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << at_cap;
+  auto f = read_manifest_file(dir.string());
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_EQ(f->file, file);
+  EXPECT_EQ(f->text, at_cap);
+  EXPECT_TRUE(load_pack(dir.string()).ok());
+  fs::remove_all(dir);
+  f = read_manifest_file(file);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().err(), ENOENT);
+  // An endless file stops at the cap.
+  f = read_manifest_file("/dev/zero");
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().message(), "/dev/zero: larger than 1 MiB; not a manifest");
+}

@@ -16,6 +16,8 @@
 #include "comet/capability/profile_compile.hpp"
 #include "comet/oci/spec.hpp"
 
+#include "support/slurp.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace comet;
@@ -25,12 +27,7 @@ namespace {
 
 const fs::path kDir = fs::path(COMET_TEST_DATA) / "capability" / "sandbox";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using comet::test::slurp;
 
 HostKind kind_of(const std::string& s) {
   if (s == "dir") return HostKind::dir;

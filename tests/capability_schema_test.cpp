@@ -34,6 +34,8 @@
 #include "comet/base/switches.hpp"
 #include "comet/capability/manifest.hpp"
 
+#include "support/slurp.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace comet::capability;
@@ -42,12 +44,7 @@ namespace {
 
 const fs::path kData = fs::path(COMET_TEST_DATA) / "capability";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using comet::test::slurp;
 
 json load_schema() {
   return json::parse(slurp(fs::path(COMET_SOURCE_DIR) / "docs/soyapack.schema.json"));

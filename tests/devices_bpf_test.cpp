@@ -2,6 +2,7 @@
 // evaluator (no root), then loaded, attached and enforced by the kernel
 // (root only: skipped otherwise).
 #include "comet/host/devices_bpf.hpp"
+#include "support/device_filter_eval.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -57,7 +58,7 @@ uint32_t acc_bits(const std::string& a) {
 int eval(const std::vector<bpf_insn>& p, char type, uint32_t major, uint32_t minor,
          const std::string& access) {
   uint32_t t = type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK;
-  return cr::evaluate_device_filter(p, (acc_bits(access) << 16) | t, major, minor);
+  return comet::test::evaluate_device_filter(p, (acc_bits(access) << 16) | t, major, minor);
 }
 int eval(const Rules& r, char type, uint32_t major, uint32_t minor, const std::string& access) {
   return eval(cr::device_filter_program(r), type, major, minor, access);
@@ -252,26 +253,27 @@ TEST(DeviceFilter, MatchesReferenceModelOnRandomRules) {
 TEST(DeviceFilter, EvaluatorRejectsProgramsOutsideItsSubset) {
   auto exit_i = bpf_insn{BPF_JMP | BPF_EXIT, 0, 0, 0, 0};
   auto mov0 = [](int32_t v) { return bpf_insn{BPF_ALU | BPF_MOV | BPF_K, 0, 0, 0, v}; };
-  EXPECT_EQ(cr::evaluate_device_filter({}, 0, 0, 0), -1);
-  EXPECT_EQ(cr::evaluate_device_filter({mov0(1)}, 0, 0, 0), -1);  // runs off the end
-  EXPECT_EQ(cr::evaluate_device_filter({exit_i}, 0, 0, 0), -1);   // r0 never set
-  EXPECT_EQ(cr::evaluate_device_filter({mov0(1), exit_i}, 0, 0, 0), 1);
+  EXPECT_EQ(comet::test::evaluate_device_filter({}, 0, 0, 0), -1);
+  EXPECT_EQ(comet::test::evaluate_device_filter({mov0(1)}, 0, 0, 0), -1);  // runs off the end
+  EXPECT_EQ(comet::test::evaluate_device_filter({exit_i}, 0, 0, 0), -1);   // r0 never set
+  EXPECT_EQ(comet::test::evaluate_device_filter({mov0(1), exit_i}, 0, 0, 0), 1);
   // ldx past the 12-byte ctx, or from a non-ctx register.
-  EXPECT_EQ(cr::evaluate_device_filter({bpf_insn{BPF_LDX | BPF_MEM | BPF_W, 0, 1, 12, 0}, exit_i},
-                                       0, 0, 0),
+  EXPECT_EQ(comet::test::evaluate_device_filter(
+                {bpf_insn{BPF_LDX | BPF_MEM | BPF_W, 0, 1, 12, 0}, exit_i}, 0, 0, 0),
             -1);
-  EXPECT_EQ(cr::evaluate_device_filter({bpf_insn{BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0}, exit_i}, 0,
-                                       0, 0),
+  EXPECT_EQ(comet::test::evaluate_device_filter(
+                {bpf_insn{BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0}, exit_i}, 0, 0, 0),
             -1);
   // Unsupported opcode (ALU mul), jump out of range.
-  EXPECT_EQ(cr::evaluate_device_filter(
+  EXPECT_EQ(comet::test::evaluate_device_filter(
                 {mov0(1), bpf_insn{BPF_ALU | BPF_MUL | BPF_K, 0, 0, 0, 2}, exit_i}, 0, 0, 0),
             -1);
-  EXPECT_EQ(cr::evaluate_device_filter({mov0(1), bpf_insn{BPF_JMP | BPF_JA, 0, 0, 5, 0}, exit_i}, 0,
-                                       0, 0),
+  EXPECT_EQ(comet::test::evaluate_device_filter(
+                {mov0(1), bpf_insn{BPF_JMP | BPF_JA, 0, 0, 5, 0}, exit_i}, 0, 0, 0),
             -1);
   // An infinite loop is cut off.
-  EXPECT_EQ(cr::evaluate_device_filter({mov0(1), bpf_insn{BPF_JMP | BPF_JA, 0, 0, -1, 0}}, 0, 0, 0),
+  EXPECT_EQ(comet::test::evaluate_device_filter({mov0(1), bpf_insn{BPF_JMP | BPF_JA, 0, 0, -1, 0}},
+                                                0, 0, 0),
             -1);
   // JMP32 compares the low halves; a narrow load reads the access half.
   std::vector<bpf_insn> p = {
@@ -281,8 +283,12 @@ TEST(DeviceFilter, EvaluatorRejectsProgramsOutsideItsSubset) {
       mov0(1),
       exit_i,
   };
-  EXPECT_EQ(cr::evaluate_device_filter(p, BPF_DEVCG_ACC_READ << 16 | BPF_DEVCG_DEV_CHAR, 1, 3), 1);
-  EXPECT_EQ(cr::evaluate_device_filter(p, BPF_DEVCG_ACC_WRITE << 16 | BPF_DEVCG_DEV_CHAR, 1, 3), 0);
+  EXPECT_EQ(
+      comet::test::evaluate_device_filter(p, BPF_DEVCG_ACC_READ << 16 | BPF_DEVCG_DEV_CHAR, 1, 3),
+      1);
+  EXPECT_EQ(
+      comet::test::evaluate_device_filter(p, BPF_DEVCG_ACC_WRITE << 16 | BPF_DEVCG_DEV_CHAR, 1, 3),
+      0);
 }
 
 // ---- kernel (root) ----

@@ -21,6 +21,8 @@
 
 #include "comet/oci/spec.hpp"
 
+#include "support/slurp.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace comet::oci;
@@ -29,13 +31,7 @@ namespace {
 
 const fs::path kData = fs::path(COMET_TEST_DATA) / "oci";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << p;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using comet::test::slurp;
 
 std::string chomp(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();

@@ -11,16 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include "support/slurp.hpp"
+
 namespace rt = comet::runtime;
 
-namespace {
-std::string slurp(const char* p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-}  // namespace
+using comet::test::slurp;
 
 TEST(ElfInterpreter, DynamicHostBinary) {
   std::string b = slurp("/bin/true");

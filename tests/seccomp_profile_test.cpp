@@ -12,6 +12,8 @@
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
+#include "support/slurp.hpp"
+
 namespace cs = comet::seccomp;
 namespace oci = comet::oci;
 
@@ -132,12 +134,7 @@ TEST_F(DockerDefault, CompatArchitectures) {
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using comet::test::slurp;
 
 }  // namespace
 

@@ -297,6 +297,9 @@ Result<Capabilities> parse_capabilities(const Reader& r, const Field& f, const s
 
 Result<Manifest> parse_manifest(std::string_view yaml_text, std::string_view filename) {
   const std::string file(filename);
+  if (yaml_text.size() > kMaxManifestBytes) {
+    return Error::msg(file + ": larger than 1 MiB; not a manifest");
+  }
   return detail::guard<Manifest>(file, [&]() -> Result<Manifest> {
     Manifest man;
     man.file = file;

@@ -428,7 +428,15 @@ class Planner {
     root.path = in_.root_dir;
     root.readonly = true;
     s.root = root;
+    s.process = make_process();
+    const std::vector<Entry> order = parents_first();
+    s.mounts = make_mounts(order);
+    s.linux_ = make_linux();
+    s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(make_policy(order));
+    s.annotations[std::string(kAnnotationProfile)] = p_.name;
+  }
 
+  oci::Process make_process() const {
     oci::Process proc;
     proc.terminal = false;
     proc.user.uid = in_.uid;
@@ -438,8 +446,11 @@ class Planner {
     proc.cwd = in_.workspace;
     proc.capabilities = oci::Capabilities{};  // every set present and empty
     proc.no_new_privileges = true;
-    s.process = std::move(proc);
+    return proc;
+  }
 
+  // /proc, /dev, /dev/pts, /dev/shm, maybe /sys and a private /tmp.
+  std::vector<oci::Mount> base_mounts() const {
     std::vector<oci::Mount> base;
     base.push_back(mount("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}));
     base.push_back(mount("/dev", "tmpfs", "tmpfs",
@@ -459,68 +470,72 @@ class Planner {
       }
       base.push_back(mount(in_.tmp, "tmpfs", "tmpfs", opts));
     }
+    return base;
+  }
 
+  std::vector<Entry> parents_first() const {
     // Parents first; at one depth, by path (a stable config).
     std::vector<Entry> order = entries_;
     std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
       std::size_t da = path_depth(a.path), db = path_depth(b.path);
       return da != db ? da < db : a.path < b.path;
     });
-    // The base mounts sit at depth 1 (and /dev/* at 2): merge by depth.
-    std::vector<oci::Mount> binds;
+    return order;
+  }
+
+  // The mount that makes an entry what its op says.
+  oci::Mount entry_mount(const Entry& e) const {
     const std::vector<std::string> ro = {"rbind", "rro", "rnosuid", "rnodev"};
-    for (const Entry& e : order) {
-      switch (e.op) {
-        case Op::read:
-        case Op::protect:
-          binds.push_back(mount(e.path, "bind", e.path, ro));
-          break;
-        case Op::write:
-          binds.push_back(mount(e.path, "bind", e.path, {"rbind", "rw", "rnosuid", "rnodev"}));
-          break;
-        case Op::pin:
-          binds.push_back(mount(e.path, "bind", e.path, {"rbind", "rnosuid", "rnodev"}));
-          break;
-        case Op::deny:
-        case Op::hide:
-          if (e.kind == HostKind::dir) {
-            const bool closed = e.op == Op::deny || e.why == "runtime state";
-            if (holds_unix_socket(e.path)) {
-              // The runtime creates the socket's mount point in it, so it
-              // cannot be ro: no write bit instead (the workload holds no
-              // capability), and search only where it was closed, so the
-              // socket can be reached but nothing listed.
-              binds.push_back(mount(
-                  e.path, "tmpfs", "tmpfs",
-                  {"nosuid", "nodev", "noexec", closed ? "mode=111" : "mode=555", "size=4k"}));
-            } else {
-              binds.push_back(mount(e.path, "tmpfs", "tmpfs",
-                                    {"ro", "nosuid", "nodev", "noexec",
-                                     closed ? "mode=000" : "mode=755", "size=4k"}));
-            }
-          } else {
-            binds.push_back(
-                mount(e.path, "bind", in_.deny_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
-          }
-          break;
-        case Op::socket_file:
-          binds.push_back(
-              mount(e.path, "bind", in_.socket_file, {"bind", "ro", "nosuid", "nodev", "noexec"}));
-          break;
-        case Op::unix_socket:
-          // connect() needs write permission on the inode, not a rw mount.
-          binds.push_back(
-              mount(e.path, "bind", e.path, {"bind", "ro", "nosuid", "nodev", "noexec"}));
-          break;
-      }
+    switch (e.op) {
+      case Op::read:
+      case Op::protect:
+        return mount(e.path, "bind", e.path, ro);
+      case Op::write:
+        return mount(e.path, "bind", e.path, {"rbind", "rw", "rnosuid", "rnodev"});
+      case Op::pin:
+        return mount(e.path, "bind", e.path, {"rbind", "rnosuid", "rnodev"});
+      case Op::deny:
+      case Op::hide:
+        if (e.kind != HostKind::dir) {
+          return mount(e.path, "bind", in_.deny_file, {"bind", "ro", "nosuid", "nodev", "noexec"});
+        }
+        if (holds_unix_socket(e.path)) {
+          // The runtime creates the socket's mount point in it, so it
+          // cannot be ro: no write bit instead (the workload holds no
+          // capability), and search only where it was closed, so the
+          // socket can be reached but nothing listed.
+          return mount(
+              e.path, "tmpfs", "tmpfs",
+              {"nosuid", "nodev", "noexec", closed(e) ? "mode=111" : "mode=555", "size=4k"});
+        }
+        return mount(
+            e.path, "tmpfs", "tmpfs",
+            {"ro", "nosuid", "nodev", "noexec", closed(e) ? "mode=000" : "mode=755", "size=4k"});
+      case Op::socket_file:
+        return mount(e.path, "bind", in_.socket_file, {"bind", "ro", "nosuid", "nodev", "noexec"});
+      case Op::unix_socket:
+        // connect() needs write permission on the inode, not a rw mount.
+        return mount(e.path, "bind", e.path, {"bind", "ro", "nosuid", "nodev", "noexec"});
     }
-    std::vector<oci::Mount> all = base;
+    return {};  // not reached: every op is handled above
+  }
+
+  // A denied or hidden directory that nothing may search or list.
+  static bool closed(const Entry& e) { return e.op == Op::deny || e.why == "runtime state"; }
+
+  // The base mounts sit at depth 1 (and /dev/* at 2): merge by depth.
+  std::vector<oci::Mount> make_mounts(const std::vector<Entry>& order) const {
+    std::vector<oci::Mount> binds;
+    for (const Entry& e : order) binds.push_back(entry_mount(e));
+    std::vector<oci::Mount> all = base_mounts();
     all.insert(all.end(), binds.begin(), binds.end());
     std::stable_sort(all.begin(), all.end(), [](const oci::Mount& a, const oci::Mount& b) {
       return path_depth(a.destination) < path_depth(b.destination);
     });
-    s.mounts = std::move(all);
+    return all;
+  }
 
+  oci::Linux make_linux() const {
     oci::Linux l;
     for (const char* ns : {"pid", "ipc", "uts", "mount", "cgroup"}) {
       l.namespaces.push_back(oci::Namespace{ns, ""});
@@ -545,8 +560,10 @@ class Planner {
       res.memory = mem;
     }
     l.resources = std::move(res);
-    s.linux_ = std::move(l);
+    return l;
+  }
 
+  Policy make_policy(const std::vector<Entry>& order) const {
     Policy pol;
     pol.lockdown = !devbox_;
     pol.network = p_.network_restricted ? NetworkPolicy::none : NetworkPolicy::open;
@@ -576,8 +593,7 @@ class Planner {
       if (fact(git).kind == HostKind::dir && !fact(git).symlink) own.push_back(fact(git).real);
       pol.git_own = std::move(own);
     }
-    s.annotations[std::string(kAnnotationPolicy)] = policy_to_json(pol);
-    s.annotations[std::string(kAnnotationProfile)] = p_.name;
+    return pol;
   }
 
   const ResolvedProfile& p_;

@@ -7,7 +7,7 @@ its state dir, and a seccomp deny list.
 Two halves:
 - the real resolver of a running pack: what the kernel reports about it
   (/proc/PID/status), and its mount namespace seen from inside (nsenter);
-- comet-confine-probe (tests/tools/confine_probe.cpp): the same
+- comet-confine-probe (integration/tools/confine_probe.cpp): the same
   confine_helper() call, then every act a compromised resolver would try,
   with the errno each one got."""
 from __future__ import annotations
@@ -28,7 +28,8 @@ pytestmark = pytest.mark.comet_only
 
 CAP_NET_ADMIN = 1 << 12
 CONFINE_PROBE = Path(os.environ.get("COMET_CONFINE_PROBE") or
-                     cfg.RUNTIME.parent.parent / "tests" / "comet-confine-probe")
+                     cfg.RUNTIME.parent.parent / "integration" / "tools" /
+                     "comet-confine-probe")
 
 
 def status(pid: int) -> dict[str, str]:

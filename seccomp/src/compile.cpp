@@ -261,33 +261,47 @@ Result<std::vector<sock_filter>> export_bpf(void* ctx) {
   return prog;
 }
 
-Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opts) {
+// ---- the steps of compile() ------------------------------------------------
+
+Result<Action> parse_default_action(const oci::Seccomp& spec) {
   TRY(const Action def,
       parse_action(spec.default_action, spec.default_errno_ret, "linux.seccomp.defaultAction",
                    "linux.seccomp.defaultErrnoRet"));
   if (def.kind == detail::ActKind::kNotify) {
     return Error::msg("linux.seccomp.defaultAction: SCMP_ACT_NOTIFY cannot be the default action");
   }
+  return def;
+}
 
-  Program prog;
-  prog.listener_path = spec.listener_path;
-  prog.listener_metadata = spec.listener_metadata;
-
-  std::optional<std::size_t> wait_killable;
+// linux.seccomp.flags, or'ed into prog.flags.
+struct Flags {
+  std::optional<std::size_t> wait_killable;  // index of WAIT_KILLABLE_RECV in spec.flags
   bool tsync = false;
+};
+
+Result<Flags> parse_flags(const oci::Seccomp& spec, Program& prog) {
+  Flags out;
   for (std::size_t i = 0; i < spec.flags.size(); ++i) {
     const detail::FlagEntry* f = detail::find_flag(spec.flags[i]);
     if (f == nullptr) {
       return Error::msg(idx("linux.seccomp.flags", i) + ": unknown flag " + quoted(spec.flags[i]));
     }
     prog.flags |= f->value;
-    if (f->value == SECCOMP_FILTER_FLAG_TSYNC) tsync = true;
-    if (f->value == detail::kFlagWaitKillableRecv) wait_killable = i;
+    if (f->value == SECCOMP_FILTER_FLAG_TSYNC) out.tsync = true;
+    if (f->value == detail::kFlagWaitKillableRecv) out.wait_killable = i;
   }
+  return out;
+}
 
-  // The native architecture is always in the filter (seccomp_init adds it).
-  std::vector<uint32_t> tokens{seccomp_arch_native()};
-  std::vector<std::size_t> token_field{0};  // index in spec.architectures (unused for native)
+// The filter's architectures: the native one first (seccomp_init adds it),
+// then linux.seccomp.architectures without repeats.
+struct Archs {
+  std::vector<uint32_t> tokens;
+  std::vector<std::size_t> field;  // index in spec.architectures (unused for native)
+};
+
+Result<Archs> parse_architectures(const oci::Seccomp& spec) {
+  Archs out{{seccomp_arch_native()}, {0}};
   for (std::size_t i = 0; i < spec.architectures.size(); ++i) {
     const std::string& name = spec.architectures[i];
     const detail::ArchEntry* a = detail::find_arch(name);
@@ -299,15 +313,24 @@ Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opt
       }
       return Error::msg(field + ": unknown architecture " + quoted(name));
     }
-    if (std::find(tokens.begin(), tokens.end(), a->token) == tokens.end()) {
-      tokens.push_back(a->token);
-      token_field.push_back(i);
+    if (std::find(out.tokens.begin(), out.tokens.end(), a->token) == out.tokens.end()) {
+      out.tokens.push_back(a->token);
+      out.field.push_back(i);
     }
   }
+  return out;
+}
 
+// Every syscalls[] entry, validated; a NOTIFY rule sets prog.needs_listener
+// (and the flags that go with a listener).
+struct Rules {
   std::vector<Rule> rules;
-  rules.reserve(spec.syscalls.size());
-  std::size_t name_count = 0;
+  std::size_t name_count = 0;  // syscall names over all entries
+};
+
+Result<Rules> parse_rules(const oci::Seccomp& spec, const Flags& flags, Program& prog) {
+  Rules out;
+  out.rules.reserve(spec.syscalls.size());
   for (std::size_t i = 0; i < spec.syscalls.size(); ++i) {
     TRY(Rule r, parse_rule(spec.syscalls[i], i));
     if (r.action.kind == detail::ActKind::kNotify) {
@@ -317,16 +340,20 @@ Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opt
       }
       prog.needs_listener = true;
     }
-    name_count += spec.syscalls[i].names.size();
-    rules.push_back(std::move(r));
+    out.name_count += spec.syscalls[i].names.size();
+    out.rules.push_back(std::move(r));
   }
-  if (wait_killable && !prog.needs_listener) {
-    return Error::msg(idx("linux.seccomp.flags", *wait_killable) +
+  if (flags.wait_killable && !prog.needs_listener) {
+    return Error::msg(idx("linux.seccomp.flags", *flags.wait_killable) +
                       ": SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV requires a SCMP_ACT_NOTIFY rule");
   }
   // TSYNC with NEW_LISTENER is EINVAL unless failures are reported as ESRCH.
-  if (tsync && prog.needs_listener) prog.flags |= SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+  if (flags.tsync && prog.needs_listener) prog.flags |= SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+  return out;
+}
 
+// A libseccomp context with the default action and every architecture.
+Result<FilterCtx> new_filter(const oci::Seccomp& spec, const Action& def, const Archs& archs) {
   FilterCtx ctx(seccomp_init(def.value));
   if (!ctx) {
     return Error::msg("linux.seccomp.defaultAction: libseccomp refused action " +
@@ -336,16 +363,21 @@ Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opt
   int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
   if (rc == 0) rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 0);
   if (rc < 0) return Error::sys(-rc, "seccomp: setting filter attributes");
-
-  for (std::size_t t = 1; t < tokens.size(); ++t) {
-    rc = seccomp_arch_add(ctx.get(), tokens[t]);
+  for (std::size_t t = 1; t < archs.tokens.size(); ++t) {
+    rc = seccomp_arch_add(ctx.get(), archs.tokens[t]);
     if (rc < 0 && rc != -EEXIST) {
       // EDOM: libseccomp cannot mix architectures of different endianness.
-      return Error::sys(-rc, idx("linux.seccomp.architectures", token_field[t]) +
-                                 ": adding architecture " + quoted(detail::arch_name(tokens[t])));
+      return Error::sys(-rc, idx("linux.seccomp.architectures", archs.field[t]) +
+                                 ": adding architecture " +
+                                 quoted(detail::arch_name(archs.tokens[t])));
     }
   }
+  return ctx;
+}
 
+// The rules into the context; returns how many libseccomp rules were added.
+Result<std::size_t> add_rules(void* ctx, const oci::Seccomp& spec, const Action& def,
+                              const std::vector<Rule>& rules) {
   std::size_t added = 0;
   for (const Rule& r : rules) {
     if (r.action.value == def.value) continue;  // redundant; libseccomp says EACCES
@@ -353,17 +385,17 @@ Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opt
     for (const std::string& name : sc.names) {
       const int nr = seccomp_syscall_resolve_name(name.c_str());
       if (nr == __NR_SCMP_ERROR) continue;  // unknown to libseccomp: skipped, as runc does
+      int rc = 0;
       if (r.conds.empty()) {
-        rc = seccomp_rule_add_array(ctx.get(), r.action.value, nr, 0, nullptr);
+        rc = seccomp_rule_add_array(ctx, r.action.value, nr, 0, nullptr);
       } else if (r.split) {
-        rc = 0;
         for (const scmp_arg_cmp& c : r.conds) {
-          rc = seccomp_rule_add_array(ctx.get(), r.action.value, nr, 1, &c);
+          rc = seccomp_rule_add_array(ctx, r.action.value, nr, 1, &c);
           if (rc < 0) break;
         }
       } else {
-        rc = seccomp_rule_add_array(ctx.get(), r.action.value, nr,
-                                    static_cast<unsigned>(r.conds.size()), r.conds.data());
+        rc = seccomp_rule_add_array(ctx, r.action.value, nr, static_cast<unsigned>(r.conds.size()),
+                                    r.conds.data());
       }
       if (rc < 0) {
         return Error::sys(-rc, idx("linux.seccomp.syscalls", r.index) +
@@ -372,23 +404,30 @@ Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opt
       ++added;
     }
   }
+  return added;
+}
 
-  bool tree = opts.optimize == Optimize::kBinaryTree ||
-              (opts.optimize == Optimize::kAuto && name_count > kAutoTreeThreshold);
+Status optimize(void* ctx, const CompileOptions& opts, std::size_t name_count, std::size_t added) {
+  const bool tree = opts.optimize == Optimize::kBinaryTree ||
+                    (opts.optimize == Optimize::kAuto && name_count > kAutoTreeThreshold);
   // libseccomp <= 2.5.4 misbehaves with the binary tree and no rules.
   if (tree && added > 0) {
-    rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    const int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (rc < 0) return Error::sys(-rc, "seccomp: enabling binary tree optimization");
   }
+  return {};
+}
 
-  TRY(std::vector<sock_filter> body, export_bpf(ctx.get()));
-
+// prog.filter = [the -ENOSYS stub] + the exported libseccomp program.
+Status assemble(void* ctx, const oci::Seccomp& spec, const CompileOptions& opts, const Action& def,
+                const Archs& archs, Program& prog) {
+  TRY(std::vector<sock_filter> body, export_bpf(ctx));
   const bool stub =
       opts.enosys_stub && !is_allow_like(def.kind) && def.value != SCMP_ACT_ERRNO(ENOSYS);
   if (stub) {
-    const std::vector<StubArch> archs = last_syscalls(tokens, spec);
-    if (!archs.empty()) {
-      prog.filter = enosys_stub(archs);
+    const std::vector<StubArch> stub_archs = last_syscalls(archs.tokens, spec);
+    if (!stub_archs.empty()) {
+      prog.filter = enosys_stub(stub_archs);
     }
   }
   prog.filter.insert(prog.filter.end(), body.begin(), body.end());
@@ -397,6 +436,21 @@ Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opt
                       " instructions, more than the kernel's limit of " +
                       std::to_string(BPF_MAXINSNS));
   }
+  return {};
+}
+
+Result<Program> compile_impl(const oci::Seccomp& spec, const CompileOptions& opts) {
+  TRY(const Action def, parse_default_action(spec));
+  Program prog;
+  prog.listener_path = spec.listener_path;
+  prog.listener_metadata = spec.listener_metadata;
+  TRY(const Flags flags, parse_flags(spec, prog));
+  TRY(const Archs archs, parse_architectures(spec));
+  TRY(const Rules rules, parse_rules(spec, flags, prog));
+  TRY(FilterCtx ctx, new_filter(spec, def, archs));
+  TRY(const std::size_t added, add_rules(ctx.get(), spec, def, rules.rules));
+  TRYV(optimize(ctx.get(), opts, rules.name_count, added));
+  TRYV(assemble(ctx.get(), spec, opts, def, archs, prog));
   return prog;
 }
 

@@ -1,4 +1,4 @@
-// auto_allow_shell: the shell reader of the permission layer (auto_allow.cpp),
+// auto_allow_shell: the shell reader of the permission layer (shell_reader.cpp),
 // reached the way `sandbox --can-auto-allow -- bash -c SCRIPT` reaches it.
 //
 // Input: the SCRIPT. It is judged as `bash -c SCRIPT` under the workspace

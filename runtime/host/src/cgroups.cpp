@@ -78,14 +78,6 @@ const CgroupHierarchy* CgroupPlan::find(const std::string& c) const {
   return nullptr;
 }
 
-CgroupMode detect_cgroup_mode() {
-  struct statfs s;
-  if (::statfs("/sys/fs/cgroup", &s) == 0 && s.f_type == kCgroup2Magic) return CgroupMode::kV2;
-  if (::statfs("/sys/fs/cgroup/unified", &s) == 0 && s.f_type == kCgroup2Magic)
-    return CgroupMode::kHybrid;
-  return CgroupMode::kV1;
-}
-
 bool is_cgroup2_dir(const std::string& dir) {
   struct statfs s;
   return ::statfs(dir.c_str(), &s) == 0 && s.f_type == kCgroup2Magic;

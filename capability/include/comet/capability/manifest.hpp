@@ -1,8 +1,9 @@
 // The SoyaPack v0 manifest (soyapack.yaml): typed model, parser, validator.
 //
-// Pure functions: nothing here makes a syscall except load_pack(), which
-// only reads <pack>/soyapack.yaml (loader.cpp). The JSON Schema of the same
-// format is docs/soyapack.schema.json; tests keep the two in agreement.
+// Pure functions: nothing here makes a syscall except load_pack() and
+// read_manifest_file(), which only read a pack's soyapack.yaml (loader.cpp).
+// The JSON Schema of the same format is docs/soyapack.schema.json; tests
+// keep the two in agreement.
 //
 // Errors have the form
 //   soyapack.yaml:14:7: capabilities.egress[1].port: expected an integer 1..65535, got "https"
@@ -10,6 +11,7 @@
 // exception escapes a public function.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -189,9 +191,14 @@ struct Cover {
 Result<Cover> parse_cover(std::string_view text);
 std::string to_string(const Cover& c);
 
+// A manifest is at most this long (it is a manifest, not a data file):
+// parse_manifest refuses longer text, and read_manifest_file reads no more.
+inline constexpr std::size_t kMaxManifestBytes = 1 << 20;  // 1 MiB
+
 // Parse soyapack.yaml text: YAML syntax, types, required and unknown fields
 // (an unknown key is an error: a typo must not silently change a policy),
 // enums and per-value formats. Cross-field consistency is validate()'s.
+// Text longer than kMaxManifestBytes is refused before it is parsed.
 Result<Manifest> parse_manifest(std::string_view yaml_text,
                                 std::string_view filename = kManifestFile);
 
@@ -205,8 +212,21 @@ Status validate(const Manifest& m);
 Result<Manifest> load_manifest(std::string_view yaml_text,
                                std::string_view filename = kManifestFile);
 
-// Reads <pack_dir>/soyapack.yaml and runs load_manifest. The only function
-// in capability/ that touches the filesystem.
+// The bytes of a pack's manifest, read by read_manifest_file.
+struct ManifestFile {
+  std::string file;  // the path read: PATH, or PATH/soyapack.yaml
+  std::string text;
+};
+
+// Reads PATH, a pack directory (its soyapack.yaml) or the manifest itself,
+// reading no more than kMaxManifestBytes + 1 bytes: a longer file is an
+// error ("FILE: larger than 1 MiB; not a manifest"), as is an unreadable
+// one ("open FILE: ..."). With load_pack the only functions in capability/
+// that touch the filesystem (loader.cpp).
+Result<ManifestFile> read_manifest_file(const std::string& path);
+
+// Reads <pack_dir>/soyapack.yaml (at most kMaxManifestBytes) and runs
+// load_manifest.
 Result<Manifest> load_pack(const std::string& pack_dir);
 
 // The capabilities block as canonical JSON (annotation

@@ -31,9 +31,6 @@ struct CgroupPlan {
   const CgroupHierarchy* find(const std::string& controller) const;
 };
 
-enum class CgroupMode { kV1, kHybrid, kV2 };
-CgroupMode detect_cgroup_mode();
-
 // Reads /proc/self/mountinfo and /proc/self/cgroup.
 //
 // Where a cgroup2 hierarchy exists (v2 or hybrid), the container lives in

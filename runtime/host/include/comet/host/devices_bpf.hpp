@@ -67,13 +67,4 @@ Status attach_device_filter(int cgroup_dir_fd, int prog_fd);
 // Ids of the CGROUP_DEVICE programs attached directly to the cgroup.
 Result<std::vector<uint32_t>> attached_device_filters(int cgroup_dir_fd);
 
-// Pure interpreter for the eBPF subset device_filter_program emits (ldx w
-// from the 12-byte struct bpf_cgroup_dev_ctx, ALU/ALU64 mov/and/or/rsh/lsh/add
-// imm and reg, JMP/JMP32 ja/jeq/jne/jgt/jge/jlt/jle/jset imm and reg, exit).
-// access_type is as in the ctx: (BPF_DEVCG_ACC_* << 16) | BPF_DEVCG_DEV_*.
-// Returns r0 at exit (0 deny, 1 allow), or -1 for a program outside the
-// subset (bad opcode, out-of-bounds access or jump, no exit within bounds).
-int evaluate_device_filter(const std::vector<struct bpf_insn>& program, uint32_t access_type,
-                           uint32_t major, uint32_t minor);
-
 }  // namespace comet::runtime

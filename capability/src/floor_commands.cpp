@@ -1,0 +1,580 @@
+// The floor's rules for single commands (floor_rules.hpp): what a command
+// is once its prefixes (env, nice, timeout, sudo, xargs, ...) are unwrapped,
+// and the rules that look at one command's words: rm -r, git push --force,
+// chmod -R, dd of=, redirections into devices, mkfs, shutdown, downloads
+// run as code, custom floor rules, git subcommands that write .git/config,
+// and the fork bomb.
+#include <fnmatch.h>
+
+#include "floor_rules.hpp"
+#include "util.hpp"
+
+namespace comet::capability::floor_rules {
+
+using detail::path_under;
+using detail::quote;
+
+namespace {
+
+bool is_assignment(const Word& w) {
+  if (w.text.empty() || w.tilde) return false;
+  auto eq = w.text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    char c = w.text[i];
+    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Options of a prefix command that take a value (as a separate word).
+bool takes_value(const std::string& prog, const std::string& opt) {
+  if (prog == "env") return one_of(opt, {"-u", "-C", "--unset", "--chdir"});
+  if (prog == "nice") return one_of(opt, {"-n", "--adjustment"});
+  if (prog == "timeout") return one_of(opt, {"-s", "-k", "--signal", "--kill-after"});
+  if (prog == "stdbuf") return one_of(opt, {"-i", "-o", "-e"});
+  if (prog == "ionice") return one_of(opt, {"-c", "-n", "-p", "-P", "-u"});
+  if (prog == "xargs")
+    return one_of(opt, {"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "--arg-file", "--delimiter",
+                        "--max-args", "--max-procs", "--max-lines", "--replace"});
+  if (prog == "sudo" || prog == "doas")
+    return one_of(opt, {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group",
+                        "--chdir", "--host", "--prompt"});
+  if (prog == "exec") return opt == "-a";
+  if (prog == "setsid" || prog == "nohup" || prog == "time" || prog == "command") return false;
+  return false;
+}
+
+bool inside_workspace(const Word& w, const std::optional<std::string>& cwd,
+                      const AutoAllowContext& ctx, std::string* shown) {
+  auto p = where(w, cwd, ctx);
+  *shown = p ? *p : w.text;
+  return p && !ctx.workspace.empty() && path_under(*p, ctx.workspace);
+}
+
+// Short options of a cluster like -rf, or a long option.
+bool has_short(const std::string& a, char c) {
+  return a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find(c) != std::string::npos;
+}
+
+bool harmless_dev(const std::string& p) {
+  return one_of(p, {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/full",
+                    "/dev/random", "/dev/urandom"}) ||
+         p.rfind("/dev/fd/", 0) == 0 || p.rfind("/dev/pts/", 0) == 0 ||
+         p.rfind("/dev/shm/", 0) == 0;
+}
+
+bool block_dev(const std::string& p) {
+  if (p.rfind("/dev/", 0) != 0) return false;
+  std::string n = p.substr(5);
+  for (const char* pre : {"sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "mapper/",
+                          "disk/", "sr", "nbd", "zd", "rbd", "mtd", "mem", "kmem", "port"}) {
+    if (n.rfind(pre, 0) == 0) return true;
+  }
+  return false;
+}
+
+bool mentions_downloader(const Script& sc);
+
+bool simple_downloads(const Simple& s) {
+  Unwrapped u = unwrap(s.words);
+  if (!u.argv.empty() && is_downloader(base_name(u.argv[0].text))) return true;
+  for (const Word& w : s.words) {
+    for (const std::string& sub : w.subs) {
+      try {
+        if (mentions_downloader(parse_script(sub, 1))) return true;
+      } catch (const ParseError&) {
+        return true;  // unreadable: assume the worst
+      }
+    }
+  }
+  return false;
+}
+
+bool mentions_downloader(const Script& sc) {
+  for (const Pipeline& p : sc.pipelines) {
+    for (const Stage& st : p.stages) {
+      if (stage_downloads(st)) return true;
+    }
+  }
+  return false;
+}
+
+bool fnmatch_word(const std::string& pattern, const std::string& s) {
+  return ::fnmatch(pattern.c_str(), s.c_str(), 0) == 0;
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+bool is_name_char(char c) {
+  return !is_space(c) && std::string_view("(){};|&").find(c) == std::string_view::npos;
+}
+
+}  // namespace
+
+// --- command names ------------------------------------------------------------
+
+std::string base_name(const std::string& p) {
+  auto k = p.rfind('/');
+  return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
+}
+
+bool is_shell(const std::string& n) {
+  return one_of(n, {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
+                    "busybox-sh", "rbash"});
+}
+
+bool is_interpreter(const std::string& n) {
+  if (is_shell(n)) return true;
+  if (one_of(n, {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua",
+                 "deno", "bun", "pwsh", "tclsh"}))
+    return true;
+  return n.rfind("python3.", 0) == 0 || n.rfind("python2.", 0) == 0;
+}
+
+bool is_downloader(const std::string& n) {
+  return one_of(n,
+                {"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lwp-request", "GET"});
+}
+
+// --- prefixes -----------------------------------------------------------------
+
+Unwrapped unwrap(std::vector<Word> argv) {
+  Unwrapped u;
+  for (int guard = 0; guard < 32; ++guard) {
+    std::size_t i = 0;
+    while (i < argv.size() && is_assignment(argv[i])) ++i;
+    argv.erase(argv.begin(), argv.begin() + static_cast<long>(i));
+    if (argv.empty()) break;
+    const std::string prog = base_name(argv[0].text);
+    if (prog == "busybox" && argv.size() > 1 && argv[1].text[0] != '-') {
+      argv.erase(argv.begin());
+      continue;
+    }
+    const bool prefix = one_of(prog, {"env", "nice", "nohup", "time", "timeout", "stdbuf", "ionice",
+                                      "command", "exec", "builtin", "nocache", "chronic",
+                                      "unbuffer", "setsid", "xargs", "sudo", "doas", "caffeinate"});
+    if (!prefix) break;
+    if (prog == "command" && argv.size() > 1 && one_of(argv[1].text, {"-v", "-V"})) break;
+    if (prog == "sudo" || prog == "doas") u.via_sudo = true;
+    if (prog == "xargs") u.args_unknown = true;
+    std::size_t k = 1;
+    while (k < argv.size()) {
+      const std::string& a = argv[k].text;
+      if (a == "--") {
+        ++k;
+        break;
+      }
+      if (a.size() < 2 || a[0] != '-') break;
+      if (prog == "env" && (a == "-S" || a.rfind("--split-string", 0) == 0 ||
+                            (a.rfind("-S", 0) == 0 && a.size() > 2))) {
+        // env -S "cmd args": the string is split into words.
+        std::string str;
+        std::size_t next = k + 1;
+        if (a == "-S" || a == "--split-string") {
+          if (k + 1 < argv.size()) str = argv[k + 1].text;
+          next = k + 2;
+        } else {
+          str = a.substr(a.find('=') != std::string::npos ? a.find('=') + 1 : 2);
+        }
+        std::vector<Word> split;
+        std::string cur;
+        for (char c : str + " ") {
+          if (c == ' ' || c == '\t') {
+            if (!cur.empty()) {
+              Word nw;
+              nw.text = cur;
+              split.push_back(std::move(nw));
+            }
+            cur.clear();
+          } else {
+            cur += c;
+          }
+        }
+        split.insert(split.end(), argv.begin() + static_cast<long>(std::min(next, argv.size())),
+                     argv.end());
+        argv = std::move(split);
+        k = 0;
+        break;
+      }
+      if (prog == "env" && (a == "-C" || a.rfind("--chdir", 0) == 0)) u.cwd_unknown = true;
+      bool value = takes_value(prog, a) && a.find('=') == std::string::npos;
+      k += value ? 2 : 1;
+    }
+    if (prog == "timeout" && k < argv.size()) ++k;  // the duration
+    if (prog == "env") {
+      while (k < argv.size() && is_assignment(argv[k])) ++k;
+    }
+    if (k == 0) continue;  // env -S rewrote argv
+    argv.erase(argv.begin(), argv.begin() + static_cast<long>(std::min(k, argv.size())));
+  }
+  u.argv = std::move(argv);
+  return u;
+}
+
+std::optional<std::string> where(const Word& w, const std::optional<std::string>& cwd,
+                                 const AutoAllowContext& ctx) {
+  if (w.expansion) return std::nullopt;
+  std::string t = w.text;
+  if (w.tilde) {
+    if (ctx.home.empty()) return std::nullopt;
+    if (t == "~" || t.rfind("~/", 0) == 0) {
+      t = ctx.home + t.substr(1);
+    } else {
+      return std::nullopt;  // ~user
+    }
+  }
+  if (!t.empty() && t[0] == '/') return detail::normalize_path(t);
+  if (!cwd) return std::nullopt;
+  return detail::normalize_path(t, *cwd);
+}
+
+// --- the rules ----------------------------------------------------------------
+
+void rule_rm(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
+  const auto& v = u.argv;
+  bool recursive = false, no_preserve = false, opts = true;
+  std::vector<const Word*> targets;
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    if (opts && a == "--") {
+      opts = false;
+      continue;
+    }
+    if (opts && a.size() > 1 && a[0] == '-' && !v[i].expansion) {
+      if (a == "--recursive" || has_short(a, 'r') || has_short(a, 'R')) recursive = true;
+      if (a == "--no-preserve-root") no_preserve = true;
+      continue;
+    }
+    targets.push_back(&v[i]);
+  }
+  if (!recursive) return;
+  if (no_preserve) {
+    an.hit("rm-rf-outside-workspace", "rm --no-preserve-root");
+    return;
+  }
+  if (u.args_unknown) {
+    an.hit("rm-rf-outside-workspace", "rm -r of paths read from stdin (xargs)");
+    return;
+  }
+  for (const Word* t : targets) {
+    std::string shown;
+    if (!inside_workspace(*t, cwd, an.ctx, &shown)) {
+      an.hit(
+          "rm-rf-outside-workspace",
+          "rm -r of " + quote(shown) + ", which is not inside the workspace " + an.ctx.workspace);
+      return;
+    }
+  }
+}
+
+void rule_git(Analysis& an, const Unwrapped& u) {
+  const auto& v = u.argv;
+  std::size_t i = 1;
+  while (i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
+    i += one_of(v[i].text, {"-C", "-c"}) ? 2 : 1;
+  }
+  if (i >= v.size() || v[i].text != "push") return;
+  for (std::size_t k = i + 1; k < v.size(); ++k) {
+    const std::string& a = v[k].text;
+    if (a == "-o" || a == "--push-option" || a == "--repo" || a == "--receive-pack" ||
+        a == "--exec") {
+      ++k;
+      continue;
+    }
+    bool force = a == "--force" || a.rfind("--force-with-lease", 0) == 0 ||
+                 a == "--force-if-includes" || a == "--mirror" ||
+                 (a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find('f') != std::string::npos);
+    if (force) {
+      an.hit("git-push-force", "git push " + a + " rewrites remote history");
+      return;
+    }
+    if (a.size() > 1 && a[0] == '+') {
+      an.hit("git-push-force", "git push " + a + " (a +refspec force-updates the remote ref)");
+      return;
+    }
+  }
+}
+
+void rule_chmod(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd) {
+  const auto& v = u.argv;
+  const std::string prog = base_name(v[0].text);
+  bool recursive = false, opts = true, reference = false;
+  std::vector<const Word*> pos;
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    if (opts && a == "--") {
+      opts = false;
+      continue;
+    }
+    if (opts && a.rfind("--", 0) == 0) {
+      if (a == "--recursive") recursive = true;
+      if (a.rfind("--reference", 0) == 0) reference = true;
+      continue;
+    }
+    // chmod's modes may start with '-' (chmod -w f): only clusters of its
+    // option letters are options.
+    if (opts && a.size() > 1 && a[0] == '-' &&
+        a.find_first_not_of("RcfvhHLP", 1) == std::string::npos) {
+      if (a.find('R') != std::string::npos) recursive = true;
+      continue;
+    }
+    pos.push_back(&v[i]);
+  }
+  if (!recursive) return;
+  std::size_t first = reference ? 0 : 1;  // the mode / owner
+  if (u.args_unknown) {
+    an.hit("chmod-recursive-outside-workspace", prog + " -R of paths read from stdin (xargs)");
+    return;
+  }
+  for (std::size_t i = first; i < pos.size(); ++i) {
+    std::string shown;
+    if (!inside_workspace(*pos[i], cwd, an.ctx, &shown)) {
+      an.hit("chmod-recursive-outside-workspace", prog + " -R on " + quote(shown) +
+                                                      ", which is not inside the workspace " +
+                                                      an.ctx.workspace);
+      return;
+    }
+  }
+}
+
+void rule_dd(Analysis& an, const Unwrapped& u) {
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const Word& w = u.argv[i];
+    if (w.text.rfind("of=", 0) != 0) continue;
+    std::string target = w.text.substr(3);
+    if (w.expansion) {
+      an.hit("dd-to-device", "dd " + w.text + " writes to a path that is not known");
+      return;
+    }
+    std::string norm = detail::normalize_path(target, "/");
+    if (!target.empty() && target[0] == '/' && norm.rfind("/dev/", 0) == 0 && !harmless_dev(norm)) {
+      an.hit("dd-to-device", "dd of=" + norm + " writes to a device");
+      return;
+    }
+  }
+}
+
+void rule_redirects(Analysis& an, const Simple& s) {
+  for (const Redirect& r : s.redirects) {
+    if (r.op.find('>') == std::string::npos) continue;
+    if (r.target.expansion) continue;
+    std::string norm = detail::normalize_path(r.target.text, "/");
+    if (!r.target.text.empty() && r.target.text[0] == '/' && block_dev(norm)) {
+      an.hit("dd-to-device", "a redirection (" + r.op + ") writes to the device " + norm);
+      return;
+    }
+  }
+}
+
+bool is_mkfs(const std::string& n) {
+  return n == "mkfs" || n.rfind("mkfs.", 0) == 0 ||
+         one_of(n, {"mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "sgdisk",
+                    "gdisk", "blkdiscard", "mkntfs", "mkdosfs", "mkexfatfs", "mkfatfs"});
+}
+
+bool is_shutdown(const Unwrapped& u) {
+  const std::string n = base_name(u.argv[0].text);
+  if (one_of(n, {"shutdown", "reboot", "halt", "poweroff", "telinit"})) return true;
+  if (n == "init" && u.argv.size() > 1 && one_of(u.argv[1].text, {"0", "6", "1", "s", "S"}))
+    return true;
+  if (n == "systemctl") {
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
+      if (one_of(u.argv[i].text, {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate",
+                                  "hybrid-sleep", "soft-reboot", "rescue", "emergency"}))
+        return true;
+    }
+  }
+  return false;
+}
+
+bool runs_stdin(const Unwrapped& u) {
+  if (u.argv.empty()) return false;
+  const std::string n = base_name(u.argv[0].text);
+  if (!is_interpreter(n)) return false;
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const std::string& a = u.argv[i].text;
+    if (a == "-" || a == "-s") return true;
+    if (a == "--") return i + 1 >= u.argv.size() || u.argv[i + 1].text == "-";
+    if (a.size() > 1 && a[0] == '-') {
+      // Inline code: sh -c, python3 -c / -m, perl -e / -E, node -e / -p.
+      if (a[1] != '-' && a.find_first_of("cmeEp", 1) != std::string::npos) return false;
+      if (a == "--eval" || a == "--command" || a == "--print") return false;
+      continue;
+    }
+    return false;  // a script file: stdin is its data
+  }
+  return true;
+}
+
+bool stage_downloads(const Stage& st) {
+  for (const Simple& s : st.simples) {
+    if (simple_downloads(s)) return true;
+  }
+  for (const Script& g : st.groups) {
+    if (mentions_downloader(g)) return true;
+  }
+  return false;
+}
+
+bool words_download(const std::vector<Word>& words, std::size_t from) {
+  for (std::size_t i = from; i < words.size(); ++i) {
+    for (const std::string& sub : words[i].subs) {
+      try {
+        if (mentions_downloader(parse_script(sub, 1))) return true;
+      } catch (const ParseError&) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void rule_custom(Analysis& an, const Unwrapped& u) {
+  for (const FloorRule& r : an.floor.custom) {
+    if (r.command.size() > u.argv.size()) continue;
+    const std::string& a0 = u.argv[0].text;
+    if (!fnmatch_word(r.command[0], a0) && !fnmatch_word(r.command[0], base_name(a0))) continue;
+    bool all = true;
+    for (std::size_t i = 1; i < r.command.size() && all; ++i) {
+      all = fnmatch_word(r.command[i], u.argv[i].text);
+    }
+    if (all && !an.match) {
+      std::string shown = detail::join(r.command, " ");
+      an.match =
+          Match{r.id, r.reason.empty() ? "matches the floor rule \"" + shown + "\" (" + r.file + ")"
+                                       : r.reason};
+      return;
+    }
+  }
+}
+
+// git subcommands that write .git/config (or install hooks).
+void rule_git_config(Analysis& an, const Unwrapped& u) {
+  const auto& v = u.argv;
+  std::size_t i = 1;
+  while (i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
+    i += one_of(v[i].text, {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}) ? 2 : 1;
+  }
+  if (i >= v.size()) return;
+  const std::string sub = v[i].text;
+  std::vector<std::string> rest;
+  for (std::size_t k = i + 1; k < v.size(); ++k) rest.push_back(v[k].text);
+  auto any = [&](std::initializer_list<const char*> names) {
+    return std::any_of(rest.begin(), rest.end(), [&](const std::string& a) {
+      return std::any_of(names.begin(), names.end(), [&](const char* n) {
+        const std::string s = n;
+        return a == s || (s.rfind("--", 0) == 0 && a.rfind(s + "=", 0) == 0);
+      });
+    });
+  };
+  auto first_arg = [&]() -> std::string {
+    for (const auto& a : rest)
+      if (a.empty() || a[0] != '-') return a;
+    return "";
+  };
+  std::string why;
+  if (sub == "config") {
+    const std::string verb = first_arg();
+    const bool get = any({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list",
+                          "--get-color", "--get-colorbool"}) ||
+                     one_of(verb, {"get", "list"});
+    const bool write = any({"--add", "--replace-all", "--unset", "--unset-all", "--rename-section",
+                            "--remove-section", "-e", "--edit"}) ||
+                       one_of(verb, {"set", "unset", "rename-section", "remove-section", "edit"});
+    // NAME alone reads; NAME VALUE [REGEX] sets. Options with a value.
+    std::size_t plain = 0;
+    for (std::size_t k = 0; k < rest.size(); ++k) {
+      const std::string& a = rest[k];
+      if (one_of(a, {"-f", "--file", "--blob", "--type", "--default", "--comment"})) {
+        ++k;
+        continue;
+      }
+      if (!a.empty() && a[0] != '-') ++plain;
+    }
+    if (write || (!get && plain >= 2)) why = "git config sets or edits configuration";
+  } else if (sub == "submodule") {
+    const std::string verb = first_arg();
+    if (one_of(verb, {"add", "init", "update", "set-url", "set-branch", "sync", "deinit",
+                      "absorbgitdirs"}))
+      why = "git submodule " + verb + " writes .gitmodules and .git/config";
+  } else if (sub == "remote") {
+    const std::string verb = first_arg();
+    if (one_of(verb, {"add", "set-url", "rename", "remove", "rm", "set-branches"}))
+      why = "git remote " + verb + " writes .git/config";
+  } else if (sub == "branch") {
+    if (any({"-u", "--set-upstream-to", "--unset-upstream", "-m", "-M", "--move", "-c", "-C",
+             "--copy", "-t", "--track"}))
+      why = "git branch with an upstream, a rename or a copy writes .git/config";
+  } else if (sub == "checkout" || sub == "switch") {
+    if (any({"-t", "--track"})) why = "git " + sub + " --track writes .git/config";
+  } else if (sub == "worktree") {
+    if (first_arg() == "add") why = "git worktree add writes .git/worktrees";
+  } else if (sub == "clone" || sub == "init") {
+    // A new repository inside the workspace is a nested one: its config
+    // and hooks are the workload's to write, and the host's git obeys them
+    // (a gitlink in the outer repository makes `git status` at the root
+    // run them). The sandbox cannot protect a repository it did not see.
+    why = "git " + sub + " makes a repository whose config and hooks the host's git obeys";
+  }
+  if (!why.empty()) an.hit("protected-path-write", why);
+}
+
+// name(){ name|name& };name  (any function name, any spacing): the regex
+//   ([^\s(){};|&]+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*;?\s*\}\s*;\s*\1
+// matched by hand. libstdc++'s std::regex recurses once per character
+// matched, so a long word (fuzz_auto_allow_shell: 200 KB) overflowed the
+// stack, and its back-references made the search quadratic.
+bool has_fork_bomb(std::string_view t) {
+  for (std::size_t open = t.find("()"); open != std::string_view::npos;
+       open = t.find("()", open + 1)) {
+    std::size_t run_end = open;  // the name, then spaces, then ()
+    while (run_end > 0 && is_space(t[run_end - 1])) --run_end;
+    std::size_t i = open + 2;
+    auto spaces = [&] {
+      while (i < t.size() && is_space(t[i])) ++i;
+    };
+    auto take = [&](std::string_view lit) {
+      if (t.substr(i, lit.size()) != lit) return false;
+      i += lit.size();
+      return true;
+    };
+    spaces();
+    if (!take("{")) continue;
+    spaces();
+    // The body's first word is the name (a name is followed by spaces or
+    // a |, neither of which a name holds); the definition must end with it.
+    std::size_t name_end = i;
+    while (name_end < t.size() && is_name_char(t[name_end])) ++name_end;
+    const std::string_view name = t.substr(i, name_end - i);
+    if (name.empty() || name.size() > run_end ||
+        t.substr(run_end - name.size(), name.size()) != name)
+      continue;
+    i = name_end;
+    spaces();
+    if (!take("|")) continue;
+    spaces();
+    if (!take(name)) continue;
+    spaces();
+    if (!take("&")) continue;
+    spaces();
+    take(";");
+    spaces();
+    if (!take("}")) continue;
+    spaces();
+    if (!take(";")) continue;
+    spaces();
+    if (take(name)) return true;
+  }
+  return false;
+}
+
+}  // namespace comet::capability::floor_rules

@@ -1,0 +1,103 @@
+// The rules of the auto-allow floor (auto_allow.hpp), shared by the files
+// that hold them: floor_commands.cpp (command names, prefixes, and the
+// rules of single commands), floor_protected.cpp (protected-path-write) and
+// auto_allow.cpp (the walk over a script, and the verdict). Internal: not
+// installed, not part of the library's interface.
+#pragma once
+
+#include <algorithm>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comet/capability/auto_allow.hpp"
+#include "shell_reader.hpp"
+
+namespace comet::capability::floor_rules {
+
+using shell::kMaxDepth;
+using shell::parse_script;
+using shell::ParseError;
+using shell::Pipeline;
+using shell::Redirect;
+using shell::Script;
+using shell::Simple;
+using shell::Stage;
+using shell::Word;
+
+struct Match {
+  std::string rule;
+  std::string reason;
+};
+
+struct Analysis {
+  const Floor& floor;
+  const AutoAllowContext& ctx;
+  std::optional<Match> match;
+  std::string unanalysable;  // why a script could not be read ("" when fine)
+  // protected-path-write: absolute paths (a `*` is one component) and the
+  // ones that count only as themselves ({workspace}/.git), not what is below.
+  std::vector<std::string> prot, prot_exact;
+
+  bool enabled(const char* id) const {
+    return std::find(floor.builtin.begin(), floor.builtin.end(), id) != floor.builtin.end();
+  }
+  void hit(const char* id, std::string reason) {
+    if (!match && enabled(id)) match = Match{id, std::move(reason)};
+  }
+  bool done() const { return match.has_value() || !unanalysable.empty(); }
+};
+
+// The command after its prefixes (env, nice, timeout, sudo, busybox, ...).
+struct Unwrapped {
+  std::vector<Word> argv;
+  bool args_unknown = false;  // xargs: more arguments come from stdin
+  bool cwd_unknown = false;   // env -C
+  bool via_sudo = false;
+};
+
+// --- floor_commands.cpp: command names and prefixes ----------------------------
+
+std::string base_name(const std::string& p);
+bool one_of(const std::string& s, std::initializer_list<const char*> names);
+bool is_shell(const std::string& n);
+bool is_interpreter(const std::string& n);
+bool is_downloader(const std::string& n);
+Unwrapped unwrap(std::vector<Word> argv);
+// Where a path argument points, lexically, from `cwd`; nullopt when unknown.
+std::optional<std::string> where(const Word& w, const std::optional<std::string>& cwd,
+                                 const AutoAllowContext& ctx);
+
+// --- floor_commands.cpp: the rules of one command ------------------------------
+
+void rule_rm(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);
+void rule_git(Analysis& an, const Unwrapped& u);
+void rule_git_config(Analysis& an, const Unwrapped& u);
+void rule_chmod(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);
+void rule_dd(Analysis& an, const Unwrapped& u);
+void rule_redirects(Analysis& an, const Simple& s);
+bool is_mkfs(const std::string& n);
+bool is_shutdown(const Unwrapped& u);
+// Does this command run its stdin as code? (sh, bash -s, python3 -, ...)
+bool runs_stdin(const Unwrapped& u);
+bool stage_downloads(const Stage& st);
+bool words_download(const std::vector<Word>& words, std::size_t from);
+void rule_custom(Analysis& an, const Unwrapped& u);
+bool has_fork_bomb(std::string_view t);
+
+// --- floor_protected.cpp: protected-path-write ---------------------------------
+
+void rule_protected_redirects(Analysis& an, const Simple& s, const std::optional<std::string>& cwd);
+void rule_git_dir_words(Analysis& an, const Unwrapped& u);
+void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);
+void rule_awk(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth);
+void rule_find(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth);
+
+// --- auto_allow.cpp: the walk (awk and find read the commands they run) ------
+
+void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& cwd, int depth);
+void analyse_script(Analysis& an, std::string_view text, std::optional<std::string> cwd, int depth);
+
+}  // namespace comet::capability::floor_rules
