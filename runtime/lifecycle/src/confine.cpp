@@ -1,6 +1,5 @@
 #include "comet/lifecycle/confine.hpp"
 
-#include <elf.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
@@ -20,6 +19,7 @@
 #include "comet/base/fd.hpp"
 #include "comet/base/openat2.hpp"
 #include "comet/base/sys.hpp"
+#include "comet/host/elf.hpp"
 #include "comet/host/seccomp_cache.hpp"
 #include "comet/host/sha256.hpp"
 #include "comet/reporting/reporter.hpp"
@@ -95,31 +95,6 @@ Result<std::string> read_in_root(int rootfd, const std::string& path, size_t lim
 int landlock_abi() noexcept {
   long v = ll_create(nullptr, 0, kCreateRulesetVersion);
   return v < 0 ? 0 : static_cast<int>(v);
-}
-
-Result<std::string> elf_interpreter(std::string_view b) {
-  if (b.size() < sizeof(Elf64_Ehdr) || std::memcmp(b.data(), ELFMAG, SELFMAG) != 0)
-    return Error::msg("not an ELF file");
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, b.data(), sizeof eh);
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64) return Error::msg("not a 64-bit ELF file");
-  if (eh.e_phentsize != sizeof(Elf64_Phdr)) return Error::msg("bad ELF program header size");
-  for (uint32_t i = 0; i < eh.e_phnum; i++) {
-    uint64_t off = eh.e_phoff + uint64_t{i} * sizeof(Elf64_Phdr);
-    if (off > b.size() || b.size() - off < sizeof(Elf64_Phdr))
-      return Error::msg("truncated ELF program headers");
-    Elf64_Phdr ph;
-    std::memcpy(&ph, b.data() + off, sizeof ph);
-    if (ph.p_type != PT_INTERP) continue;
-    if (ph.p_offset > b.size() || b.size() - ph.p_offset < ph.p_filesz || ph.p_filesz < 2)
-      return Error::msg("truncated ELF interpreter");
-    std::string s(b.data() + ph.p_offset, ph.p_filesz);
-    if (s.back() != '\0' || s.find('\0') != s.size() - 1 || s[0] != '/')
-      return Error::msg("bad ELF interpreter path");
-    s.pop_back();
-    return s;
-  }
-  return std::string();
 }
 
 namespace {
@@ -312,9 +287,13 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
           cur = line.substr(b, e == std::string::npos ? e : e - b);
           continue;
         }
-        auto interp = elf_interpreter(head);
-        if (!interp.ok())
-          return Error::msg("policy: exec " + cur + " (in the rootfs): " + interp.error().what());
+        auto interp =
+            elf_interpreter({reinterpret_cast<const unsigned char*>(head.data()), head.size()},
+                            cur + " (in the rootfs)");
+        if (!interp.ok()) return Error::msg("policy: exec " + interp.error().what());
+        // The kernel resolves a relative PT_INTERP against the caller's cwd.
+        if (!interp->empty() && (*interp)[0] != '/')
+          return Error::msg("policy: exec " + cur + " (in the rootfs): bad ELF interpreter path");
         cur = *interp;
       }
     }

@@ -28,10 +28,6 @@ namespace comet::runtime {
 // disabled.
 int landlock_abi() noexcept;
 
-// The ELF program interpreter (PT_INTERP) named by an executable's bytes,
-// "" for a static binary. Errors for anything that is not a 64-bit ELF.
-Result<std::string> elf_interpreter(std::string_view bytes);
-
 // The file a config's command names, as the exec lock sees it:
 // process.args[0] when it has a slash (joined to process.cwd when
 // relative), else found on the process's PATH inside the rootfs (an

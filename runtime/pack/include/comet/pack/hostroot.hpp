@@ -3,10 +3,9 @@
 // (/proc /dev /sys /tmp /workdir, /etc/passwd, group, hosts, resolv.conf,
 // ld.so.cache). It is the default rootfs of `pack run`: no image registry.
 //
-// Three layers, each testable alone:
-//   parse_elf()             pure: PT_INTERP, DT_NEEDED, DT_RPATH, DT_RUNPATH
-//                           from a byte buffer (bounds-checked, never reads
-//                           past it; 64-bit little-endian only)
+// Three layers, each testable alone, over the runtime's ELF reader
+// (parse_elf(), comet/host/elf.hpp: PT_INTERP, DT_NEEDED, DT_RPATH,
+// DT_RUNPATH from a byte buffer, bounds-checked):
 //   library_search_dirs()   pure: the directories ld.so tries for one
 //                           DT_NEEDED name, in ld.so's order
 //   plan_host_rootfs()      reads the host (stat, readlink, ELF files) and
@@ -26,29 +25,9 @@
 #include <vector>
 
 #include "comet/base/result.hpp"
+#include "comet/host/elf.hpp"
 
 namespace comet::runtime {
-
-// ---- ELF -------------------------------------------------------------------
-
-struct ElfInfo {
-  uint16_t type = 0;     // ET_EXEC or ET_DYN
-  uint16_t machine = 0;  // EM_*
-  std::string interp;    // PT_INTERP; empty for a static binary
-  std::string soname;    // DT_SONAME
-  std::vector<std::string> needed;
-  std::vector<std::string> rpath;    // DT_RPATH, split on ':', not expanded
-  std::vector<std::string> runpath;  // DT_RUNPATH, split on ':', not expanded
-};
-
-// Parses the headers of an ELF executable or shared object. NAME is used in
-// errors only ("NAME: not an ELF file"). 32-bit and big-endian files are
-// refused; so is anything that is not ET_EXEC/ET_DYN, and any offset, size or
-// string that falls outside BYTES.
-Result<ElfInfo> parse_elf(std::span<const unsigned char> bytes, std::string_view name);
-
-// The EM_* value of the machine this runtime is built for (EM_X86_64).
-uint16_t host_elf_machine();
 
 // ---- library search (ld.so's order on Debian) --------------------------------
 

@@ -1,0 +1,131 @@
+// The SoyaPack verbs (verbs.hpp): `pack validate|lint|bundle|explain|run|
+// flags` (pack_cli.hpp, violations.hpp for flags), and `rootfs
+// --from-host` (hostroot.hpp), the default rootfs of `pack run`.
+#include <iostream>
+
+#include "comet/pack/hostroot.hpp"
+#include "comet/pack/pack_cli.hpp"
+#include "comet/reporting/violations.hpp"
+#include "verbs.hpp"
+
+namespace comet::runtime::cli {
+namespace {
+
+void add_pack_run(CLI::App* pack, Options& o) {
+  PackRunOptions& pro = o.pack_run;
+  auto* prun = pack->add_subcommand(
+      "run", "bundle the pack, run the agent confined, collect /workdir/out, clean up");
+  prun->add_option("pack", pro.pack, "pack directory or soyapack.yaml")->required();
+  prun->add_option("--rootfs", pro.rootfs,
+                   "the rootfs to run on (default: the interpreter and its libraries from the "
+                   "host, cached under /var/lib/comet-runtime/rootfs)");
+  prun->add_option("--input", pro.input, "host dir served read-only at /workdir/inputs");
+  prun->add_option("--output", pro.output, "host dir that receives /workdir/out after the run");
+  prun->add_option("--id", pro.id, "container id (default: pack-<random>)");
+  prun->add_option("--events", o.events_target, "deliver violation events to FILE or unix:PATH");
+  prun->add_option("--dns-upstream", o.dns_upstream,
+                   "DNS servers the egress resolver forwards allowed names to (IP, IP:PORT, "
+                   "[IPv6]:PORT, comma-separated; default $COMET_DNS_UPSTREAM, else the host's "
+                   "/etc/resolv.conf)");
+  // The deterministic-tier cache (docs/cache.md).
+  prun->add_flag("--no-cache", pro.no_cache,
+                 "run the pack even if a cached result exists; record nothing");
+  prun->add_option("--cache", o.pack_run_cache,
+                   "auto (read-only packs without egress) or allow-upstream (also read-only packs "
+                   "with egress: their recorded LLM/API answers are replayed, not asked again)")
+      ->check(CLI::IsMember({"auto", "allow-upstream"}))
+      ->capture_default_str();
+  prun->add_option(
+      "--cache-dir", pro.cache_dir,
+      "the cache store (default: $COMET_CACHE_DIR, else /var/cache/comet-runtime/packs)");
+  o.prun = prun;
+}
+
+}  // namespace
+
+CLI::App* add_pack(CLI::App& app, const Verb& v, Options& o) {
+  auto* pack = app.add_subcommand(v.name, v.help);
+  pack->require_subcommand(1);
+  o.pvalidate = pack->add_subcommand("validate", "check the manifest's shape");
+  o.pvalidate->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
+  o.plint = pack->add_subcommand("lint", "check capabilities, tools and examples agree");
+  o.plint->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
+  o.plint->add_flag("--strict", o.pack_strict, "also fail wildcards, uncovered capabilities");
+  o.plint->add_option("--format", o.pack_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  o.plint->add_option("--rootfs", o.pack_rootfs, "check runtime.interpreter exists in this rootfs");
+  auto* pbundle = pack->add_subcommand("bundle", "compile the capabilities into an OCI bundle");
+  pbundle->add_option("pack", o.pack_path, "pack directory")->required();
+  pbundle->add_option("--rootfs", o.pack_rootfs, "the rootfs the pack runs on")->required();
+  pbundle->add_option("-o,--output-bundle", o.pack_out, "bundle directory to write")->required();
+  pbundle->add_option("--input", o.pack_input, "host dir for /workdir/inputs");
+  pbundle->add_option("--output", o.pack_output, "host dir for /workdir/out");
+  o.pbundle = pbundle;
+  o.pexplain = pack->add_subcommand("explain", "say whether a path or host is allowed, and why");
+  o.pexplain->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
+  o.pexplain->add_option("--path", o.explain_path, "a sandbox path");
+  o.pexplain->add_option("--host", o.explain_host, "HOST:PORT[:PROTO]");
+  add_pack_run(pack, o);
+  // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
+  o.pflags = pack->add_subcommand("flags", "list or clear pack versions flagged for violations");
+  o.pflags->add_option("action", o.flags_action, "list or clear")
+      ->check(CLI::IsMember({"list", "clear"}));
+  o.pflags->add_option("pack-version", o.flags_arg, "NAME@VERSION (for clear)");
+  o.prun->add_option("args", o.pack_run_args,
+                     "arguments for the agent (after --), replacing runtime.args");
+  o.pack = pack;
+  return pack;
+}
+
+int run_pack(CLI::App&, Options& o) {
+  if (*o.pvalidate) return pack_validate(o.pack_path);
+  if (*o.plint) return pack_lint(o.pack_path, o.pack_strict, o.pack_format, o.pack_rootfs);
+  if (*o.pbundle)
+    return pack_bundle(o.pack_path, o.pack_rootfs, o.pack_out, o.pack_input, o.pack_output);
+  if (*o.pexplain) return pack_explain(o.pack_path, o.explain_path, o.explain_host);
+  if (*o.pflags) return violations::flags_cli(o.flags_action, o.flags_arg);
+  if (*o.prun) {
+    if (o.prun->count("args")) o.pack_run.args = o.pack_run_args;
+    o.pack_run.allow_upstream = o.pack_run_cache == "allow-upstream";
+    return pack_run(o.g, o.pack_run);
+  }
+  return 1;
+}
+
+CLI::App* add_rootfs(CLI::App& app, const Verb& v, Options& o) {
+  HostRootfsOptions& ro = o.rootfs;
+  auto* rootfs = app.add_subcommand(v.name, v.help);
+  rootfs
+      ->add_option("--from-host", ro.binaries,
+                   "host programs (a name looked up in PATH, or a path), each with its ELF "
+                   "interpreter and libraries; a pythonX.Y also brings /usr/lib/pythonX.Y "
+                   "without its tests, IDLE, tkinter and dist-packages")
+      ->type_name("BIN")
+      ->required();
+  rootfs->add_option("-o,--output", ro.output, "rootfs directory to create (absent or empty)")
+      ->type_name("DIR")
+      ->required();
+  rootfs
+      ->add_option("--tree", ro.trees,
+                   "also add this host directory tree verbatim, on one filesystem (repeatable)")
+      ->type_name("PATH")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  rootfs->add_flag("--copy", ro.copy,
+                   "copy every file (default: hard links where DIR is on the same filesystem, "
+                   "so a container that can write its rootfs writes the host's files)");
+  rootfs->add_flag("--force", ro.force, "replace DIR when it exists and is not empty");
+  rootfs->add_flag("--verbose", o.rootfs_verbose, "print every path added");
+  return rootfs;
+}
+
+int run_rootfs(CLI::App&, Options& o) {
+  auto r = rootfs_from_host(o.rootfs);
+  if (!r.ok()) return fail(r.error());
+  if (o.rootfs_verbose)
+    for (const auto& line : *r) std::cout << line << "\n";
+  return 0;
+}
+
+}  // namespace comet::runtime::cli
