@@ -49,6 +49,18 @@ def test_lint_json_and_unusable_input(tmp_path):
     assert "soyapack.yaml:" in res.stderr
 
 
+def test_a_manifest_is_read_up_to_its_cap(tmp_path):
+    """The CLI read a manifest with no bound (a path to /dev/zero grew until
+    memory ran out); now at most 1 MiB + 1 byte is read, for every verb."""
+    big = tmp_path / "soyapack.yaml"
+    big.write_text("#" * ((1 << 20) + 10))
+    for verb in ("validate", "lint", "explain"):
+        for target in ("/dev/zero", str(tmp_path)):
+            res = comet("pack", verb, target)
+            assert res.returncode == 2, (verb, target, res)
+            assert "larger than 1 MiB; not a manifest" in res.stderr, (verb, target, res.stderr)
+
+
 def test_validate_names_file_line_and_field(tmp_path):
     text = (EXAMPLES / "weather-egress" / "soyapack.yaml").read_text()
     (tmp_path / "soyapack.yaml").write_text(text.replace("port: 443", 'port: "https"'))

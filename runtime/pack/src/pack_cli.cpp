@@ -27,12 +27,9 @@ namespace {
 
 // PATH is a pack directory or its soyapack.yaml.
 Result<std::pair<std::string, std::string>> read_manifest(const std::string& path) {
-  std::string file = path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    file = join_path(path, "soyapack.yaml");
-  TRY(std::string text, read_file(file));
-  return std::make_pair(file, std::move(text));
+  // at most kMaxManifestBytes + 1 read: /dev/zero or a FIFO stops there
+  TRY(cap::ManifestFile f, cap::read_manifest_file(path));
+  return std::make_pair(std::move(f.file), std::move(f.text));
 }
 
 std::string pack_dir_of(const std::string& path) {
