@@ -202,6 +202,15 @@ int open_rootfs() {
   return rootfd;
 }
 
+// runc creates a missing cwd; made here, inside the root, before masks.
+// Then the masks, and the move into the root.
+void finish_root(int rootfd) {
+  UniqueFd cwdfd(ensure_target(rootfd, g_ctx->proc.cwd, true));
+  cwdfd.reset();
+  mask_paths(rootfd);
+  enter_root(rootfd);
+}
+
 void set_rlimits() {
   for (auto& rl : g_ctx->proc.rlimits)
     if (::setrlimit(rl.resource, &rl.value) < 0)
@@ -312,11 +321,7 @@ using namespace child;
   int slave = ctx.proc.terminal ? setup_console(rootfd.get()) : -1;
   sync_hooks();  // sync 3
   if (mntns) {
-    // runc creates a missing cwd; made here, inside the root, before masks.
-    UniqueFd cwdfd(ensure_target(rootfd.get(), ctx.proc.cwd, true));
-    cwdfd.reset();
-    mask_paths(rootfd.get());
-    enter_root(rootfd.get());
+    finish_root(rootfd.get());
   } else if (::chroot(ctx.fs.rootfs.c_str()) < 0 || ::chdir("/") < 0) {
     die(errno, "chroot %s", ctx.fs.rootfs.c_str());
   }
@@ -353,10 +358,7 @@ using namespace child;
   UniqueFd rootfd(open_rootfs());
   for (auto& op : ctx.fs.mounts) do_mount(rootfd.get(), op);
   setup_dev(rootfd.get());
-  UniqueFd cwdfd(ensure_target(rootfd.get(), ctx.proc.cwd, true));
-  cwdfd.reset();
-  mask_paths(rootfd.get());
-  enter_root(rootfd.get());
+  finish_root(rootfd.get());
   rootfd.reset();
   verify_confinement();
   if (ctx.proc.set_hostname &&

@@ -419,6 +419,25 @@ void send_pty_master(int master) {
   send_fd(g_ctx->fds.console_sock_fd, master, "/dev/ptmx", "the pty master to the console socket");
 }
 
+// The peer of the pty MASTER (just opened, or -1 with errno), unlocked and
+// sized as the config asks (a size the kernel refuses fails the create
+// when SIZE_MUST_SET, and is let be for exec, as before).
+int pty_peer(int master, bool size_must_set) {
+  const ChildContext& c = *g_ctx;
+  if (master < 0) die(errno, "open the container's /dev/ptmx");
+  int unlock = 0;
+  if (::ioctl(master, TIOCSPTLCK, &unlock) < 0) die(errno, "unlockpt");
+  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) die(errno, "open the pty peer");
+  if (c.proc.has_console_size) {
+    struct winsize ws = {};
+    ws.ws_row = static_cast<unsigned short>(c.proc.console_size.height);
+    ws.ws_col = static_cast<unsigned short>(c.proc.console_size.width);
+    if (::ioctl(slave, TIOCSWINSZ, &ws) < 0 && size_must_set) die(errno, "set console size");
+  }
+  return slave;
+}
+
 }  // namespace
 
 void prepare_rootfs_mount() {
@@ -455,20 +474,9 @@ void open_dev_null(const char* fstat_what) {
 // /dev/console (verified to be a plain file we made, never a symlink), the
 // master sent to --console-socket.
 int setup_console(int rootfd) {
-  const ChildContext& c = *g_ctx;
   int master = openat2_in_root(rootfd, "/dev/pts/ptmx", O_RDWR | O_NOCTTY, kInRoot);
   if (master < 0) master = openat2_in_root(rootfd, "/dev/ptmx", O_RDWR | O_NOCTTY, kInRoot);
-  if (master < 0) die(errno, "open the container's /dev/ptmx");
-  int unlock = 0;
-  if (::ioctl(master, TIOCSPTLCK, &unlock) < 0) die(errno, "unlockpt");
-  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave < 0) die(errno, "open the pty peer");
-  if (c.proc.has_console_size) {
-    struct winsize ws = {};
-    ws.ws_row = static_cast<unsigned short>(c.proc.console_size.height);
-    ws.ws_col = static_cast<unsigned short>(c.proc.console_size.width);
-    if (::ioctl(slave, TIOCSWINSZ, &ws) < 0) die(errno, "set console size");
-  }
+  const int slave = pty_peer(master, /*size_must_set=*/true);
   int devfd = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot);
   if (devfd >= 0) {
     int t = ::openat(devfd, "console", O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -491,19 +499,8 @@ int setup_console(int rootfd) {
 // exec: a pty of the container's devpts (we are in its mount namespace),
 // the master sent to --console-socket; returns the peer.
 int exec_console() {
-  const ChildContext& ctx = *g_ctx;
-  int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) die(errno, "open the container's /dev/ptmx");
-  int unlock = 0;
-  if (::ioctl(master, TIOCSPTLCK, &unlock) < 0) die(errno, "unlockpt");
-  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave < 0) die(errno, "open the pty peer");
-  if (ctx.proc.has_console_size) {
-    struct winsize ws = {};
-    ws.ws_row = static_cast<unsigned short>(ctx.proc.console_size.height);
-    ws.ws_col = static_cast<unsigned short>(ctx.proc.console_size.width);
-    ::ioctl(slave, TIOCSWINSZ, &ws);
-  }
+  const int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  const int slave = pty_peer(master, /*size_must_set=*/false);
   send_pty_master(master);
   return slave;
 }

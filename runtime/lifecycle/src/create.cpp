@@ -1,31 +1,23 @@
 // `create`: the parent side of the sync protocol in sync.hpp, as a checklist
 // of phases (create_container, at the end). `run` is in run.cpp.
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/sched.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "comet/base/fault.hpp"
 #include "comet/base/switches.hpp"
@@ -491,19 +483,9 @@ Status watch_fs_events(Creation& c) {
 Status start_pack_reporter(Creation& c) {
   ChildContext& ctx = c.ctx;
   if (!(ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener)) return {};
-  const auto& ann = c.spec.annotations;
-  ReporterRequest rr;
-  rr.container = c.o.id;
-  if (auto a = ann.find("org.soyaos.comet.pack"); a != ann.end()) rr.pack = a->second;
-  rr.state_dir = c.dir.path();
+  ReporterRequest rr = lockdown_reporter_request(c.o.id, c.spec.annotations, c.dir.path(),
+                                                 *c.policy, ctx, c.tramp.get());
   rr.deliver = c.events_to;
-  rr.lockdown = lockdown_options(*c.policy, false);
-  rr.unix_allow = c.policy->unix_allow;
-  rr.exec_allow = ctx.confine.exec_allow;
-  if (struct stat ts; ::fstat(c.tramp.get(), &ts) == 0) {
-    rr.trampoline_dev = ts.st_dev;
-    rr.trampoline_ino = ts.st_ino;
-  }
   rr.fs_ring = c.fsw.ring.get();
   rr.fs_cgroup = c.fsw.cgroup;
   rr.fs_view = std::move(c.fs_view);
@@ -690,6 +672,25 @@ Status finish(Creation& c) {
 }
 
 }  // namespace
+
+ReporterRequest lockdown_reporter_request(const std::string& id,
+                                          const std::map<std::string, std::string>& annotations,
+                                          const std::string& state_dir, const capability::Policy& p,
+                                          const ChildContext& ctx, int trampoline_fd) {
+  ReporterRequest rr;
+  rr.container = id;
+  if (auto a = annotations.find("org.soyaos.comet.pack"); a != annotations.end())
+    rr.pack = a->second;
+  rr.state_dir = state_dir;
+  rr.lockdown = lockdown_options(p, false);
+  rr.unix_allow = p.unix_allow;
+  rr.exec_allow = ctx.confine.exec_allow;
+  if (struct stat ts; ::fstat(trampoline_fd, &ts) == 0) {
+    rr.trampoline_dev = ts.st_dev;
+    rr.trampoline_ino = ts.st_ino;
+  }
+  return rr;
+}
 
 Result<std::string> resolve_dir(const std::string& p, const std::string& what) {
   char buf[PATH_MAX];

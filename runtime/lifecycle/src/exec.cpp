@@ -33,6 +33,7 @@
 #include "comet/oci/spec.hpp"
 #include "comet/reporting/reporter.hpp"
 #include "comet/seccomp/seccomp.hpp"
+#include "lifecycle_internal.hpp"
 
 namespace comet::runtime {
 namespace {
@@ -245,19 +246,9 @@ Status start_exec_reporter(Execution& x) {
   ChildContext& ctx = x.ctx;
   if (!(ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener)) return {};
   const ContainerDir& dir = x.opened.dir;
-  ReporterRequest rr;
-  rr.container = x.o.id;
-  if (auto a = x.spec.annotations.find("org.soyaos.comet.pack"); a != x.spec.annotations.end())
-    rr.pack = a->second;
-  rr.state_dir = dir.path();
+  ReporterRequest rr = lockdown_reporter_request(x.o.id, x.spec.annotations, dir.path(), *x.policy,
+                                                 ctx, x.tramp.get());
   if (auto t = read_file(dir.file("events.deliver")); t.ok()) rr.deliver = *t;
-  rr.lockdown = lockdown_options(*x.policy, false);
-  rr.unix_allow = x.policy->unix_allow;
-  rr.exec_allow = ctx.confine.exec_allow;
-  if (struct stat ts; ::fstat(x.tramp.get(), &ts) == 0) {
-    rr.trampoline_dev = ts.st_dev;
-    rr.trampoline_ino = ts.st_ino;
-  }
   TRY(x.reporter, start_reporter(rr, x.min_fd()));
   ctx.fds.lockdown_listener_sock = x.reporter.child_sock.get();
   return {};
