@@ -148,9 +148,8 @@ void write_time_offsets() {
   for (auto& [clock, off] : c.ns.time_offsets)
     text += clock + " " + std::to_string(off.secs) + " " + std::to_string(off.nanosecs) + "\n";
   std::string rel = std::to_string(::getpid()) + "/timens_offsets";
-  int fd = openat2_in_root(c.fds.proc_fd, rel, O_WRONLY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
-  if (fd < 0 || ::write(fd, text.data(), text.size()) < 0) die(errno, "write timens_offsets");
-  ::close(fd);
+  UniqueFd fd(openat2_in_root(c.fds.proc_fd, rel, O_WRONLY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH));
+  if (!fd || ::write(fd.get(), text.data(), text.size()) < 0) die(errno, "write timens_offsets");
 }
 
 // The parent is gone (the sync socket hung up): nothing may run unwatched.

@@ -169,58 +169,57 @@ void mount_bind(int rootfd, const MountOp& op) {
 
 void mount_cgroups(int rootfd, const MountOp& op) {
   const ChildContext& c = *g_ctx;
-  int fd = ensure_target(rootfd, op.dest, true);
-  if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
+  UniqueFd fd(ensure_target(rootfd, op.dest, true));
+  if (!fd) die(errno, "mount target %s", op.dest.c_str());
   unsigned long flags = op.opt.flags;
   if (c.fs.cgroups.v2_only) {
-    int r = c.ns.cgroupns ? ::mount("cgroup2", fdpath(fd).c_str(), "cgroup2", flags, nullptr)
-                          : ::mount(c.fs.cgroups.hierarchies[0].dir.c_str(), fdpath(fd).c_str(),
-                                    nullptr, MS_BIND | MS_REC, nullptr);
+    const std::string at = fdpath(fd.get());
+    int r = c.ns.cgroupns ? ::mount("cgroup2", at.c_str(), "cgroup2", flags, nullptr)
+                          : ::mount(c.fs.cgroups.hierarchies[0].dir.c_str(), at.c_str(), nullptr,
+                                    MS_BIND | MS_REC, nullptr);
     if (r < 0) die(errno, "mount cgroup2 on %s", op.dest.c_str());
-    ::close(fd);
+    fd.reset();
     if (!c.ns.cgroupns && flags) {
-      fd = openat2_in_root(rootfd, op.dest, O_PATH, kInRoot);
-      if (fd < 0 || remount_bind(fdpath(fd), flags) < 0) die(errno, "remount %s", op.dest.c_str());
-      ::close(fd);
+      fd.reset(openat2_in_root(rootfd, op.dest, O_PATH, kInRoot));
+      if (!fd || remount_bind(fdpath(fd.get()), flags) < 0)
+        die(errno, "remount %s", op.dest.c_str());
+      fd.reset();
     }
     return;
   }
   // v1 and hybrid: a tmpfs with one directory per hierarchy.
-  if (::mount("tmpfs", fdpath(fd).c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") <
-      0)
+  if (::mount("tmpfs", fdpath(fd.get()).c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=755") < 0)
     die(errno, "mount tmpfs on %s", op.dest.c_str());
-  ::close(fd);
+  fd.reset();
   for (const auto& h : c.fs.cgroups.hierarchies) {
     std::string name = h.mountpoint.substr(h.mountpoint.rfind('/') + 1);
     std::string sub = op.dest + "/" + name;
-    int sfd = ensure_target(rootfd, sub, true);
-    if (sfd < 0) die(errno, "mkdir %s", sub.c_str());
+    UniqueFd sfd(ensure_target(rootfd, sub, true));
+    if (!sfd) die(errno, "mkdir %s", sub.c_str());
     int r;
     if (c.ns.cgroupns) {
       std::string data;
       for (auto& ctl : h.controllers) data += (data.empty() ? "" : ",") + ctl;
       if (h.v2)
-        r = ::mount("cgroup2", fdpath(sfd).c_str(), "cgroup2", flags, nullptr);
+        r = ::mount("cgroup2", fdpath(sfd.get()).c_str(), "cgroup2", flags, nullptr);
       else
-        r = ::mount("cgroup", fdpath(sfd).c_str(), "cgroup", flags, data.c_str());
+        r = ::mount("cgroup", fdpath(sfd.get()).c_str(), "cgroup", flags, data.c_str());
     } else {
-      r = ::mount(h.dir.c_str(), fdpath(sfd).c_str(), nullptr, MS_BIND, nullptr);
+      r = ::mount(h.dir.c_str(), fdpath(sfd.get()).c_str(), nullptr, MS_BIND, nullptr);
       if (r == 0 && flags) {
-        ::close(sfd);
-        sfd = openat2_in_root(rootfd, sub, O_PATH, kInRoot);
-        r = sfd < 0 ? -1 : remount_bind(fdpath(sfd), flags);
+        sfd.reset();
+        sfd.reset(openat2_in_root(rootfd, sub, O_PATH, kInRoot));
+        r = !sfd ? -1 : remount_bind(fdpath(sfd.get()), flags);
       }
     }
     if (r < 0) die(errno, "mount cgroup %s on %s", name.c_str(), sub.c_str());
-    ::close(sfd);
   }
   if (flags & MS_RDONLY) {
-    fd = openat2_in_root(rootfd, op.dest, O_PATH, kInRoot);
-    if (fd < 0 ||
-        ::mount(nullptr, fdpath(fd).c_str(), nullptr,
-                MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
+    fd.reset(openat2_in_root(rootfd, op.dest, O_PATH, kInRoot));
+    if (!fd || ::mount(nullptr, fdpath(fd.get()).c_str(), nullptr,
+                       MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
       die(errno, "remount %s read-only", op.dest.c_str());
-    ::close(fd);
   }
 }
 
@@ -291,37 +290,38 @@ int copy_tree(int src, int dst) {
 void do_mount(int rootfd, const MountOp& op) {
   if (op.opt.bind) return mount_bind(rootfd, op);
   if (op.cgroup) return mount_cgroups(rootfd, op);
-  int fd = ensure_target(rootfd, op.dest, true);
-  if (fd < 0) die(errno, "mount target %s", op.dest.c_str());
+  UniqueFd fd(ensure_target(rootfd, op.dest, true));
+  if (!fd) die(errno, "mount target %s", op.dest.c_str());
   // tmpcopyup: the directory's current contents are copied onto the new
   // tmpfs (podman puts it on every --tmpfs). Keep a handle on what the
   // mount will cover.
-  int under = -1;
+  UniqueFd under;
   if (op.opt.tmpcopyup) {
     if (op.type != "tmpfs") die(0, "mount %s: tmpcopyup needs a tmpfs", op.dest.c_str());
-    under = openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot);
-    if (under < 0) die(errno, "open %s for tmpcopyup", op.dest.c_str());
+    under.reset(openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot));
+    if (!under) die(errno, "open %s for tmpcopyup", op.dest.c_str());
   }
   const char* data = op.opt.data.empty() ? nullptr : op.opt.data.c_str();
-  int r = ::mount(op.source.c_str(), fdpath(fd).c_str(), op.type.c_str(), op.opt.flags, data);
+  const std::string at = fdpath(fd.get());
+  int r = ::mount(op.source.c_str(), at.c_str(), op.type.c_str(), op.opt.flags, data);
   if (r < 0 && errno == EPERM && op.type == "sysfs") {
     // sysfs of a network namespace we do not own: bind the host's, read-only.
-    r = ::mount("/sys", fdpath(fd).c_str(), nullptr, MS_BIND | MS_REC, nullptr);
-    if (r == 0) r = remount_bind(fdpath(fd), op.opt.flags | MS_RDONLY);
+    r = ::mount("/sys", at.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    if (r == 0) r = remount_bind(at, op.opt.flags | MS_RDONLY);
   }
   if (r < 0) die(errno, "mount %s (%s) on %s", op.source.c_str(), op.type.c_str(), op.dest.c_str());
-  ::close(fd);
-  if (under >= 0) {
-    int top = openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot);
-    if (top < 0) die(errno, "open the new tmpfs on %s", op.dest.c_str());
+  fd.reset();
+  if (under) {
+    UniqueFd top(openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot));
+    if (!top) die(errno, "open the new tmpfs on %s", op.dest.c_str());
     struct stat st;
-    if (::fstat(under, &st) == 0) {
-      (void)::fchmod(top, st.st_mode & 07777);
-      (void)::fchown(top, st.st_uid, st.st_gid);
+    if (::fstat(under.get(), &st) == 0) {
+      (void)::fchmod(top.get(), st.st_mode & 07777);
+      (void)::fchown(top.get(), st.st_uid, st.st_gid);
     }
-    if (int e = copy_tree(under, top)) die(e, "tmpcopyup %s", op.dest.c_str());
-    ::close(top);
-    ::close(under);
+    if (int e = copy_tree(under.get(), top.get())) die(e, "tmpcopyup %s", op.dest.c_str());
+    top.reset();
+    under.reset();
   }
   apply_propagation_and_attrs(rootfd, op);
 }
@@ -339,21 +339,22 @@ void make_device(int rootfd, const std::string& path, char type, unsigned maj, u
                  mode_t mode, uid_t uid, gid_t gid) {
   std::string parent = path.substr(0, path.rfind('/'));
   std::string name = path.substr(path.rfind('/') + 1);
-  int pfd = ensure_target(rootfd, parent.empty() ? "/" : parent, true);
-  if (pfd < 0) die(errno, "device directory %s", parent.c_str());
-  int dfd = ::openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // O_PATH cannot mknodat
-  ::close(pfd);
+  UniqueFd pfd(ensure_target(rootfd, parent.empty() ? "/" : parent, true));
+  if (!pfd) die(errno, "device directory %s", parent.c_str());
+  // O_PATH cannot mknodat
+  UniqueFd dfd_owner(::openat(pfd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const int dfd = dfd_owner.get();
+  pfd.reset();
   if (dfd < 0) die(errno, "open %s", parent.c_str());
   if (g_ctx->ns.userns) {
     // mknod is not allowed in a user namespace: bind the host's node.
-    int t = ::openat(dfd, name.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (t < 0 && errno != EEXIST) die(errno, "create %s", path.c_str());
-    if (t >= 0) ::close(t);
-    int target = openat2_in_root(rootfd, path, O_PATH, kInRoot | RESOLVE_NO_SYMLINKS);
-    if (target < 0) die(errno, "open %s", path.c_str());
-    if (::mount(path.c_str(), fdpath(target).c_str(), nullptr, MS_BIND, nullptr) < 0)
+    UniqueFd t(::openat(dfd, name.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!t && errno != EEXIST) die(errno, "create %s", path.c_str());
+    t.reset();
+    UniqueFd target(openat2_in_root(rootfd, path, O_PATH, kInRoot | RESOLVE_NO_SYMLINKS));
+    if (!target) die(errno, "open %s", path.c_str());
+    if (::mount(path.c_str(), fdpath(target.get()).c_str(), nullptr, MS_BIND, nullptr) < 0)
       die(errno, "bind device %s", path.c_str());
-    ::close(target);
   } else {
     mode_t kind = type == 'b' ? S_IFBLK : type == 'p' ? S_IFIFO : S_IFCHR;
     ::unlinkat(dfd, name.c_str(), 0);
@@ -364,7 +365,6 @@ void make_device(int rootfd, const std::string& path, char type, unsigned maj, u
     if (::fchownat(dfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
       die(errno, "chown %s", path.c_str());
   }
-  ::close(dfd);
 }
 
 }  // namespace
@@ -374,8 +374,8 @@ void setup_dev(int rootfd) {
   if (c.fs.dev_is_tmpfs) {
     for (auto& d : kDefaultDevs)
       make_device(rootfd, std::string("/dev/") + d.name, 'c', d.maj, d.min, 0666, 0, 0);
-    int devfd = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot);
-    if (devfd < 0) die(errno, "open /dev");
+    UniqueFd dev(openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot));
+    if (!dev) die(errno, "open /dev");
     struct {
       const char* target;
       const char* name;
@@ -384,10 +384,9 @@ void setup_dev(int rootfd) {
                  {"pts/ptmx", "ptmx"},          {"/proc/kcore", "core"}};
     for (auto& l : links) {
       if (std::strcmp(l.name, "core") == 0 && ::access("/proc/kcore", F_OK) != 0) continue;
-      if (::symlinkat(l.target, devfd, l.name) < 0 && errno != EEXIST)
+      if (::symlinkat(l.target, dev.get(), l.name) < 0 && errno != EEXIST)
         die(errno, "symlink /dev/%s", l.name);
     }
-    ::close(devfd);
   }
   for (auto& d : c.fs.devices) {
     make_device(rootfd, d.path, d.type[0] == 'u' ? 'c' : d.type[0], static_cast<unsigned>(d.major),
@@ -477,20 +476,17 @@ int setup_console(int rootfd) {
   int master = openat2_in_root(rootfd, "/dev/pts/ptmx", O_RDWR | O_NOCTTY, kInRoot);
   if (master < 0) master = openat2_in_root(rootfd, "/dev/ptmx", O_RDWR | O_NOCTTY, kInRoot);
   const int slave = pty_peer(master, /*size_must_set=*/true);
-  int devfd = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot);
-  if (devfd >= 0) {
-    int t = ::openat(devfd, "console", O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (t >= 0) ::close(t);
-    ::close(devfd);
+  if (UniqueFd dev(openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY, kInRoot)); dev) {
+    UniqueFd(::openat(dev.get(), "console", O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
   }
-  int target = openat2_in_root(rootfd, "/dev/console", O_PATH, kInRoot | RESOLVE_NO_SYMLINKS);
-  if (target < 0) die(errno, "open /dev/console");
+  UniqueFd target(openat2_in_root(rootfd, "/dev/console", O_PATH, kInRoot | RESOLVE_NO_SYMLINKS));
+  if (!target) die(errno, "open /dev/console");
   struct stat st;
-  if (::fstat(target, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+  if (::fstat(target.get(), &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
     die(EINVAL, "/dev/console in the rootfs is not a file or char device");
-  if (::mount(fdpath(slave).c_str(), fdpath(target).c_str(), nullptr, MS_BIND, nullptr) < 0)
+  if (::mount(fdpath(slave).c_str(), fdpath(target.get()).c_str(), nullptr, MS_BIND, nullptr) < 0)
     die(errno, "bind the pty on /dev/console");
-  ::close(target);
+  target.reset();
 
   send_pty_master(master);
   return slave;
@@ -579,9 +575,8 @@ void make_skeleton() {
   if (::mkdir(c.fs.rootfs.c_str(), 0755) < 0 || ::chmod(c.fs.rootfs.c_str(), 0755) < 0)
     die(errno, "create %s", c.fs.rootfs.c_str());
   for (const auto& [path, mode] : c.fs.skeleton_files) {
-    int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || ::fchmod(fd, mode) < 0) die(errno, "create %s", path.c_str());
-    ::close(fd);
+    UniqueFd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd || ::fchmod(fd.get(), mode) < 0) die(errno, "create %s", path.c_str());
   }
   for (const auto& [name, target] : c.fs.skeleton_links) {
     std::string at = c.fs.rootfs + "/" + name;

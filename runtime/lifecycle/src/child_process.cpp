@@ -27,6 +27,7 @@
 
 #include "child_internal.hpp"
 #include "comet/base/fault.hpp"
+#include "comet/base/fd.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/lifecycle/confine.hpp"
 #include "comet/lifecycle/trampoline.hpp"
@@ -75,8 +76,9 @@ void verify_confinement() {
           p.c_str());
   }
   for (const auto& p : c.confine.verify_unreadable) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) continue;  // missing or refused: what the policy wants
+    UniqueFd owner(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!owner) continue;  // missing or refused: what the policy wants
+    const int fd = owner.get();
     struct stat st;
     bool readable = false;
     if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -94,7 +96,7 @@ void verify_confinement() {
       char b;
       readable = ::read(fd, &b, 1) == 1;
     }
-    ::close(fd);
+    owner.reset();
     if (readable)
       die(EPERM, "read-deny verification: %s is readable, but the policy denies it", p.c_str());
   }
@@ -109,13 +111,12 @@ void write_sysctls() {
         if (ch == '.') ch = '/';
     // Through the host's verified procfs, no symlinks, no mount crossings:
     // the kernel picks the namespace from the writer, which is us.
-    int fd = openat2_in_root(
+    UniqueFd fd(openat2_in_root(
         c.fds.proc_fd, rel, O_WRONLY,
-        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_BENEATH);
-    if (fd < 0) die(errno, "sysctl %s: open /proc/%s", key.c_str(), rel.c_str());
-    if (::write(fd, value.data(), value.size()) < 0)
+        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_BENEATH));
+    if (!fd) die(errno, "sysctl %s: open /proc/%s", key.c_str(), rel.c_str());
+    if (::write(fd.get(), value.data(), value.size()) < 0)
       die(errno, "sysctl %s=%s", key.c_str(), value.c_str());
-    ::close(fd);
   }
 }
 
@@ -174,10 +175,9 @@ int capset_raw(uint64_t eff, uint64_t prm, uint64_t inh) {
 int last_cap() {
   static int v = -1;
   if (v < 0) {
-    int fd = ::open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+    UniqueFd fd(::open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC));
     char buf[16] = {};
-    if (fd >= 0 && ::read(fd, buf, sizeof buf - 1) > 0) v = std::atoi(buf);
-    if (fd >= 0) ::close(fd);
+    if (fd && ::read(fd.get(), buf, sizeof buf - 1) > 0) v = std::atoi(buf);
     if (v <= 0) v = 40;
   }
   return v;
