@@ -89,17 +89,17 @@ TEST(ChildPlan, DefaultSpec) {
   oci::Spec s = oci::default_spec();
   auto c = plan_child(s, inputs());
   ASSERT_TRUE(c.ok()) << c.error().what();
-  EXPECT_EQ(c->new_ns_flags,
+  EXPECT_EQ(c->ns.new_ns_flags,
             CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS);
-  EXPECT_FALSE(c->slow_path);
-  EXPECT_TRUE(c->dev_is_tmpfs);
-  EXPECT_TRUE(c->has_caps);
-  EXPECT_EQ(c->caps.inheritable, 0u) << "inheritable stays empty unless asked";
-  EXPECT_EQ(c->caps.bounding,
+  EXPECT_FALSE(c->ns.slow_path);
+  EXPECT_TRUE(c->fs.dev_is_tmpfs);
+  EXPECT_TRUE(c->proc.has_caps);
+  EXPECT_EQ(c->proc.caps.inheritable, 0u) << "inheritable stays empty unless asked";
+  EXPECT_EQ(c->proc.caps.bounding,
             (1ULL << 29) | (1ULL << 5) | (1ULL << 10));  // AUDIT_WRITE KILL NET_BIND
-  EXPECT_EQ(c->keyring_name, "_ses.c1");
-  ASSERT_EQ(c->rlimits.size(), 1u);
-  EXPECT_EQ(c->rlimits[0].value.rlim_cur, 1024u);
+  EXPECT_EQ(c->proc.keyring_name, "_ses.c1");
+  ASSERT_EQ(c->proc.rlimits.size(), 1u);
+  EXPECT_EQ(c->proc.rlimits[0].value.rlim_cur, 1024u);
 }
 
 TEST(ChildPlan, JoinsMakeTheSlowPathUserFirst) {
@@ -109,10 +109,10 @@ TEST(ChildPlan, JoinsMakeTheSlowPathUserFirst) {
   s.linux_->namespaces.push_back({"user", "/proc/1/ns/user"});
   auto c = plan_child(s, inputs());
   ASSERT_TRUE(c.ok()) << c.error().what();
-  EXPECT_TRUE(c->slow_path);
-  ASSERT_EQ(c->joins.size(), 2u);
-  EXPECT_EQ(c->joins[0].clone_flag, CLONE_NEWUSER);
-  EXPECT_TRUE(c->userns);
+  EXPECT_TRUE(c->ns.slow_path);
+  ASSERT_EQ(c->ns.joins.size(), 2u);
+  EXPECT_EQ(c->ns.joins[0].clone_flag, CLONE_NEWUSER);
+  EXPECT_TRUE(c->ns.userns);
 }
 
 TEST(ChildPlan, RefusesWhatItCannotEnforce) {

@@ -19,6 +19,7 @@
 #include "comet/base/fd.hpp"
 #include "comet/base/openat2.hpp"
 #include "comet/base/sys.hpp"
+#include "comet/capability/compile.hpp"
 #include "comet/host/elf.hpp"
 #include "comet/host/seccomp_cache.hpp"
 #include "comet/host/sha256.hpp"
@@ -164,12 +165,25 @@ std::string quote_list(const std::vector<std::string>& list) {
   return s + "]";
 }
 
+Status lock_exec_to_command(capability::Policy& p, const oci::Spec& spec,
+                            const std::string& rootfs) {
+  if (!spec.process || !spec.annotations.count(std::string(capability::kAnnotationCapabilities)))
+    return {};
+  TRY(std::string cmd, command_in_rootfs(*spec.process, rootfs));
+  if (p.exec && !exec_list_names(*p.exec, cmd, rootfs))
+    return Error::msg("annotation org.soyaos.comet.policy: exec " + quote_list(*p.exec) +
+                      " does not name the config's command " + cmd +
+                      " (with the capabilities annotation only the command may be executed)");
+  p.exec = std::vector<std::string>{cmd};
+  return {};
+}
+
 Status compile_config_seccomp(const oci::Linux& lx, ChildContext& ctx,
                               const char* listener_refusal) {
   if (!lx.seccomp) return {};
-  TRY(ctx.seccomp, seccomp::compile(*lx.seccomp));
-  ctx.has_seccomp = true;
-  if (listener_refusal && ctx.seccomp.needs_listener) return Error::msg(listener_refusal);
+  TRY(ctx.confine.seccomp, seccomp::compile(*lx.seccomp));
+  ctx.confine.has_seccomp = true;
+  if (listener_refusal && ctx.confine.seccomp.needs_listener) return Error::msg(listener_refusal);
   return {};
 }
 
@@ -177,7 +191,8 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
                         const oci::Linux& lx, ChildContext& ctx) {
   // Violation reporting (reporter.hpp): the lock-down notifies instead of
   // failing, and the reporter answers with the same errno.
-  seccomp::LockdownOptions lo = lockdown_options(p, ctx.has_seccomp && ctx.seccomp.needs_listener);
+  seccomp::LockdownOptions lo =
+      lockdown_options(p, ctx.confine.has_seccomp && ctx.confine.seccomp.needs_listener);
   if (lo.unix_rule && !lo.notify)
     return Error::msg(
         "the unix-socket rule (policy \"unix\") needs the violation reporter, and the config's "
@@ -186,7 +201,7 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
     return Error::msg(
         "the git rule (policy \"git\") needs the violation reporter, and the config's own "
         "seccomp filter already has a listener (the kernel allows one)");
-  if (!ctx.has_seccomp) {
+  if (!ctx.confine.has_seccomp) {
     // No filter of the engine's or the config's: the Docker-like one. When
     // reporting, it lets the lock-down's syscalls through to the lock-down
     // (ERRNO beats USER_NOTIF, so a base refusal would never be reported);
@@ -205,68 +220,68 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
       pass.action = "SCMP_ACT_ALLOW";
       base.syscalls.push_back(std::move(pass));
     }
-    TRY(ctx.seccomp, compile_cached(base, seccomp::CompileOptions{}));
-    ctx.has_seccomp = true;
-    ctx.layers.push_back("seccomp:docker-default");
+    TRY(ctx.confine.seccomp, compile_cached(base, seccomp::CompileOptions{}));
+    ctx.confine.has_seccomp = true;
+    ctx.confine.layers.push_back("seccomp:docker-default");
   } else {
-    ctx.layers.push_back("seccomp:config");
+    ctx.confine.layers.push_back("seccomp:config");
   }
   (void)lx;
   seccomp::CompileOptions co;
   co.enosys_stub = false;
-  TRY(ctx.lockdown, compile_cached(seccomp::lockdown_profile(lo), co));
-  ctx.has_lockdown = true;
-  if (p.lockdown) ctx.layers.push_back("seccomp:lockdown");
-  if (lo.exec_lock) ctx.layers.push_back("seccomp:exec-lock");
-  if (lo.network_none) ctx.layers.push_back("seccomp:network-none");
-  if (lo.socket_families) ctx.layers.push_back("seccomp:socket-families");
-  if (lo.notify) ctx.layers.push_back("seccomp:report");
-  if (lo.unix_rule) ctx.layers.push_back("seccomp:unix-sockets");
-  if (lo.create_rule) ctx.layers.push_back("seccomp:git-rule");
+  TRY(ctx.confine.lockdown, compile_cached(seccomp::lockdown_profile(lo), co));
+  ctx.confine.has_lockdown = true;
+  if (p.lockdown) ctx.confine.layers.push_back("seccomp:lockdown");
+  if (lo.exec_lock) ctx.confine.layers.push_back("seccomp:exec-lock");
+  if (lo.network_none) ctx.confine.layers.push_back("seccomp:network-none");
+  if (lo.socket_families) ctx.confine.layers.push_back("seccomp:socket-families");
+  if (lo.notify) ctx.confine.layers.push_back("seccomp:report");
+  if (lo.unix_rule) ctx.confine.layers.push_back("seccomp:unix-sockets");
+  if (lo.create_rule) ctx.confine.layers.push_back("seccomp:git-rule");
 
   // Read-deny verification lists (child.cpp verify_confinement()).
-  if (ctx.rootfs_readonly) ctx.verify_readonly.push_back("/");
-  for (const MountOp& m : ctx.mounts) {
-    if (m.opt.flags & MS_RDONLY) ctx.verify_readonly.push_back(m.dest);
+  if (ctx.fs.rootfs_readonly) ctx.confine.verify_readonly.push_back("/");
+  for (const MountOp& m : ctx.fs.mounts) {
+    if (m.opt.flags & MS_RDONLY) ctx.confine.verify_readonly.push_back(m.dest);
   }
-  for (const auto& r : ctx.readonly_paths) ctx.verify_readonly.push_back(r);
-  ctx.verify_unreadable = ctx.masked_paths;
-  for (const auto& d : p.deny) ctx.verify_unreadable.push_back(d);
-  ctx.layers.push_back("verify:read-deny");
+  for (const auto& r : ctx.fs.readonly_paths) ctx.confine.verify_readonly.push_back(r);
+  ctx.confine.verify_unreadable = ctx.fs.masked_paths;
+  for (const auto& d : p.deny) ctx.confine.verify_unreadable.push_back(d);
+  ctx.confine.layers.push_back("verify:read-deny");
 
   int abi = landlock_abi();
-  ctx.landlock_abi = abi;
+  ctx.confine.landlock_abi = abi;
   if (abi >= 1) {
     // Writes only beneath the mounts the plan makes writable (defence in
     // depth under the read-only mounts; the mount plan stays what decides).
-    ctx.landlock_fs |=
+    ctx.confine.landlock_fs |=
         kAccessFsWriteV1 | (abi >= 2 ? kAccessFsRefer : 0) | (abi >= 3 ? kAccessFsTruncate : 0);
-    for (const MountOp& m : ctx.mounts) {
+    for (const MountOp& m : ctx.fs.mounts) {
       bool writable_type =
           m.type == "bind" || m.type == "tmpfs" || m.type == "devpts" || m.type == "mqueue";
       // Read-only also when recursively so ("rro": a sandbox profile's
       // readable trees): there a FIFO or a device node, which a read-only
       // mount does not stop from being opened for writing, stays closed.
       const bool ro = (m.opt.flags & MS_RDONLY) || (m.opt.rec_attr_set & MOUNT_ATTR_RDONLY);
-      if (writable_type && !ro) ctx.landlock_write.push_back(m.dest);
+      if (writable_type && !ro) ctx.confine.landlock_write.push_back(m.dest);
     }
-    if (!ctx.rootfs_readonly) ctx.landlock_write.push_back("/");
-    ctx.layers.push_back("landlock:write");
+    if (!ctx.fs.rootfs_readonly) ctx.confine.landlock_write.push_back("/");
+    ctx.confine.layers.push_back("landlock:write");
   }
   // No TCP at all under network none. Under egress Landlock stays out of
   // connect(): it would answer EACCES where the nft rules answer
   // ECONNREFUSED, the errno the agent must see (docs/egress.md).
   if (abi >= 4 && p.network == capability::NetworkPolicy::none) {
-    ctx.landlock_net = kAccessNetBindTcp | kAccessNetConnectTcp;
-    ctx.layers.push_back("landlock:tcp");
+    ctx.confine.landlock_net = kAccessNetBindTcp | kAccessNetConnectTcp;
+    ctx.confine.layers.push_back("landlock:tcp");
   }
-  if (abi >= 6) ctx.layers.push_back("landlock:scope");
+  if (abi >= 6) ctx.confine.layers.push_back("landlock:scope");
   if (p.exec) {
     if (abi < 1)
       return Error::msg(
           "policy: the exec lock needs Landlock, which this kernel does not provide "
           "(landlock_create_ruleset: ABI 0); refusing to run with a weaker sandbox");
-    ctx.landlock_fs |= kAccessFsExecute;
+    ctx.confine.landlock_fs |= kAccessFsExecute;
     UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!root) return Error::sys(errno, "open rootfs " + rootfs);
     std::vector<std::string> allow;
@@ -297,8 +312,8 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
         cur = *interp;
       }
     }
-    ctx.exec_allow = std::move(allow);
-    ctx.layers.push_back("landlock:exec");
+    ctx.confine.exec_allow = std::move(allow);
+    ctx.confine.layers.push_back("landlock:exec");
   }
   return {};
 }
@@ -328,35 +343,35 @@ int add_path_rule(int rs, const char* path, uint64_t access, const char** failed
 
 int apply_landlock(const ChildContext& ctx, const char** failed) noexcept {
   *failed = nullptr;
-  if (ctx.landlock_fs == 0 && ctx.landlock_net == 0) return 0;
+  if (ctx.confine.landlock_fs == 0 && ctx.confine.landlock_net == 0) return 0;
   RulesetAttr attr = {};
-  attr.handled_access_fs = ctx.landlock_fs;
+  attr.handled_access_fs = ctx.confine.landlock_fs;
   size_t size = sizeof(uint64_t);
-  if (ctx.landlock_abi >= 4) {
-    attr.handled_access_net = ctx.landlock_net;
+  if (ctx.confine.landlock_abi >= 4) {
+    attr.handled_access_net = ctx.confine.landlock_net;
     size = 2 * sizeof(uint64_t);
   }
-  if (ctx.landlock_abi >= 6) {
+  if (ctx.confine.landlock_abi >= 6) {
     attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
     size = sizeof attr;
   }
   int rs = static_cast<int>(ll_create(&attr, size, 0));
   if (rs < 0) return errno;
   int err = 0;
-  for (const std::string& path : ctx.exec_allow) {
+  for (const std::string& path : ctx.confine.exec_allow) {
     if ((err = add_path_rule(rs, path.c_str(), kAccessFsExecute, failed))) break;
   }
-  uint64_t write = ctx.landlock_fs & ~kAccessFsExecute;
-  if (ctx.landlock_no_symlinks) write &= ~kAccessFsMakeSym;
-  for (size_t i = 0; !err && i < ctx.landlock_write.size(); i++) {
+  uint64_t write = ctx.confine.landlock_fs & ~kAccessFsExecute;
+  if (ctx.confine.landlock_no_symlinks) write &= ~kAccessFsMakeSym;
+  for (size_t i = 0; !err && i < ctx.confine.landlock_write.size(); i++) {
     // a writable mount under the exec lock: still no execute right there
-    err = add_path_rule(rs, ctx.landlock_write[i].c_str(), write, failed);
+    err = add_path_rule(rs, ctx.confine.landlock_write[i].c_str(), write, failed);
   }
   // The caller's stdio (sandbox): `> /dev/stdout` reopens fd 1's file
   // through /proc/self/fd/1, which Landlock judges by its path, outside
   // every writable tree when it is the caller's terminal or a file of the
   // caller's. That file only: what the command could already write.
-  for (int fd = 0; !err && ctx.landlock_stdio && fd <= 2; fd++) {
+  for (int fd = 0; !err && ctx.confine.landlock_stdio && fd <= 2; fd++) {
     struct stat st;
     if (::fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) continue;
     char self[32];
@@ -364,8 +379,8 @@ int apply_landlock(const ChildContext& ctx, const char** failed) noexcept {
     const char* ignored = nullptr;
     (void)add_path_rule(rs, self, write & kFileRights, &ignored);  // best effort
   }
-  for (size_t i = 0; !err && i < ctx.landlock_tcp_connect.size(); i++) {
-    NetPortAttr np = {kAccessNetConnectTcp, ctx.landlock_tcp_connect[i]};
+  for (size_t i = 0; !err && i < ctx.confine.landlock_tcp_connect.size(); i++) {
+    NetPortAttr np = {kAccessNetConnectTcp, ctx.confine.landlock_tcp_connect[i]};
     if (::syscall(SYS_landlock_add_rule, rs, kRuleNetPort, &np, 0) < 0) err = errno;
   }
   if (err) {

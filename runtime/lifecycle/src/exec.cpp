@@ -17,6 +17,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "comet/base/sys.hpp"
 #include "comet/capability/compile.hpp"
@@ -32,6 +33,7 @@
 #include "comet/oci/spec.hpp"
 #include "comet/reporting/reporter.hpp"
 #include "comet/seccomp/seccomp.hpp"
+#include "lifecycle_internal.hpp"
 
 namespace comet::runtime {
 namespace {
@@ -77,53 +79,80 @@ Result<uint32_t> parse_id(const std::string& s, const char* what) {
   return static_cast<uint32_t>(v);
 }
 
-}  // namespace
+// Everything one exec holds between its phases. Members are destroyed in
+// reverse order, as the locals of one function were: the stage-1 guard
+// first, the container's lock last.
+struct Execution {
+  const ExecOptions& o;
+  LockedContainer opened;
+  oci::Spec spec;  // the container's config
+  std::optional<capability::Policy> policy;
+  ChildContext ctx;
+  PidFd init;
+  UniqueFd pidfd_high, console, tramp, sync_parent, sync_child;
+  ReporterHandle reporter;
+  UniqueFd v2dir;
+  std::vector<std::string> v1dirs;
+  ChildGuard stage1;
+  int pid = 0;  // the exec'd process
 
-Result<int> exec_container(const Globals& g, const ExecOptions& o) {
-  TRY(LockedContainer opened, open_locked(g.root, o.id));
-  ContainerDir& dir = opened.dir;
-  UniqueFd& lock = opened.lock;
-  ContainerRecord& rec = opened.rec;
-  oci::ContainerStatus st = opened.status;
+  Execution(const ExecOptions& o_, LockedContainer l) : o(o_), opened(std::move(l)) {}
+  const ContainerRecord& rec() const { return opened.rec; }
+  int min_fd() const { return 3 + o.preserve_fds; }
+};
+
+// The container, which must be running, and its config.
+Status load_container(Execution& x) {
+  oci::ContainerStatus st = x.opened.status;
   if (st == oci::ContainerStatus::kStopped) return Error::msg("cannot exec in a stopped container");
   if (st == oci::ContainerStatus::kPaused) return Error::msg("cannot exec in a paused state");
-  TRY(std::string config_text, read_file(dir.file("config.json")));
-  TRY(oci::Spec spec, oci::parse_spec(config_text));
+  TRY(std::string config_text, read_file(x.opened.dir.file("config.json")));
+  TRY(x.spec, oci::parse_spec(config_text));
+  return {};
+}
 
-  // The process: --process wins; else the container's own, overridden by flags.
+// The flags over the container's own process.
+Status apply_flags(const ExecOptions& o, oci::Process& proc) {
+  if (o.args.empty()) return Error::msg("exec: a command is required (or --process)");
+  proc.args = o.args;
+  proc.terminal = o.tty;
+  for (auto& e : o.env) {
+    if (e.find('=') == std::string::npos || e[0] == '=')
+      return Error::msg("exec --env \"" + e + "\": invalid environment variable (want KEY=VALUE)");
+    proc.env.push_back(e);
+  }
+  if (!o.cwd.empty()) proc.cwd = o.cwd;
+  if (!o.user.empty()) {
+    auto parts = split(o.user, ':');
+    if (parts.size() > 2) return Error::msg("exec --user \"" + o.user + "\": expected UID[:GID]");
+    TRY(proc.user.uid, parse_id(parts[0], "uid"));
+    if (parts.size() > 1) {
+      TRY(proc.user.gid, parse_id(parts[1], "gid"));
+    }
+    proc.user.additional_gids.clear();
+  }
+  for (auto gid : o.additional_gids) proc.user.additional_gids.push_back(gid);
+  if (!o.caps.empty()) {
+    if (!proc.capabilities) proc.capabilities = oci::Capabilities{};
+    for (auto& c : o.caps) {
+      proc.capabilities->bounding.push_back(c);
+      proc.capabilities->effective.push_back(c);
+      proc.capabilities->permitted.push_back(c);
+    }
+  }
+  if (o.no_new_privs) proc.no_new_privileges = true;
+  return {};
+}
+
+// The process: --process wins; else the container's own, overridden by flags.
+Result<oci::Process> exec_process(const Execution& x) {
+  const ExecOptions& o = x.o;
+  const oci::Spec& spec = x.spec;
   oci::Process proc = spec.process ? *spec.process : oci::Process{};
   if (!o.process_file.empty()) {
     TRY(proc, read_process(o.process_file));
   } else {
-    if (o.args.empty()) return Error::msg("exec: a command is required (or --process)");
-    proc.args = o.args;
-    proc.terminal = o.tty;
-    for (auto& e : o.env) {
-      if (e.find('=') == std::string::npos || e[0] == '=')
-        return Error::msg("exec --env \"" + e +
-                          "\": invalid environment variable (want KEY=VALUE)");
-      proc.env.push_back(e);
-    }
-    if (!o.cwd.empty()) proc.cwd = o.cwd;
-    if (!o.user.empty()) {
-      auto parts = split(o.user, ':');
-      if (parts.size() > 2) return Error::msg("exec --user \"" + o.user + "\": expected UID[:GID]");
-      TRY(proc.user.uid, parse_id(parts[0], "uid"));
-      if (parts.size() > 1) {
-        TRY(proc.user.gid, parse_id(parts[1], "gid"));
-      }
-      proc.user.additional_gids.clear();
-    }
-    for (auto gid : o.additional_gids) proc.user.additional_gids.push_back(gid);
-    if (!o.caps.empty()) {
-      if (!proc.capabilities) proc.capabilities = oci::Capabilities{};
-      for (auto& c : o.caps) {
-        proc.capabilities->bounding.push_back(c);
-        proc.capabilities->effective.push_back(c);
-        proc.capabilities->permitted.push_back(c);
-      }
-    }
-    if (o.no_new_privs) proc.no_new_privileges = true;
+    TRYV(apply_flags(o, proc));
   }
   if (proc.cwd.empty()) proc.cwd = "/";
   // Never looser than the container: no_new_privs stays on if the init has it.
@@ -132,147 +161,148 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     return Error::msg("cannot allocate tty if runc will detach without setting console socket");
   if (!proc.terminal && !o.console_socket.empty())
     return Error::msg("cannot use console socket if runc will not detach or allocate tty");
+  return proc;
+}
 
+// The ChildContext of the process, under the container's confinement.
+Status plan(Execution& x, oci::Process proc) {
+  const oci::Spec& spec = x.spec;
+  const std::string& rootfs = x.rec().rootfs;
   oci::Spec pspec = spec;
-  pspec.process = proc;
+  pspec.process = std::move(proc);
   pspec.mounts.clear();
   if (pspec.hooks) pspec.hooks.reset();
   // The container's confinement holds for every process exec'd into it.
-  TRY(std::optional<capability::Policy> policy,
-      capability::policy_from_annotations(spec.annotations));
-  if (policy) TRYV(capability::tighten(pspec, *policy));
-  if (policy && policy->git_own)
+  TRY(x.policy, capability::policy_from_annotations(spec.annotations));
+  if (x.policy) TRYV(capability::tighten(pspec, *x.policy));
+  if (x.policy && x.policy->git_own)
     return Error::msg(
         "annotation org.soyaos.comet.policy: git: only `comet-runtime sandbox` "
         "enforces the git rule (its init makes the calls)");
-  PlanInputs pin{o.id, rec.bundle, rec.rootfs, false, true, o.preserve_fds};
-  TRY(ChildContext ctx, plan_child(pspec, pin));
+  PlanInputs pin{x.o.id, x.rec().bundle, rootfs, false, true, x.o.preserve_fds};
+  TRY(x.ctx, plan_child(pspec, pin));
+  ChildContext& ctx = x.ctx;
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
   TRYV(compile_config_seccomp(
       lx, ctx, "exec: a seccomp notify listener cannot be attached to an exec'd process"));
-  // Capabilities enforced (an engine's annotation) with no exec list of a
-  // policy's: only the config's own command may be executed (docs/policy.md).
-  // With both annotations the stricter holds (docs/policy.md): a policy
-  // list may narrow the lock to the command, never widen it past it.
-  if (policy && spec.process &&
-      spec.annotations.count(std::string(capability::kAnnotationCapabilities))) {
-    TRY(std::string cmd, command_in_rootfs(*spec.process, rec.rootfs));
-    if (policy->exec && !exec_list_names(*policy->exec, cmd, rec.rootfs))
-      return Error::msg("annotation org.soyaos.comet.policy: exec " + quote_list(*policy->exec) +
-                        " does not name the config's command " + cmd +
-                        " (with the capabilities annotation only the command may be executed)");
-    policy->exec = std::vector<std::string>{cmd};
-  }
-  if (policy) TRYV(plan_confinement(*policy, rec.rootfs, lx, ctx));
+  if (x.policy) TRYV(lock_exec_to_command(*x.policy, spec, rootfs));
+  if (x.policy) TRYV(plan_confinement(*x.policy, rootfs, lx, ctx));
   // As the pack's own processes (create.cpp): no symlinks (docs/events.md).
-  if (policy && ctx.landlock_abi >= 1 && spec.annotations.count("org.soyaos.comet.capabilities")) {
-    ctx.landlock_no_symlinks = true;
-    ctx.layers.push_back("landlock:no-symlinks");
+  if (x.policy && ctx.confine.landlock_abi >= 1 &&
+      spec.annotations.count("org.soyaos.comet.capabilities")) {
+    ctx.confine.landlock_no_symlinks = true;
+    ctx.confine.layers.push_back("landlock:no-symlinks");
   }
+  return {};
+}
 
-  PidFd init;
-  if (int e = PidFd::open(rec.pid, &init))
-    return Error::sys(e, "container init " + std::to_string(rec.pid));
-  if (rec.start_time && process_start_time(rec.pid) != rec.start_time)
+// The init's pidfd (the namespaces to join), the console socket, the
+// trampoline and the sync pair, all above the preserved fds.
+Status open_child_fds(Execution& x) {
+  ChildContext& ctx = x.ctx;
+  const int pid = x.rec().pid;
+  if (int e = PidFd::open(pid, &x.init))
+    return Error::sys(e, "container init " + std::to_string(pid));
+  if (x.rec().start_time && process_start_time(pid) != x.rec().start_time)
     return Error::msg("cannot exec in a stopped container");
-  UniqueFd pidfd_high;
-  ctx.exec_pidfd = init.fd();
-  if (ctx.exec_pidfd < 3 + o.preserve_fds) {
-    pidfd_high.reset(::fcntl(init.fd(), F_DUPFD_CLOEXEC, 3 + o.preserve_fds));
-    if (!pidfd_high) return Error::sys(errno, "dup pidfd");
-    ctx.exec_pidfd = pidfd_high.get();
+  ctx.fds.exec_pidfd = x.init.fd();
+  if (ctx.fds.exec_pidfd < x.min_fd()) {
+    x.pidfd_high.reset(::fcntl(x.init.fd(), F_DUPFD_CLOEXEC, x.min_fd()));
+    if (!x.pidfd_high) return Error::sys(errno, "dup pidfd");
+    ctx.fds.exec_pidfd = x.pidfd_high.get();
   }
-  ctx.exec_ns_flags = differing_namespaces(rec.pid);
-  ctx.lock_fd = lock.get();
-  UniqueFd console;
-  if (!o.console_socket.empty()) {
-    TRY(console, connect_unix(o.console_socket, "console socket"));
-    ctx.console_sock_fd = console.get();
+  ctx.ns.exec_ns_flags = differing_namespaces(pid);
+  ctx.fds.lock_fd = x.opened.lock.get();
+  if (!x.o.console_socket.empty()) {
+    TRY(x.console, connect_unix(x.o.console_socket, "console socket"));
+    ctx.fds.console_sock_fd = x.console.get();
   }
-  TRY(UniqueFd tramp, sealed_trampoline());
+  TRY(x.tramp, sealed_trampoline());
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair");
-  UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
-  ctx.sync_fd = sync_child.get();
+  x.sync_parent.reset(sp[0]);
+  x.sync_child.reset(sp[1]);
+  ctx.fds.sync_fd = x.sync_child.get();
   // Preserved fds are the caller's 3..3+N-1; ours must not sit among them.
-  for (UniqueFd* f : {&sync_parent, &sync_child, &console, &tramp}) {
-    if (f->valid() && f->get() < 3 + o.preserve_fds) {
-      int n = ::fcntl(f->get(), F_DUPFD_CLOEXEC, 3 + o.preserve_fds);
+  for (UniqueFd* f : {&x.sync_parent, &x.sync_child, &x.console, &x.tramp}) {
+    if (f->valid() && f->get() < x.min_fd()) {
+      int n = ::fcntl(f->get(), F_DUPFD_CLOEXEC, x.min_fd());
       if (n < 0) return Error::sys(errno, "dup");
       f->reset(n);
     }
   }
-  ctx.sync_fd = sync_child.get();
-  ctx.console_sock_fd = console.get();
-  ctx.trampoline_fd = tramp.get();
-  // An exec'd process under a reporting lock-down gets its own reporter
-  // (reporter.hpp), writing to the container's events file; it exits when
-  // this process and its descendants are gone.
-  ReporterHandle reporter;
-  if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
-    ReporterRequest rr;
-    rr.container = o.id;
-    if (auto a = spec.annotations.find("org.soyaos.comet.pack"); a != spec.annotations.end())
-      rr.pack = a->second;
-    rr.state_dir = dir.path();
-    if (auto t = read_file(dir.file("events.deliver")); t.ok()) rr.deliver = *t;
-    rr.lockdown = lockdown_options(*policy, false);
-    rr.unix_allow = policy->unix_allow;
-    rr.exec_allow = ctx.exec_allow;
-    if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
-      rr.trampoline_dev = ts.st_dev;
-      rr.trampoline_ino = ts.st_ino;
-    }
-    TRY(reporter, start_reporter(rr, 3 + o.preserve_fds));
-    ctx.lockdown_listener_sock = reporter.child_sock.get();
-  }
+  ctx.fds.sync_fd = x.sync_child.get();
+  ctx.fds.console_sock_fd = x.console.get();
+  ctx.fds.trampoline_fd = x.tramp.get();
+  return {};
+}
 
-  if (!o.detach) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  // Into the container's cgroup2 directory at birth; v1 dirs by write.
-  UniqueFd v2dir;
-  std::vector<std::string> v1dirs;
-  for (auto& d : rec.cgroup_dirs) {
+// An exec'd process under a reporting lock-down gets its own reporter
+// (reporter.hpp), writing to the container's events file; it exits when
+// this process and its descendants are gone.
+Status start_exec_reporter(Execution& x) {
+  ChildContext& ctx = x.ctx;
+  if (!(ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener)) return {};
+  const ContainerDir& dir = x.opened.dir;
+  ReporterRequest rr = lockdown_reporter_request(x.o.id, x.spec.annotations, dir.path(), *x.policy,
+                                                 ctx, x.tramp.get());
+  if (auto t = read_file(dir.file("events.deliver")); t.ok()) rr.deliver = *t;
+  TRY(x.reporter, start_reporter(rr, x.min_fd()));
+  ctx.fds.lockdown_listener_sock = x.reporter.child_sock.get();
+  return {};
+}
+
+// Into the container's cgroup2 directory at birth; v1 dirs by write.
+Status clone_child(Execution& x) {
+  if (!x.o.detach) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  for (auto& d : x.rec().cgroup_dirs) {
     if (is_cgroup2_dir(d))
-      v2dir.reset(::open(d.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      x.v2dir.reset(::open(d.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     else
-      v1dirs.push_back(d);
+      x.v1dirs.push_back(d);
   }
   struct clone_args ca = {};
-  ca.flags = v2dir.valid() ? CLONE_INTO_CGROUP : 0;
+  ca.flags = x.v2dir.valid() ? CLONE_INTO_CGROUP : 0;
   ca.exit_signal = SIGCHLD;
-  ca.cgroup = static_cast<uint64_t>(v2dir.valid() ? v2dir.get() : 0);
+  ca.cgroup = static_cast<uint64_t>(x.v2dir.valid() ? x.v2dir.get() : 0);
   pid_t stage1 = static_cast<pid_t>(::syscall(SYS_clone3, &ca, sizeof ca));
   if (stage1 < 0) return Error::sys(errno, "clone3");
   if (stage1 == 0) {
-    sync_parent.reset();
-    exec_child_main(ctx);
+    x.sync_parent.reset();
+    exec_child_main(x.ctx);
   }
-  sync_child.reset();
-  console.reset();
-  ChildGuard guard(stage1);
-  for (auto& d : v1dirs) {
-    Status js = write_file(d + "/cgroup.procs", std::to_string(stage1));
+  x.sync_child.reset();
+  x.console.reset();
+  x.stage1 = ChildGuard(stage1);
+  return {};
+}
+
+// The v1 cgroups, kGo, the pid of the process stage 1 forked, and its
+// execve: EOF when it succeeded (the socket was CLOEXEC), a kError if not.
+Status sync_with_child(Execution& x) {
+  const int sfd = x.sync_parent.get();
+  for (auto& d : x.v1dirs) {
+    Status js = write_file(d + "/cgroup.procs", std::to_string(x.stage1.pid()));
     if (!js.ok()) return std::move(js).error().wrap("join cgroup " + d);
   }
-  if (int r = send_msg(sync_parent.get(), MsgType::kGo))
-    return Error::sys(r, "sync with exec child");
-  TRY(Msg m, expect_msg(sync_parent.get(), MsgType::kInitPid));
-  int pid = m.value;
-  guard.wait();
-  // EOF: execve succeeded (the socket was CLOEXEC). A message: it failed.
+  if (int r = send_msg(sfd, MsgType::kGo)) return Error::sys(r, "sync with exec child");
+  TRY(Msg m, expect_msg(sfd, MsgType::kInitPid));
+  x.pid = m.value;
+  x.stage1.wait();
   Msg fail;
-  int r = recv_msg(sync_parent.get(), &fail);
+  int r = recv_msg(sfd, &fail);
   if (r == 0 && fail.type == MsgType::kError) {
-    ::waitpid(pid, nullptr, __WALL);
+    ::waitpid(x.pid, nullptr, __WALL);
     return Error(fail.err, fail.text);
   }
-  if (!o.pid_file.empty())
-    TRYV(write_file_atomic(o.pid_file, std::to_string(pid), 0644, Sync::none));
-  lock.reset();
-  if (o.detach) return 0;
+  return {};
+}
 
+// Signals that arrive go to the process; its exit status (128+signal when
+// killed), as runc returns it.
+int wait_forwarding(int pid) {
   sigset_t fwd, old;
   sigemptyset(&fwd);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD})
@@ -291,6 +321,25 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+Result<int> exec_container(const Globals& g, const ExecOptions& o) {
+  TRY(LockedContainer opened, open_locked(g.root, o.id));
+  Execution x(o, std::move(opened));
+  TRYV(load_container(x));
+  TRY(oci::Process proc, exec_process(x));
+  TRYV(plan(x, std::move(proc)));
+  TRYV(open_child_fds(x));
+  TRYV(start_exec_reporter(x));
+  TRYV(clone_child(x));
+  TRYV(sync_with_child(x));
+  if (!o.pid_file.empty())
+    TRYV(write_file_atomic(o.pid_file, std::to_string(x.pid), 0644, Sync::none));
+  x.opened.lock.reset();
+  if (o.detach) return 0;
+  return wait_forwarding(x.pid);
 }
 
 }  // namespace comet::runtime

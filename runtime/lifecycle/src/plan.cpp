@@ -79,12 +79,10 @@ int namespace_flag(const std::string& type) {
   return 0;
 }
 
-Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
-  ChildContext c;
-  const oci::Process& p = *spec.process;
-  const oci::Linux empty_linux;
-  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+namespace {
 
+// Fields this runtime does not implement: refused, never ignored.
+Status refuse_unsupported(const oci::Process& p, const oci::Linux& lx) {
   if (!p.apparmor_profile.empty())
     return Error::msg("process.apparmorProfile \"" + p.apparmor_profile +
                       "\": AppArmor is not supported by this runtime");
@@ -99,41 +97,49 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
   if (p.has_exec_cpu_affinity)
     return Error::msg("process.execCPUAffinity: not supported by this runtime");
   if (lx.has_intel_rdt) return Error::msg("linux.intelRdt: not supported by this runtime");
+  return {};
+}
 
-  // Namespaces: user joins first, so later setns calls have its privileges.
+// Namespaces: user joins first, so later setns calls have its privileges.
+Status plan_namespaces(const oci::Linux& lx, ChildContext& c) {
   for (const auto& ns : lx.namespaces) {
     int flag = namespace_flag(ns.type);
     if (!flag) return Error::msg("linux.namespaces: unknown namespace type \"" + ns.type + "\"");
     if (ns.path.empty()) {
-      c.new_ns_flags |= flag;
+      c.ns.new_ns_flags |= flag;
     } else {
       JoinNs j{flag, ns.path, -1};
       if (flag == CLONE_NEWUSER)
-        c.joins.insert(c.joins.begin(), j);
+        c.ns.joins.insert(c.ns.joins.begin(), j);
       else
-        c.joins.push_back(j);
+        c.ns.joins.push_back(j);
     }
-    if (flag == CLONE_NEWUSER) c.userns = true;
+    if (flag == CLONE_NEWUSER) c.ns.userns = true;
   }
-  c.cgroupns = c.new_ns_flags & CLONE_NEWCGROUP;
-  c.time_offsets = lx.time_offsets;
-  c.slow_path = !c.joins.empty() || (c.new_ns_flags & CLONE_NEWTIME);
+  c.ns.cgroupns = c.ns.new_ns_flags & CLONE_NEWCGROUP;
+  c.ns.time_offsets = lx.time_offsets;
+  c.ns.slow_path = !c.ns.joins.empty() || (c.ns.new_ns_flags & CLONE_NEWTIME);
+  return {};
+}
 
-  c.rootfs = in.rootfs;
-  c.rootfs_readonly = spec.root && spec.root->readonly;
-  c.no_pivot = in.no_pivot;
+// The root, the mounts, the devices, masked and read-only paths, sysctls.
+Status plan_files(const oci::Spec& spec, const oci::Linux& lx, const PlanInputs& in,
+                  ChildContext& c) {
+  c.fs.rootfs = in.rootfs;
+  c.fs.rootfs_readonly = spec.root && spec.root->readonly;
+  c.fs.no_pivot = in.no_pivot;
   if (!lx.rootfs_propagation.empty()) {
     auto o = parse_mount_options({lx.rootfs_propagation});
     if (!o.ok() || !o->propagation)
       return Error::msg("linux.rootfsPropagation \"" + lx.rootfs_propagation +
                         "\": unknown propagation");
-    c.rootfs_propagation = o->propagation;
+    c.fs.rootfs_propagation = o->propagation;
   }
-  TRY(c.mounts, plan_mounts(spec, in.bundle));
-  for (auto& m : c.mounts)
-    if (m.dest == "/dev" && m.type == "tmpfs") c.dev_is_tmpfs = true;
-  if (!(c.new_ns_flags & CLONE_NEWNS) && !c.mounts.empty() &&
-      !std::any_of(c.joins.begin(), c.joins.end(),
+  TRY(c.fs.mounts, plan_mounts(spec, in.bundle));
+  for (auto& m : c.fs.mounts)
+    if (m.dest == "/dev" && m.type == "tmpfs") c.fs.dev_is_tmpfs = true;
+  if (!(c.ns.new_ns_flags & CLONE_NEWNS) && !c.fs.mounts.empty() &&
+      !std::any_of(c.ns.joins.begin(), c.ns.joins.end(),
                    [](auto& j) { return j.clone_flag == CLONE_NEWNS; }))
     return Error::msg("mounts: a mount namespace is required to set up mounts");
   for (size_t i = 0; i < lx.devices.size(); i++) {
@@ -145,43 +151,50 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
       return Error::msg("linux.devices[" + std::to_string(i) + "].type \"" + d.type +
                         "\": must be c, b, u or p");
   }
-  c.devices = lx.devices;
-  c.masked_paths = lx.masked_paths;
-  c.readonly_paths = lx.readonly_paths;
-  for (auto& [k, v] : lx.sysctl) c.sysctl.emplace_back(k, v);
+  c.fs.devices = lx.devices;
+  c.fs.masked_paths = lx.masked_paths;
+  c.fs.readonly_paths = lx.readonly_paths;
+  for (auto& [k, v] : lx.sysctl) c.proc.sysctl.emplace_back(k, v);
+  return {};
+}
 
-  c.hostname = spec.hostname;
-  c.set_hostname = !spec.hostname.empty();
-  c.domainname = spec.domainname;
-  c.set_domainname = !spec.domainname.empty();
-
-  c.args = p.args;
+// The process's command, environment, cwd, user and capabilities.
+Status plan_process(const oci::Process& p, ChildContext& c) {
+  c.proc.args = p.args;
   // A key given twice keeps its last value (runc's dedup), in the order of
   // the surviving entries.
   for (auto it = p.env.rbegin(); it != p.env.rend(); ++it) {
     std::string key = it->substr(0, it->find('='));
-    if (std::none_of(c.env.begin(), c.env.end(),
+    if (std::none_of(c.proc.env.begin(), c.proc.env.end(),
                      [&](const std::string& e) { return e.substr(0, e.find('=')) == key; }))
-      c.env.push_back(*it);
+      c.proc.env.push_back(*it);
   }
-  std::reverse(c.env.begin(), c.env.end());
-  c.cwd = p.cwd.empty() ? "/" : p.cwd;
-  if (c.cwd[0] != '/') return Error::msg("process.cwd \"" + c.cwd + "\": must be an absolute path");
-  c.uid = p.user.uid;
-  c.gid = p.user.gid;
-  for (auto g : p.user.additional_gids) c.additional_gids.push_back(g);
-  c.umask = p.user.umask ? static_cast<int>(*p.user.umask) : -1;
+  std::reverse(c.proc.env.begin(), c.proc.env.end());
+  c.proc.cwd = p.cwd.empty() ? "/" : p.cwd;
+  if (c.proc.cwd[0] != '/')
+    return Error::msg("process.cwd \"" + c.proc.cwd + "\": must be an absolute path");
+  c.proc.uid = p.user.uid;
+  c.proc.gid = p.user.gid;
+  for (auto g : p.user.additional_gids) c.proc.additional_gids.push_back(g);
+  c.proc.umask = p.user.umask ? static_cast<int>(*p.user.umask) : -1;
   if (p.capabilities) {
-    c.has_caps = true;
-    TRY(c.caps.bounding, cap_mask(p.capabilities->bounding, "process.capabilities.bounding"));
-    TRY(c.caps.effective, cap_mask(p.capabilities->effective, "process.capabilities.effective"));
-    TRY(c.caps.permitted, cap_mask(p.capabilities->permitted, "process.capabilities.permitted"));
-    TRY(c.caps.inheritable,
+    c.proc.has_caps = true;
+    TRY(c.proc.caps.bounding, cap_mask(p.capabilities->bounding, "process.capabilities.bounding"));
+    TRY(c.proc.caps.effective,
+        cap_mask(p.capabilities->effective, "process.capabilities.effective"));
+    TRY(c.proc.caps.permitted,
+        cap_mask(p.capabilities->permitted, "process.capabilities.permitted"));
+    TRY(c.proc.caps.inheritable,
         cap_mask(p.capabilities->inheritable, "process.capabilities.inheritable"));
-    TRY(c.caps.ambient, cap_mask(p.capabilities->ambient, "process.capabilities.ambient"));
+    TRY(c.proc.caps.ambient, cap_mask(p.capabilities->ambient, "process.capabilities.ambient"));
   }
-  c.no_new_privileges = p.no_new_privileges;
-  c.oom_score_adj = p.oom_score_adj;
+  c.proc.no_new_privileges = p.no_new_privileges;
+  c.proc.oom_score_adj = p.oom_score_adj;
+  return {};
+}
+
+// Limits and the execution domain.
+Status plan_limits(const oci::Process& p, const oci::Linux& lx, ChildContext& c) {
   for (size_t i = 0; i < p.rlimits.size(); i++) {
     const auto& r = p.rlimits[i];
     int res = -1;
@@ -190,30 +203,49 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
     if (res < 0)
       return Error::msg("process.rlimits[" + std::to_string(i) + "].type: unknown rlimit \"" +
                         r.type + "\"");
-    c.rlimits.push_back({res, {static_cast<rlim_t>(r.soft), static_cast<rlim_t>(r.hard)}});
+    c.proc.rlimits.push_back({res, {static_cast<rlim_t>(r.soft), static_cast<rlim_t>(r.hard)}});
   }
   if (lx.personality) {
     if (lx.personality->domain == "LINUX")
-      c.personality = PER_LINUX;
+      c.proc.personality = PER_LINUX;
     else if (lx.personality->domain == "LINUX32")
-      c.personality = PER_LINUX32;
+      c.proc.personality = PER_LINUX32;
     else
       return Error::msg("linux.personality.domain \"" + lx.personality->domain +
                         "\": must be LINUX or LINUX32");
     if (!lx.personality->flags.empty())
       return Error::msg("linux.personality.flags: not supported by this runtime");
   }
-  c.new_keyring = !in.no_new_keyring;
-  c.keyring_name = "_ses." + in.id;
-  c.terminal = p.terminal;
+  return {};
+}
+
+}  // namespace
+
+Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
+  ChildContext c;
+  const oci::Process& p = *spec.process;
+  const oci::Linux empty_linux;
+  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
+  TRYV(refuse_unsupported(p, lx));
+  TRYV(plan_namespaces(lx, c));
+  TRYV(plan_files(spec, lx, in, c));
+  c.proc.hostname = spec.hostname;
+  c.proc.set_hostname = !spec.hostname.empty();
+  c.proc.domainname = spec.domainname;
+  c.proc.set_domainname = !spec.domainname.empty();
+  TRYV(plan_process(p, c));
+  TRYV(plan_limits(p, lx, c));
+  c.proc.new_keyring = !in.no_new_keyring;
+  c.proc.keyring_name = "_ses." + in.id;
+  c.proc.terminal = p.terminal;
   if (p.console_size) {
-    c.has_console_size = true;
-    c.console_size = *p.console_size;
+    c.proc.has_console_size = true;
+    c.proc.console_size = *p.console_size;
   }
-  c.preserve_fds = in.preserve_fds;
+  c.proc.preserve_fds = in.preserve_fds;
   if (spec.hooks) {
-    c.create_container_hooks = spec.hooks->create_container;
-    c.start_container_hooks = spec.hooks->start_container;
+    c.proc.create_container_hooks = spec.hooks->create_container;
+    c.proc.start_container_hooks = spec.hooks->start_container;
   }
   return c;
 }

@@ -743,7 +743,7 @@ void summarize_events(const std::string& dir, const std::string& deliver) {
 Status drop_own_netns_join(ChildContext& ctx, bool netns_enforced) {
   struct stat own;
   if (::stat("/proc/self/ns/net", &own) < 0) return Error::sys(errno, "stat /proc/self/ns/net");
-  for (auto it = ctx.joins.begin(); it != ctx.joins.end();) {
+  for (auto it = ctx.ns.joins.begin(); it != ctx.ns.joins.end();) {
     struct stat st;
     if (it->clone_flag != CLONE_NEWNET || ::stat(it->path.c_str(), &st) < 0 ||
         st.st_dev != own.st_dev || st.st_ino != own.st_ino)
@@ -751,11 +751,11 @@ Status drop_own_netns_join(ChildContext& ctx, bool netns_enforced) {
     if (netns_enforced)
       return Error::msg("sandbox: network namespace " + it->path +
                         " is the host's: a restricted network may not join it");
-    it = ctx.joins.erase(it);
+    it = ctx.ns.joins.erase(it);
   }
-  ctx.slow_path = ctx.new_ns_flags & CLONE_NEWTIME;
-  if (ctx.slow_path) return Error::msg("sandbox: a time namespace is not supported");
-  if (!(ctx.new_ns_flags & CLONE_NEWNS))
+  ctx.ns.slow_path = ctx.ns.new_ns_flags & CLONE_NEWTIME;
+  if (ctx.ns.slow_path) return Error::msg("sandbox: a time namespace is not supported");
+  if (!(ctx.ns.new_ns_flags & CLONE_NEWNS))
     return Error::msg("sandbox: a mount namespace is required");
   return ok();
 }
@@ -862,20 +862,21 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
   TRYV(compile_config_seccomp(lx, ctx, "sandbox: a seccomp listener in the plan is not supported"));
   TRYV(plan_confinement(*policy, l.rootfs, lx, ctx));
-  ctx.landlock_stdio = true;  // `> /dev/stdout` to the caller's terminal or file
+  ctx.confine.landlock_stdio = true;  // `> /dev/stdout` to the caller's terminal or file
   TRYV(drop_own_netns_join(ctx, policy->network != capability::NetworkPolicy::open));
-  ctx.skeleton_dir = l.skeleton_dir;
-  ctx.skeleton_files = l.files;
-  for (const auto& s : l.symlinks) ctx.skeleton_links.emplace_back(s.name, s.target);
-  ctx.state_json = nlohmann::json({{"ociVersion", oci_version()},
-                                   {"id", l.id},
-                                   {"status", "creating"},
-                                   {"annotations", spec.annotations}})
-                       .dump();
+  ctx.fs.skeleton_dir = l.skeleton_dir;
+  ctx.fs.skeleton_files = l.files;
+  for (const auto& s : l.symlinks) ctx.fs.skeleton_links.emplace_back(s.name, s.target);
+  ctx.confine.state_json = nlohmann::json({{"ociVersion", oci_version()},
+                                           {"id", l.id},
+                                           {"status", "creating"},
+                                           {"annotations", spec.annotations}})
+                               .dump();
   // Our own PID 1 (the trampoline's init): it forwards signals to the
   // command and exits with its status; the command is never PID 1.
-  ctx.own_init = true;
-  if (!(ctx.new_ns_flags & CLONE_NEWPID)) return Error::msg("sandbox: a pid namespace is required");
+  ctx.init.own_init = true;
+  if (!(ctx.ns.new_ns_flags & CLONE_NEWPID))
+    return Error::msg("sandbox: a pid namespace is required");
 
   Guardian guardian;
   LaunchCleanup cleanup;
@@ -926,7 +927,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
     cleanup.cgroups = cg->dirs();
     TRYV(create_cgroups(*cg));
     TRYV(apply_resources(*cg, *lx.resources));
-    ctx.cgroups = *cg;
+    ctx.fs.cgroups = *cg;
     for (auto& h : cg->hierarchies)
       if (h.v2) {
         v2path = h.dir;
@@ -936,15 +937,15 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   // fs.read / fs.write events: the refused writes to protected paths, the
   // refused reads of denied ones (fswatch.hpp, sandbox mode).
   FsWatch fsw;
-  if (!v2path.empty() && ctx.has_lockdown && ctx.lockdown.needs_listener &&
+  if (!v2path.empty() && ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener &&
       !switches::fs_events_off()) {
     auto w = fswatch_watch(v2path);
     if (w.ok()) {
       fsw = std::move(*w);
       cleanup.fs_cgroup = fsw.cgroup;
-      ctx.layers.push_back("fs-events");
-      ctx.fs_arm_marker = true;
-      ctx.init_reporter_barrier = ctx.own_init;
+      ctx.confine.layers.push_back("fs-events");
+      ctx.init.fs_arm_marker = true;
+      ctx.init.init_reporter_barrier = ctx.init.own_init;
     } else if (fswatch_unsupported(w.error())) {
       log::warn("sandbox: fs.read/fs.write violation events are off: " + w.error().what());
     } else {
@@ -953,14 +954,14 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   }
 
   TRY(UniqueFd tramp, sealed_trampoline());
-  ctx.trampoline_fd = tramp.get();
+  ctx.fds.trampoline_fd = tramp.get();
   UniqueFd proc_fd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  ctx.proc_fd = proc_fd.get();
+  ctx.fds.proc_fd = proc_fd.get();
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair");
   UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
-  ctx.sync_fd = sync_child.get();
+  ctx.fds.sync_fd = sync_child.get();
 
   // The violation reporter, as create starts it (reporter.hpp), on a
   // thread of ours; its events go to a detached tmpfs and --events.
@@ -968,7 +969,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   std::string events_path;
   UniqueFd create_reporter, create_init;  // the git rule's pair (declared before the thread's user)
   ReporterHandle reporter;
-  if (ctx.has_lockdown && ctx.lockdown.needs_listener) {
+  if (ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener) {
     TRY(events_dir, detached_tmpfs());
     events_path = "/proc/self/fd/" + std::to_string(events_dir.get());
     ReporterRequest rr;
@@ -977,7 +978,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
     rr.deliver = l.events;
     rr.lockdown = lockdown_options(*policy, false);
     rr.unix_allow = policy->unix_allow;
-    rr.exec_allow = ctx.exec_allow;
+    rr.exec_allow = ctx.confine.exec_allow;
     rr.fs_ring = fsw.ring.get();
     rr.fs_cgroup = fsw.cgroup;
     rr.fs_view = l.fs_view;
@@ -995,14 +996,14 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
       create_reporter.reset(cp[0]);
       create_init.reset(cp[1]);
       rr.create_sock = create_reporter.get();
-      rr.first_umask = ctx.umask >= 0 ? static_cast<unsigned>(ctx.umask) : 022;
-      ctx.create_sock = create_init.get();
-      ctx.git_own = *policy->git_own;
+      rr.first_umask = ctx.proc.umask >= 0 ? static_cast<unsigned>(ctx.proc.umask) : 022;
+      ctx.fds.create_sock = create_init.get();
+      ctx.init.git_own = *policy->git_own;
     }
     TRY(reporter, start_reporter(rr, 3, /*in_process=*/true));
-    ctx.lockdown_listener_sock = reporter.child_sock.get();
+    ctx.fds.lockdown_listener_sock = reporter.child_sock.get();
   }
-  if (policy->git_own && ctx.create_sock < 0)
+  if (policy->git_own && ctx.fds.create_sock < 0)
     return Error::msg("sandbox: the git rule needs the violation reporter");
 
   // Signals wait in a signalfd from here: none is lost between the clone
@@ -1023,7 +1024,7 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   std::vector<IndexStamp> index_before;  // the git rule's last look (check_git_index)
   if (policy->git_own)
     for (const std::string& g : *policy->git_own) index_before.push_back(index_stamp(g));
-  TRY(long pid, clone_into(ctx.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
+  TRY(long pid, clone_into(ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
   if (pid == 0) {
     sync_parent.reset();
     sigset_t none;

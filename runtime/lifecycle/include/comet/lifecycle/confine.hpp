@@ -42,6 +42,14 @@ bool exec_list_names(const std::vector<std::string>& list, const std::string& cm
                      const std::string& rootfs);
 std::string quote_list(const std::vector<std::string>& list);
 
+// Capabilities enforced (an engine's annotation) with no exec list of a
+// policy's: only the config's own command may be executed (docs/policy.md).
+// With both annotations the stricter holds (docs/policy.md): a policy list
+// may narrow the lock to the command, never widen it past it. Sets p.exec
+// to the command (SPEC's, found in ROOTFS) when SPEC has the annotation.
+Status lock_exec_to_command(capability::Policy& p, const oci::Spec& spec,
+                            const std::string& rootfs);
+
 // The config's own seccomp filter (linux.seccomp), compiled into ctx. A
 // filter with a notify listener is refused with `listener_refusal` when
 // one is given (exec, sandbox: nothing would receive it).
