@@ -530,3 +530,58 @@ def test_calls_from_threads_are_judged_like_the_main_threads(sandbox, repo):
     assert (repo / "from-thread.txt").read_text() == "t"
     assert not (repo / "thread-dir/.git").exists()
     assert any(e["requested"].endswith("/thread-dir/.git") for e in git_events(evs)), evs
+
+
+FORGE = textwrap.dedent("""
+    import hashlib, subprocess, sys
+    gitdir_args, index, fake, real, content = sys.argv[1].split(), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+    h = subprocess.run(["git", *gitdir_args, "hash-object", "-w", "--stdin"], input=content.encode(),
+                       capture_output=True, check=True).stdout.decode().strip()
+    subprocess.run(["git", *gitdir_args, "update-index", "--add", "--cacheinfo", f"100644,{h},{fake}"],
+                   check=True)
+    d = open(index, "rb").read()[:-20]
+    assert fake.encode() in d and len(fake) == len(real)
+    d = d.replace(fake.encode(), real.encode())
+    open(index, "wb").write(d + hashlib.sha1(d).digest())
+    print("planted", index)
+""")
+
+
+def test_index_entries_outside_the_tree_split_and_module_indexes(sandbox, repo, workdir):
+    """Red team round 8: the index check read only the workspace's own index
+    and only looked for ".git" components. An entry `../victim` had the
+    host's `git restore .` write outside the work tree; a split index kept
+    its entries in sharedindex.*; a module's index (.git/modules/lib/index)
+    with `../.git/config` had `git -C lib restore .` write the
+    superproject's config."""
+    src = make_repo(workdir)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(src), "lib")
+    git(repo, "commit", "-qm", "lib")
+    victim = repo.parent / "victim"
+    victim.write_text("safe\n")
+    forge = repo / "forge.py"  # inside: the sandbox's /tmp is its own
+    forge.write_text(FORGE)
+    script = f"""
+python3 {forge} "" .git/index ZZ/victim ../victim 'owned' || echo forge1-failed
+(cd lib && python3 {forge} "" ../.git/modules/lib/index ZZ/xgit/config ../.git/config \
+  '[core]\\n\\tfsmonitor = touch {workdir}/pwned\\n') || echo forge2-failed
+"""
+    res, evs = sandbox(repo, script)
+    assert res.out.count("planted") == 2, (res.out, res.err)
+    assert (repo / ".git/index.comet-refused").exists()
+    assert (repo / ".git/modules/lib/index.comet-refused").exists()
+    git(repo, "restore", ".", check=False)
+    git(repo, "-C", "lib", "restore", ".", check=False)
+    git(repo, "status", check=False)
+    assert victim.read_text() == "safe\n"
+    assert not (workdir / "pwned").exists()
+    reqs = [e["requested"] for e in git_events(evs)]
+    assert any(r.endswith("/.git/index: ../victim") for r in reqs), reqs
+    assert any(r.endswith("/.git/modules/lib/index: ../.git/config") for r in reqs), reqs
+    # a split index is moved aside as one git cannot read safely
+    git(repo, "reset", "-q", check=False)
+    (repo / ".git/index.comet-refused").unlink()
+    res, evs = sandbox(repo, "git update-index --split-index && echo split-ok")
+    assert "split-ok" in res.out, (res.out, res.err)
+    assert (repo / ".git/index.comet-refused").exists()
+    assert any(e["requested"].endswith("/.git/index") for e in git_events(evs)), evs

@@ -262,15 +262,33 @@ std::uint32_t be32(const unsigned char* p) {
          p[3];
 }
 
-bool has_dot_git(const std::string& path) {
+// A path git's own checks refuse and a checkout would write outside the
+// work tree's files: a ".git" component (any case), "..", ".", or an empty
+// one (a leading or doubled "/").
+bool unsafe_entry(const std::string& path) {
   std::size_t i = 0;
   while (i <= path.size()) {
     std::size_t j = path.find('/', i);
     if (j == std::string::npos) j = path.size();
-    if (j - i == 4 && path[i] == '.' && (path[i + 1] | 0x20) == 'g' &&
-        (path[i + 2] | 0x20) == 'i' && (path[i + 3] | 0x20) == 't')
+    const std::size_t n = j - i;
+    if (n == 0 || (n == 1 && path[i] == '.') || (n == 2 && path[i] == '.' && path[i + 1] == '.'))
+      return true;
+    if (n == 4 && path[i] == '.' && (path[i + 1] | 0x20) == 'g' && (path[i + 2] | 0x20) == 'i' &&
+        (path[i + 3] | 0x20) == 't')
       return true;
     i = j + 1;
+  }
+  return false;
+}
+
+// The extensions after the entries (signature, size, data) up to the
+// trailing hash: a split index ("link") keeps its entries in another file
+// (sharedindex.*) that the host's git would read: refused as unreadable.
+bool has_link_extension(const std::string& d, std::size_t at, std::size_t hash) {
+  const auto* u = reinterpret_cast<const unsigned char*>(d.data());
+  while (at + 8 + hash <= d.size()) {
+    if (d.compare(at, 4, "link") == 0) return true;
+    at += 8 + std::size_t{be32(u + at + 4)};
   }
   return false;
 }
@@ -302,6 +320,10 @@ std::string git_index_dot_git_entry(const std::string& index, bool sha256, bool*
   }
   const std::size_t hash = sha256 ? 32 : 20;
   std::size_t at = 12;
+  if (count == 0) {  // a split index's own file may hold no entry at all
+    *bad = has_link_extension(d, at, hash);
+    return "";
+  }
   std::string prev;
   for (std::uint32_t k = 0; k < count; k++) {
     const std::size_t start = at;
@@ -332,9 +354,15 @@ std::string git_index_dot_git_entry(const std::string& index, bool sha256, bool*
       // entries are padded with 1-8 NULs to a multiple of 8 bytes
       at = start + ((at - start + path.size() + 8) & ~std::size_t{7});
     }
-    if (has_dot_git(path)) return path;
+    if (unsafe_entry(path)) {
+      *bad = path.empty();  // (a split index's entries have no name)
+      return path;
+    }
     prev = std::move(path);
-    if (k + 1 == count) return "";
+    if (k + 1 == count) {
+      *bad = has_link_extension(d, at, hash);
+      return "";
+    }
   }
   *bad = count != 0;
   return "";

@@ -655,10 +655,10 @@ struct IndexStamp {
            ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
   }
 };
-IndexStamp index_stamp(const std::string& git_dir) {
+IndexStamp index_stamp(const std::string& index) {
   IndexStamp t;
   struct stat st;
-  if (::lstat((git_dir + "/index").c_str(), &st) < 0) return t;
+  if (::lstat(index.c_str(), &st) < 0) return t;
   t.there = true;
   t.dev = st.st_dev;
   t.ino = st.st_ino;
@@ -668,31 +668,77 @@ IndexStamp index_stamp(const std::string& git_dir) {
   return t;
 }
 
-void check_git_index(const std::vector<std::string>& own, const std::vector<IndexStamp>& before,
+// The git directories whose index the host's git later reads and writes
+// from: the own one, its linked worktrees' (worktrees/W), and its modules'
+// at any depth (modules/A/modules/B, a name with a "/": modules/vendor/lib;
+// red team round 8: only the own index was read). A git directory is one
+// with a HEAD; at most 8 levels and 512 directories are looked at.
+void git_dirs_below(const std::string& dir, int depth, std::vector<std::string>& out) {
+  if (depth > 8 || out.size() >= 512) return;
+  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) return;
+  DIR* ds = ::fdopendir(d.release());
+  if (!ds) return;
+  std::vector<std::string> subs;
+  while (dirent* e = ::readdir(ds)) {
+    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
+    subs.push_back(dir + "/" + e->d_name);
+  }
+  ::closedir(ds);
+  for (const std::string& sub : subs) {
+    struct stat st;
+    if (::lstat((sub + "/HEAD").c_str(), &st) == 0) {
+      out.push_back(sub);
+      git_dirs_below(sub + "/modules", depth + 1, out);
+    } else {
+      git_dirs_below(sub, depth + 1, out);  // modules/vendor/lib
+    }
+  }
+}
+
+std::vector<std::string> own_git_dirs(const std::vector<std::string>& own) {
+  std::vector<std::string> out;
+  for (const std::string& g : own) {
+    out.push_back(g);
+    git_dirs_below(g + "/worktrees", 8, out);
+    git_dirs_below(g + "/modules", 1, out);
+  }
+  return out;
+}
+
+using IndexStamps = std::map<std::string, IndexStamp>;
+IndexStamps index_stamps(const std::vector<std::string>& own) {
+  IndexStamps m;
+  for (const std::string& g : own_git_dirs(own)) m[g + "/index"] = index_stamp(g + "/index");
+  return m;
+}
+
+bool objectformat_sha256(const std::string& git_dir) {
+  auto c = read_file(git_dir + "/config");
+  if (!c.ok()) return false;
+  std::string t = *c;
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  t.erase(std::remove_if(t.begin(), t.end(), [](char ch) { return ch == ' ' || ch == '\t'; }),
+          t.end());
+  return t.find("objectformat=sha256") != std::string::npos;
+}
+
+void check_git_index(const std::vector<std::string>& own, const IndexStamps& before,
                      const std::string& id, const std::string& events_dir,
                      const std::string& deliver) {
-  for (std::size_t k = 0; k < own.size(); k++) {
-    const std::string& g = own[k];
-    if (k < before.size() && index_stamp(g) == before[k]) continue;  // untouched
-    bool sha256 = false;
-    if (auto c = read_file(g + "/config"); c.ok()) {
-      std::string t = *c;
-      std::transform(t.begin(), t.end(), t.begin(),
-                     [](unsigned char ch) { return std::tolower(ch); });
-      t.erase(std::remove_if(t.begin(), t.end(), [](char ch) { return ch == ' ' || ch == '\t'; }),
-              t.end());
-      sha256 = t.find("objectformat=sha256") != std::string::npos;
-    }
+  const bool sha256 = !own.empty() && objectformat_sha256(own.front());
+  for (const std::string& g : own_git_dirs(own)) {
     const std::string idx = g + "/index";
+    if (auto b = before.find(idx); b != before.end() && index_stamp(idx) == b->second) continue;
     bool bad = false;
-    const std::string entry = git_index_dot_git_entry(idx, sha256, &bad);
+    const std::string entry = git_index_dot_git_entry(idx, sha256 || objectformat_sha256(g), &bad);
     if (entry.empty() && !bad) continue;
     const std::string to = idx + ".comet-refused";
     const bool moved = ::rename(idx.c_str(), to.c_str()) == 0;
     const std::string what =
         entry.empty() ? "an index git cannot read safely" : "an entry " + entry;
     log::warn("sandbox: " + idx + " holds " + what + ", which the host's git would write into " +
-              "the git directory; " +
+              "the git directory or outside the work tree; " +
               (moved ? "moved to " + to
                      : "could not move it: do not run "
                        "`git restore`/`checkout` there"));
@@ -1021,9 +1067,8 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   UniqueFd sigfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
   if (!sigfd) return Error::sys(errno, "signalfd");
 
-  std::vector<IndexStamp> index_before;  // the git rule's last look (check_git_index)
-  if (policy->git_own)
-    for (const std::string& g : *policy->git_own) index_before.push_back(index_stamp(g));
+  IndexStamps index_before;  // the git rule's last look (check_git_index)
+  if (policy->git_own) index_before = index_stamps(*policy->git_own);
   TRY(long pid, clone_into(ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
   if (pid == 0) {
     sync_parent.reset();

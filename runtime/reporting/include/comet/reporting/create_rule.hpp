@@ -88,10 +88,11 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
                                 int init_sock);
 
 // The git index at `index` (versions 2-4; `sha256`: 32-byte object ids)
-// has an entry whose path has a ".git" component (any case), which git's
-// own path check refuses and a host's `git restore .` would write into the
-// git directory (red team round 7): the first such path, or "". An index
-// that cannot be read or parsed: "" with *bad set.
+// has an entry whose path has a ".git", "..", "." or empty component, which
+// git's own path check refuses and a host's `git restore .` would write
+// into the git directory or outside the work tree (red team rounds 7, 8):
+// the first such path, or "". An index that cannot be read or parsed, or a
+// split index (its entries in another file): "" with *bad set.
 std::string git_index_dot_git_entry(const std::string& index, bool sha256, bool* bad);
 
 }  // namespace comet::runtime
