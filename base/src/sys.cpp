@@ -300,6 +300,18 @@ std::vector<std::string> split(std::string_view s, char sep) {
   return out;
 }
 
+std::vector<std::string> path_components(std::string_view p) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    if (j > i) out.emplace_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
 static bool read_stat(int pid, char* state, unsigned long long* start) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);

@@ -4,6 +4,7 @@
 // strings, or find's -delete/-fprint/-exec.
 #include <fnmatch.h>
 
+#include "comet/base/sys.hpp"
 #include "floor_rules.hpp"
 #include "util.hpp"
 
@@ -15,15 +16,7 @@ using detail::quote;
 namespace {
 
 std::vector<std::string> components(const std::string& p) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < p.size()) {
-    std::size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
+  return path_components(p);
 }
 
 // `path` at or below `entry`, whose `*` components match any one component.

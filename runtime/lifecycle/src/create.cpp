@@ -147,19 +147,6 @@ Error child_failure(int sfd, const Error& fallback, const oci::Linux& lx) {
   return fallback;
 }
 
-// clone3(2) fork-style (no new stack), optionally straight into a cgroup2
-// directory.
-Result<long> clone_into(int ns_flags, int cgroup_fd) {
-  struct clone_args args = {};
-  args.flags = static_cast<uint64_t>(static_cast<unsigned>(ns_flags)) |
-               (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
-  args.exit_signal = SIGCHLD;
-  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
-  long pid = fault_fail("clone3-eagain", EAGAIN) ? -1 : ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0) return Error::sys(errno, "clone3");
-  return pid;
-}
-
 // Where the container's events go besides its state dir: the --events
 // target (violations::delivery()), else the events annotation; "" for none.
 std::string events_target(const std::map<std::string, std::string>& annotations) {
@@ -731,6 +718,19 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   if (auto m = expect_msg(c.sfd(), MsgType::kReady); !m.ok()) return c.failed(m.error());
   TRYV(finish(c));
   return c.init_pid;
+}
+
+// clone3(2) fork-style (no new stack), optionally straight into a cgroup2
+// directory.
+Result<long> clone_into(int ns_flags, int cgroup_fd) {
+  struct clone_args args = {};
+  args.flags = static_cast<uint64_t>(static_cast<unsigned>(ns_flags)) |
+               (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  long pid = fault_fail("clone3-eagain", EAGAIN) ? -1 : ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return Error::sys(errno, "clone3");
+  return pid;
 }
 
 }  // namespace comet::runtime

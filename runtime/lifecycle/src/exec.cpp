@@ -263,12 +263,8 @@ Status clone_child(Execution& x) {
     else
       x.v1dirs.push_back(d);
   }
-  struct clone_args ca = {};
-  ca.flags = x.v2dir.valid() ? CLONE_INTO_CGROUP : 0;
-  ca.exit_signal = SIGCHLD;
-  ca.cgroup = static_cast<uint64_t>(x.v2dir.valid() ? x.v2dir.get() : 0);
-  pid_t stage1 = static_cast<pid_t>(::syscall(SYS_clone3, &ca, sizeof ca));
-  if (stage1 < 0) return Error::sys(errno, "clone3");
+  TRY(long pid1, clone_into(0, x.v2dir.valid() ? x.v2dir.get() : -1));
+  const auto stage1 = static_cast<pid_t>(pid1);
   if (stage1 == 0) {
     x.sync_parent.reset();
     exec_child_main(x.ctx);

@@ -722,15 +722,7 @@ FsPath absolute_in_task(int tid, std::int64_t dfd, const std::string& path, cons
 namespace {
 
 std::vector<std::string> components(const std::string& p) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < p.size()) {
-    std::size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
+  return path_components(p);
 }
 
 std::string joined(const std::vector<std::string>& parts) {

@@ -870,18 +870,6 @@ int supervise(pid_t init, int sigfd) {
   }
 }
 
-// clone3(2) fork-style, optionally straight into a cgroup2 directory.
-Result<long> clone_into(int ns_flags, int cgroup_fd) {
-  struct clone_args args = {};
-  args.flags = static_cast<uint64_t>(static_cast<unsigned>(ns_flags)) |
-               (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
-  args.exit_signal = SIGCHLD;
-  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0) return Error::sys(errno, "clone3");
-  return pid;
-}
-
 }  // namespace
 
 Result<int> launch_sandbox(SandboxLaunch& l) {

@@ -53,6 +53,8 @@ std::string join_path(std::string_view a, std::string_view b);
 std::string clean_path(std::string_view p);
 std::string rfc3339_now(bool nanos = true);
 std::vector<std::string> split(std::string_view s, char sep);
+// The names of a path, without the empty ones: "/a//b/" -> {"a", "b"}.
+std::vector<std::string> path_components(std::string_view p);
 // /proc/PID/stat field 22 (starttime in clock ticks), or 0 when unreadable.
 unsigned long long process_start_time(int pid);
 // A connected AF_UNIX stream socket; WHAT names it in errors

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/result.hpp"
 #include "comet/host/cgroups.hpp"
 #include "comet/lifecycle/mounts.hpp"
 #include "comet/oci/spec.hpp"
@@ -161,6 +162,10 @@ struct ChildContext {
 
 // The child's entry point after clone(2). Never returns: it execs the user
 // process or _exit()s after reporting an error.
+// clone3(2) fork-style (no new stack), optionally straight into a cgroup2
+// directory (cgroup_fd >= 0): the child of create, exec and the sandbox.
+Result<long> clone_into(int ns_flags, int cgroup_fd);
+
 [[noreturn]] void child_main(const ChildContext& ctx) noexcept;
 
 // The `sandbox` child (sandbox_launch.hpp): the same steps as child_main
