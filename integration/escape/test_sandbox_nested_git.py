@@ -585,3 +585,36 @@ python3 {forge} "" .git/index ZZ/victim ../victim 'owned' || echo forge1-failed
     assert "split-ok" in res.out, (res.out, res.err)
     assert (repo / ".git/index.comet-refused").exists()
     assert any(e["requested"].endswith("/.git/index") for e in git_events(evs)), evs
+
+
+@pytest.mark.parametrize("profile", ["workspace", "strict"])
+def test_no_setuid_file_is_left_in_the_workspace(sandbox, repo, profile):
+    """Red team round 8: a sandbox run as root did `cp euid suid && chmod
+    6755 suid`, and an ordinary user ran the root-owned setuid program for
+    euid 0 after the sandbox had ended. chmod of one's own file needs no
+    capability: the lock-down refuses the set-user-ID bit (and set-group-ID
+    with group execute) on every chmod, and the git rule's init strips them
+    from a creating call's mode."""
+    prog = textwrap.dedent(r"""
+        import os, shutil
+        shutil.copy("/bin/true", "t")
+        for name, f in (("chmod-4755", lambda: os.chmod("t", 0o4755)),
+                        ("chmod-2755", lambda: os.chmod("t", 0o2755)),
+                        ("fchmod-6755", lambda: os.fchmod(os.open("t", os.O_RDONLY), 0o6755)),
+                        ("chmod-755", lambda: os.chmod("t", 0o755)),
+                        ("chmod-2745", lambda: os.chmod("t", 0o2745))):
+            try:
+                f(); print(name, "ok")
+            except OSError as e:
+                print(name, e.errno)
+        os.close(os.open("c", os.O_CREAT | os.O_WRONLY, 0o4755))
+        print("made c")
+    """)
+    res, evs = sandbox(repo, ["/usr/bin/python3", "-c", prog], profile)
+    assert res.rc == 0, (res.out, res.err)
+    for line in ("chmod-4755 1", "chmod-2755 1", "fchmod-6755 1", "chmod-755 ok", "made c"):
+        assert line in res.out, res.out
+    for f in ("t", "c"):
+        assert not (repo / f).stat().st_mode & 0o4000, f
+    assert not (repo / "t").stat().st_mode & 0o2010 == 0o2010
+    assert any(e.get("syscall") in ("chmod", "fchmod", "fchmodat", "fchmodat2") for e in evs), evs

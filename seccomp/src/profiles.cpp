@@ -206,6 +206,9 @@ constexpr uint64_t kAfInet = 2;
 constexpr uint64_t kAfInet6 = 10;
 constexpr uint64_t kAfNetlink = 16;
 constexpr uint64_t kModeFmt = 0170000;   // S_IFMT
+constexpr uint64_t kModeSuid = 04000;    // S_ISUID
+constexpr uint64_t kModeSgid = 02000;    // S_ISGID
+constexpr uint64_t kModeXgrp = 00010;    // S_IXGRP
 constexpr uint64_t kModeChr = 0020000;   // S_IFCHR
 constexpr uint64_t kModeBlk = 0060000;   // S_IFBLK
 constexpr uint64_t kModeReg = 0100000;   // S_IFREG
@@ -282,6 +285,16 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
       for (uint64_t type : {kModeChr, kModeBlk}) {
         p.syscalls.push_back(deny({"mknod"}, EPERM, {masked(1, kModeFmt, type)}));
         p.syscalls.push_back(deny({"mknodat"}, EPERM, {masked(2, kModeFmt, type)}));
+      }
+      // Set-user-ID files, and set-group-ID ones that are group-executable:
+      // a command run as root (a sandbox without sudo, a pack's root in a
+      // host tree) could leave a setuid-root program for any local user to
+      // run (red team round 8); chmod of one's own file needs no
+      // capability. (A creating call's mode: the git rule's init strips the
+      // bits.) A setgid directory that is group-searchable is refused too.
+      for (uint64_t bits : {kModeSuid, kModeSgid | kModeXgrp}) {
+        p.syscalls.push_back(deny({"chmod", "fchmod"}, EPERM, {masked(1, bits, bits)}));
+        p.syscalls.push_back(deny({"fchmodat", "fchmodat2"}, EPERM, {masked(2, bits, bits)}));
       }
       // Terminal injection: a confined process that reaches a terminal it
       // shares with a person (an inherited stdin) must not type into it

@@ -200,6 +200,10 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
     default:
       return fail(ENOSYS);
   }
+  // No set-user-ID or set-group-ID file is made: a command run as root
+  // could leave a setuid-root program in a host tree (red team round 8;
+  // chmod is the lock-down's). The kernel keeps S_ISUID from a create mode.
+  if (rq->op == kCreateOpen || rq->op == kCreateMknod) rq->mode &= ~std::uint64_t{06000};
   if (rq->op != kCreateBind)
     if (int e = read_path(pid, a[p1], rq->p1, &rq->len1)) return fail(e);
   if (p2 >= 0)
