@@ -399,7 +399,9 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
       TRYV(add_protected(x, r, "~", kProtectedHome, what));
       for (const ConfigPath& h : set.protect) {
         TRY(auto e, x.expand(h.path, what + " (protect from " + h.file + ")"));
-        if (e) add_unique(r.protect, *e);
+        if (!e) continue;
+        add_unique(r.protect, *e);
+        if (h.missing_is_file) add_unique(r.protect_files, *e);
       }
     }
     r.network_restricted = base->restricted;

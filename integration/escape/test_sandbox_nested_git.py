@@ -618,3 +618,25 @@ def test_no_setuid_file_is_left_in_the_workspace(sandbox, repo, profile):
         assert not (repo / f).stat().st_mode & 0o4000, f
     assert not (repo / "t").stat().st_mode & 0o2010 == 0o2010
     assert any(e.get("syscall") in ("chmod", "fchmod", "fchmodat", "fchmodat2") for e in evs), evs
+
+
+def test_a_missing_included_config_and_xdg_git_config_are_protected(sandbox, repo, workdir):
+    """Red team round 8: an `include.path` naming a missing file got a
+    directory placeholder, and every git command died with "bad config
+    line"; now an empty file. And $XDG_CONFIG_HOME/git/config inside the
+    workspace was writable: the host's git, run with the same
+    XDG_CONFIG_HOME, ran its core.fsmonitor."""
+    git(repo, "config", "include.path", "../local.gitconfig")
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    script = f"""
+git status > /dev/null 2>&1; echo "status=$?"
+printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > local.gitconfig; echo "inc=$?"
+mkdir -p xdg/git; printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > xdg/git/config; echo "xdg=$?"
+"""
+    res, evs = sandbox(repo, script, extra_env={"XDG_CONFIG_HOME": str(repo / "xdg")})
+    assert "status=0" in res.out, (res.out, res.err)
+    assert "inc=0" not in res.out and "xdg=0" not in res.out, res.out
+    env = dict(GIT_ENV, XDG_CONFIG_HOME=str(repo / "xdg"))
+    subprocess.run(["git", "-C", str(repo), "status"], env=env, capture_output=True, timeout=30)
+    assert not marker.exists(), "the host's git ran a config written inside"
+    assert not (repo / "local.gitconfig").exists() and not (repo / "xdg" / "git").exists()

@@ -227,15 +227,16 @@ def make_repo(parent: Path) -> Path:
 
 
 def sandbox_runner(rt, workdir: Path):
-    """call(ws, script_or_argv, profile="workspace") -> (result, events):
+    """call(ws, script_or_argv, profile="workspace", extra_env=None) -> (result, events):
     one sandbox run with the git suites' environment, an empty global
     config, and its --events file read back."""
     gcfg = workdir / "global.yaml"
     gcfg.write_text("")
 
-    def call(ws, argv, profile="workspace"):
+    def call(ws, argv, profile="workspace", extra_env=None):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
         env.update(GIT_ENV)
+        env.update(extra_env or {})
         env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
         events = workdir / f"ev-{secrets.token_hex(3)}.jsonl"
         if isinstance(argv, str):

@@ -123,6 +123,10 @@ void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& 
   for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
                                ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
     todo.push_back({f, ws});
+  // $XDG_CONFIG_HOME/git when it is elsewhere (inside the workspace, say):
+  // the host's git reads its config there (red team round 8)
+  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
+    set.protect.push_back(cap::ConfigPath{ctx.config_home + "/git", "XDG_CONFIG_HOME", {}});
   std::vector<std::string> seen;
   for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
     const Todo t = todo[i];  // a copy: todo grows below
@@ -134,7 +138,8 @@ void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& 
     const std::string dir = t.file.substr(0, t.file.rfind('/'));
     for (const cap::GitConfigRef& r : refs) {
       for (const std::string& p : cap::git_config_paths({r}, t.worktree, dir, ctx.home)) {
-        set.protect.push_back(cap::ConfigPath{p, t.file + " (" + r.key + ")", {}});
+        set.protect.push_back(cap::ConfigPath{
+            p, t.file + " (" + r.key + ")", {}, r.kind != cap::GitConfigRef::Kind::hooks_dir});
         if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back({p, t.worktree});
       }
     }

@@ -86,6 +86,10 @@ struct DenyPath {
   std::string path;  // as written
   std::string file;
   Loc loc;
+  // protect: a missing one's placeholder is an empty file, not a directory
+  // (a config file a git config includes: git reads a directory as a bad
+  // config and stops, red team round 8).
+  bool missing_is_file = false;
 };
 
 // A path a config file names (deny, runtime_sockets, hooks), with its origin.
