@@ -16,6 +16,7 @@ import os
 import secrets
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -640,3 +641,27 @@ mkdir -p xdg/git; printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > xdg/git/c
     subprocess.run(["git", "-C", str(repo), "status"], env=env, capture_output=True, timeout=30)
     assert not marker.exists(), "the host's git ran a config written inside"
     assert not (repo / "local.gitconfig").exists() and not (repo / "xdg" / "git").exists()
+
+
+def test_two_sandboxes_of_one_workspace_with_different_roots_share_placeholders(sandbox, rt, repo,
+                                                                                 workdir):
+    """Red team round 8: the placeholder registry lived under --root. With
+    two roots, the first sandbox to end removed the placeholders (their read-
+    only mounts in the other went with them), and the second wrote .envrc
+    and .vscode/tasks.json, which stayed on the host."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env.update(GIT_ENV)
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+    env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+    a = subprocess.Popen([rt.binary, "--root", str(workdir / "rootA"), "sandbox", "--workspace",
+                          str(repo), "--", "sleep", "1.5"], env=env)
+    try:
+        time.sleep(0.7)
+        res, _ = sandbox(repo, "sleep 2.5; echo x > .envrc; echo envrc=$?; "
+                               "mkdir -p .vscode && echo t > .vscode/tasks.json; echo vscode=$?")
+    finally:
+        a.wait(timeout=30)
+    assert "envrc=0" not in res.out and "vscode=0" not in res.out, (res.out, res.err)
+    assert not (repo / ".envrc").exists() and not (repo / ".vscode").exists()
+    assert not (workdir / "rootA" / ".placeholders").exists()

@@ -437,6 +437,8 @@ UniqueFd remove_placeholder(const Made& m) {
 // them, and a users file each running sandbox holds LOCK_SH on. The last
 // sandbox out (LOCK_EX|LOCK_NB on users succeeds) removes every registered
 // placeholder that is still the empty one made; the others leave them.
+constexpr const char* kPlaceholderRoot = "/run/comet-runtime";
+
 class PlaceholderRegistry {
  public:
   Status open(const std::string& state_root, const std::string& workspace) {
@@ -877,7 +879,12 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   // placeholder another sandbox made is then known as one (adopted), and
   // none is removed between this plan and these mounts.
   PlaceholderRegistry registry;
-  TRYV(registry.open(l.skeleton_dir, l.workspace));
+  // The host's registry, not the state root's: two sandboxes of one
+  // workspace share its placeholders whatever their --root (red team round
+  // 8: with two roots, the first to end removed the other's placeholders
+  // and with them its read-only mounts).
+  (void)::mkdir(kPlaceholderRoot, 0700);
+  TRYV(registry.open(kPlaceholderRoot, l.workspace));
   if (l.plan) TRYV(l.plan(l));
   hold_stdio();
   oci::Spec spec = l.spec;
