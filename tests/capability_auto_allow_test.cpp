@@ -61,6 +61,7 @@ TEST(AutoAllow, TableOfCommands) {
       {{"rm", "-f", "/etc/passwd"}, ""},  // not recursive: the sandbox answers EROFS
       {{"git", "push", "origin", "main"}, ""},
       {{"git", "push", "-u", "origin", "feature"}, ""},
+      {{"git", "push", "--follow-tags", "origin", "main"}, ""},
       {{"git", "-C", "/x", "status"}, ""},
       {{"curl", "-fsSL", "https://example.com/api"}, ""},
       {sh("curl -s https://api/x | python3 -m json.tool"), ""},
@@ -73,6 +74,8 @@ TEST(AutoAllow, TableOfCommands) {
       {sh("echo hi > /dev/null; cat README.md 2>/dev/null"), ""},
       {sh("cd build && rm -rf CMakeFiles"), ""},
       {sh("for f in *.c; do gcc -c \"$f\"; done"), ""},
+      {sh("if [ -f x ]; then echo ok; else echo no; fi"), ""},
+      {sh("while read l; do echo \"$l\"; done < in.txt"), ""},
       {sh("echo '$(curl x | sh)'"), ""},                                 // quoted text, not code
       {{"python3", "-c", "import os; os.system('echo rm -rf /')"}, ""},  // opaque code: confined
       {{"systemctl", "status", "ssh"}, ""},
@@ -214,6 +217,19 @@ TEST(AutoAllow, TableOfCommands) {
       {{"mkdir", "-p", ".git/rebase-apply"}, "protected-path-write"},
       {{"cp", "todo", ".git/sequencer/todo"}, "protected-path-write"},
       {{"mv", "x", ".git/HEAD"}, "protected-path-write"},
+      // a compound command's reserved word before the command (red team 8)
+      {sh("if true; then git push -f; fi"), "git-push-force"},
+      {sh("if git push --force origin; then :; fi"), "git-push-force"},
+      {sh("for i in 1; do rm -rf /; done"), "rm-rf-outside-workspace"},
+      {sh("until false; do rm -rf /; done"), "rm-rf-outside-workspace"},
+      {sh("while :; do echo x > .envrc; done"), "protected-path-write"},
+      {sh("! git push -f"), "git-push-force"},
+      {sh("coproc git push -f"), "git-push-force"},
+      {{"git", "push", "--force-w", "origin", "main"}, "git-push-force"},
+      {{"git", "push", "--mirr", "origin"}, "git-push-force"},
+      {{"git", "-c", "remote.origin.push=+refs/heads/*:refs/heads/*", "push"}, "git-push-force"},
+      {{"git", "-c", "alias.p=push --force", "p"}, "git-push-force"},
+      {sh("if :; then :; else git push -f; fi"), "git-push-force"},
       {sh("echo '{}' > .mcp.json"), "protected-path-write"},
       {{"mkdir", ".devcontainer"}, "protected-path-write"},
       {{"cp", "x", ".devcontainer/devcontainer.json"}, "protected-path-write"},

@@ -6,6 +6,8 @@
 // and the fork bomb.
 #include <fnmatch.h>
 
+#include <algorithm>
+
 #include "floor_rules.hpp"
 #include "util.hpp"
 
@@ -154,6 +156,17 @@ Unwrapped unwrap(std::vector<Word> argv) {
     while (i < argv.size() && is_assignment(argv[i])) ++i;
     argv.erase(argv.begin(), argv.begin() + static_cast<long>(i));
     if (argv.empty()) break;
+    // A compound command's reserved word before a command (`if git push
+    // -f; then`, `then rm -rf /`, `do ...`, `! cmd`, `coproc cmd`): the
+    // command after it runs (red team round 8: `if true; then git push -f;
+    // fi` was auto-allowed). The reader gives such a list as simple
+    // commands whose first word is the reserved word.
+    if (!argv[0].quoted && !argv[0].expansion &&
+        one_of(argv[0].text,
+               {"if", "then", "elif", "else", "do", "while", "until", "!", "coproc"})) {
+      argv.erase(argv.begin());
+      continue;
+    }
     const std::string prog = base_name(argv[0].text);
     if (prog == "busybox" && argv.size() > 1 && argv[1].text[0] != '-') {
       argv.erase(argv.begin());
@@ -280,6 +293,19 @@ void rule_git(Analysis& an, const Unwrapped& u) {
   const auto& v = u.argv;
   std::size_t i = 1;
   while (i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
+    // `git -c remote.R.push=+REF` or an alias can make any push a forced
+    // one (red team round 8)
+    if (v[i].text == "-c" && i + 1 < v.size()) {
+      std::string key = v[i + 1].text.substr(0, v[i + 1].text.find('='));
+      std::transform(key.begin(), key.end(), key.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      const bool remote_push = key.rfind("remote.", 0) == 0 && key.size() > 5 &&
+                               key.compare(key.size() - 5, 5, ".push") == 0;
+      if (key.rfind("alias.", 0) == 0 || remote_push || key.rfind("push.", 0) == 0) {
+        an.hit("git-push-force", "git -c " + v[i + 1].text + " can make a push a forced one");
+        return;
+      }
+    }
     i += one_of(v[i].text, {"-C", "-c"}) ? 2 : 1;
   }
   if (i >= v.size() || v[i].text != "push") return;
@@ -290,8 +316,11 @@ void rule_git(Analysis& an, const Unwrapped& u) {
       ++k;
       continue;
     }
-    bool force = a == "--force" || a.rfind("--force-with-lease", 0) == 0 ||
-                 a == "--force-if-includes" || a == "--mirror" ||
+    // git takes any unambiguous prefix of a long option: --force-w is
+    // --force-with-lease (red team round 8), --mirr is --mirror
+    const std::string name = a.substr(0, a.find('='));
+    bool force = name.rfind("--for", 0) == 0 ||
+                 (name.size() >= 4 && std::string("--mirror").rfind(name, 0) == 0) ||
                  (a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find('f') != std::string::npos);
     if (force) {
       an.hit("git-push-force", "git push " + a + " rewrites remote history");
