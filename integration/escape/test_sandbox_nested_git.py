@@ -665,3 +665,29 @@ def test_two_sandboxes_of_one_workspace_with_different_roots_share_placeholders(
     assert "envrc=0" not in res.out and "vscode=0" not in res.out, (res.out, res.err)
     assert not (repo / ".envrc").exists() and not (repo / ".vscode").exists()
     assert not (workdir / "rootA" / ".placeholders").exists()
+
+
+def test_a_modules_module_config_and_hooks_are_protected(sandbox, workdir):
+    """Red team round 8: .git/modules/lib/modules/inner/config (a module's
+    module) was writable; the host's plain `git status` recurses into
+    submodules and ran the core.fsmonitor written there."""
+    file_ok = ["-c", "protocol.file.allow=always"]
+    inner = make_repo(workdir)
+    lib = make_repo(workdir)
+    git(lib, *file_ok, "submodule", "add", "-q", str(inner), "inner")
+    git(lib, "commit", "-qm", "inner")
+    top = make_repo(workdir)  # top -> lib -> inner: .git/modules/lib/modules/inner
+    git(top, *file_ok, "submodule", "add", "-q", str(lib), "lib")
+    git(top, *file_ok, "submodule", "update", "--init", "--recursive", "-q")
+    git(top, "commit", "-qm", "lib")
+    nested = top / ".git/modules/lib/modules/inner"
+    assert (nested / "config").exists(), list((top / ".git/modules/lib").iterdir())
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    script = f"""
+printf '[core]\\n\\tfsmonitor = "touch {marker}"\\n' >> .git/modules/lib/modules/inner/config; echo "cfg=$?"
+printf '#!/bin/sh\\ntouch {marker}\\n' > .git/modules/lib/modules/inner/hooks/post-checkout; echo "hook=$?"
+"""
+    res, _ = sandbox(top, script)
+    assert "cfg=0" not in res.out and "hook=0" not in res.out, (res.out, res.err)
+    git(top, "status", check=False)
+    assert not marker.exists(), "the host's git ran a nested module's monitor"
