@@ -691,3 +691,34 @@ printf '#!/bin/sh\\ntouch {marker}\\n' > .git/modules/lib/modules/inner/hooks/po
     assert "cfg=0" not in res.out and "hook=0" not in res.out, (res.out, res.err)
     git(top, "status", check=False)
     assert not marker.exists(), "the host's git ran a nested module's monitor"
+
+
+def test_what_a_symlink_in_a_protected_directory_names_is_protected(sandbox, repo, workdir):
+    """Red team round 8: .git/hooks/pre-commit -> ../../scripts/pre-commit.sh
+    (a hook manager's layout) and .claude/settings.json -> ../cfg/x.json:
+    the links were read-only, what they name was not, and the host's git
+    commit ran the hook written inside. A dangling link's target too."""
+    (repo / "scripts").mkdir()
+    (repo / "scripts/pre-commit.sh").write_text("#!/bin/sh\nexit 0\n")
+    (repo / "scripts/pre-commit.sh").chmod(0o755)
+    (repo / ".git/hooks/pre-commit").symlink_to("../../scripts/pre-commit.sh")
+    (repo / ".git/hooks/post-commit").symlink_to("../../scripts/post-commit.sh")  # dangling
+    (repo / "cfg").mkdir()
+    (repo / "cfg/x.json").write_text("{}\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude/settings.json").symlink_to("../cfg/x.json")
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    script = f"""
+printf '#!/bin/sh\\ntouch {marker}\\n' > scripts/pre-commit.sh; echo "pre=$?"
+printf '#!/bin/sh\\ntouch {marker}\\n' > scripts/post-commit.sh; echo "post=$?"
+echo '{{"hooks":1}}' > cfg/x.json; echo "cfg=$?"
+echo ok > scripts/other.txt; echo "other=$?"
+"""
+    res, _ = sandbox(repo, script)
+    for k in ("pre", "post", "cfg"):
+        assert f"{k}=0" not in res.out, (res.out, res.err)
+    assert "other=0" in res.out, res.out
+    assert (repo / "cfg/x.json").read_text() == "{}\n"
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "host commit", check=False)
+    assert not marker.exists(), "the host's git ran a hook written inside"

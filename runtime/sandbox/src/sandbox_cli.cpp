@@ -240,6 +240,46 @@ std::string parent_of(const std::string& p) {
 // Everything the planner needs from the host. The root skeleton (the empty
 // root and the files the plan binds) lives under `skeleton`, on a tmpfs the
 // sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
+// A symlink inside a protected directory of the workspace leads out of it:
+// the link cannot change (it is read-only), but what it names could, in a
+// writable tree (red team round 8: `.git/hooks/pre-commit ->
+// ../../scripts/pre-commit.sh`, `.claude/settings.json -> ../cfg/x.json`).
+// The targets are protected too, a missing one included (4 levels, 512
+// entries per protected directory).
+void protect_link_targets(const std::string& dir, int depth, int& budget,
+                          std::vector<std::string>& out) {
+  if (depth > 4 || budget <= 0) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> subdirs;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    if (--budget <= 0) break;
+    const std::string path = dir + "/" + e->d_name;
+    if (e->d_type == DT_DIR) {
+      subdirs.push_back(path);
+      continue;
+    }
+    if (e->d_type != DT_LNK) continue;
+    char real[PATH_MAX];
+    if (::realpath(path.c_str(), real)) {
+      out.push_back(real);
+      continue;
+    }
+    // dangling: where it would lead once made
+    char link[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+    if (n <= 0) continue;
+    const std::string t(link, static_cast<std::size_t>(n));
+    const std::string abs = clean_path(t[0] == '/' ? t : dir + "/" + t);
+    const std::string parent = abs.substr(0, abs.rfind('/'));
+    if (::realpath(parent.empty() ? "/" : parent.c_str(), real))
+      out.push_back(join_path(real, abs.substr(abs.rfind('/') + 1)));
+  }
+  ::closedir(d);
+  for (const std::string& sub : subdirs) protect_link_targets(sub, depth + 1, budget, out);
+}
+
 cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& skeleton,
                                const std::vector<std::string>& args, const Environ& env) {
   cap::SandboxInputs in;
@@ -275,6 +315,23 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   std::vector<std::string> matches;
   for (const auto& [pattern, list] : in.globbed)
     matches.insert(matches.end(), list.begin(), list.end());
+  auto under = [](const std::string& a, const std::string& b) {
+    return a == b || (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '/');
+  };
+  for (const std::vector<std::string>* list :
+       std::initializer_list<const std::vector<std::string>*>{&r.protect, &matches}) {
+    for (const std::string& path : *list) {
+      struct stat st;
+      if (path.find('*') != std::string::npos || !under(path, p.workspace) ||
+          ::lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || path == p.workspace + "/.git")
+        continue;
+      int budget = 512;
+      std::vector<std::string> targets;
+      protect_link_targets(path, 1, budget, targets);
+      for (std::string& t : targets)
+        if (!under(t, path)) in.protect.push_back(std::move(t));
+    }
+  }
   const std::vector<const std::vector<std::string>*> lists = {&r.read,
                                                               &r.write,
                                                               &r.deny,
