@@ -248,6 +248,20 @@ std::vector<std::string> lockdown_denied_syscalls() {
   return split(kLockdownDenied);
 }
 
+// Set-user-ID files, and set-group-ID ones that are group-executable: a
+// command run as root (a sandbox without sudo, a pack's root in a host
+// tree) could leave a setuid-root program for any local user to run (red
+// team round 8); chmod of one's own file needs no capability. (A creating
+// call's mode: the git rule's init strips the bits.) A setgid directory
+// that is group-searchable is refused too.
+template <typename Deny>
+void refuse_setid_modes(oci::Seccomp& p, const Deny& deny) {
+  for (uint64_t bits : {kModeSuid, kModeSgid | kModeXgrp}) {
+    p.syscalls.push_back(deny({"chmod", "fchmod"}, EPERM, {masked(1, bits, bits)}));
+    p.syscalls.push_back(deny({"fchmodat", "fchmodat2"}, EPERM, {masked(2, bits, bits)}));
+  }
+}
+
 oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
   try {
     oci::Seccomp p;
@@ -286,16 +300,7 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
         p.syscalls.push_back(deny({"mknod"}, EPERM, {masked(1, kModeFmt, type)}));
         p.syscalls.push_back(deny({"mknodat"}, EPERM, {masked(2, kModeFmt, type)}));
       }
-      // Set-user-ID files, and set-group-ID ones that are group-executable:
-      // a command run as root (a sandbox without sudo, a pack's root in a
-      // host tree) could leave a setuid-root program for any local user to
-      // run (red team round 8); chmod of one's own file needs no
-      // capability. (A creating call's mode: the git rule's init strips the
-      // bits.) A setgid directory that is group-searchable is refused too.
-      for (uint64_t bits : {kModeSuid, kModeSgid | kModeXgrp}) {
-        p.syscalls.push_back(deny({"chmod", "fchmod"}, EPERM, {masked(1, bits, bits)}));
-        p.syscalls.push_back(deny({"fchmodat", "fchmodat2"}, EPERM, {masked(2, bits, bits)}));
-      }
+      refuse_setid_modes(p, deny);
       // Terminal injection: a confined process that reaches a terminal it
       // shares with a person (an inherited stdin) must not type into it
       // (what it pushes runs as that person when the run ends). The command

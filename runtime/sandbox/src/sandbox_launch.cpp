@@ -872,248 +872,313 @@ int supervise(pid_t init, int sigfd) {
   }
 }
 
-}  // namespace
-
-Result<int> launch_sandbox(SandboxLaunch& l) {
-  // The workspace's placeholder lock first, then the plan under it: a
-  // placeholder another sandbox made is then known as one (adopted), and
-  // none is removed between this plan and these mounts.
+// One launch's state, in the order it is made (and undone in reverse on an
+// error: the members are destroyed as the locals of one function were).
+struct Launch {
+  SandboxLaunch& l;
   PlaceholderRegistry registry;
+  oci::Spec spec;
+  std::optional<capability::Policy> policy;
+  ChildContext ctx;
+  const oci::Linux* lx = nullptr;
+  Guardian guardian;
+  LaunchCleanup cleanup;
+  std::optional<CgroupPlan> cg;
+  UniqueFd v2dir;
+  std::string v2path;
+  FsWatch fsw;
+  UniqueFd tramp, proc_fd, sync_parent, sync_child;
+  UniqueFd events_dir;
+  std::string events_path;
+  UniqueFd create_reporter, create_init;  // the git rule's pair (before the thread's user)
+  ReporterHandle reporter;
+  struct MaskRestore {
+    bool armed = false;
+    sigset_t old;
+    ~MaskRestore() {
+      if (armed) ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    }
+  } restore;
+  UniqueFd sigfd;
+  IndexStamps index_before;  // the git rule's last look (check_git_index)
+  long pid = -1;
+
+  explicit Launch(SandboxLaunch& launch) : l(launch) {}
+};
+
+// The workspace's placeholder lock first, then the plan under it: a
+// placeholder another sandbox made is then known as one (adopted), and
+// none is removed between this plan and these mounts.
+Status lock_and_plan(Launch& x) {
   // The host's registry, not the state root's: two sandboxes of one
   // workspace share its placeholders whatever their --root (red team round
   // 8: with two roots, the first to end removed the other's placeholders
   // and with them its read-only mounts).
   (void)::mkdir(kPlaceholderRoot, 0700);
-  TRYV(registry.open(kPlaceholderRoot, l.workspace));
-  if (l.plan) TRYV(l.plan(l));
+  TRYV(x.registry.open(kPlaceholderRoot, x.l.workspace));
+  if (x.l.plan) TRYV(x.l.plan(x.l));
   hold_stdio();
-  oci::Spec spec = l.spec;
-  // The same derivation as create: the policy annotation tightens the
-  // config, the planner makes the child's context, the confinement layers
-  // (base filter, lock-down, Landlock) are planned from the policy.
-  TRY(std::optional<capability::Policy> policy,
-      capability::policy_from_annotations(spec.annotations));
-  if (!policy) return Error::msg("sandbox: the plan has no policy annotation");
-  TRYV(capability::tighten(spec, *policy));
-  if (!spec.process) return Error::msg("sandbox: the plan has no process");
-  if (spec.process->terminal) return Error::msg("sandbox: process.terminal is not supported");
-  PlanInputs pin{l.id, l.skeleton_dir, l.rootfs, false, false, 0};
-  TRY(ChildContext ctx, plan_child(spec, pin));
-  const oci::Linux empty_linux;
-  const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
-  TRYV(compile_config_seccomp(lx, ctx, "sandbox: a seccomp listener in the plan is not supported"));
-  TRYV(plan_confinement(*policy, l.rootfs, lx, ctx));
+  return {};
+}
+
+// The same derivation as create: the policy annotation tightens the
+// config, the planner makes the child's context, the confinement layers
+// (base filter, lock-down, Landlock) are planned from the policy.
+Status plan_context(Launch& x) {
+  static const oci::Linux empty_linux;
+  x.spec = x.l.spec;
+  TRY(x.policy, capability::policy_from_annotations(x.spec.annotations));
+  if (!x.policy) return Error::msg("sandbox: the plan has no policy annotation");
+  TRYV(capability::tighten(x.spec, *x.policy));
+  if (!x.spec.process) return Error::msg("sandbox: the plan has no process");
+  if (x.spec.process->terminal) return Error::msg("sandbox: process.terminal is not supported");
+  PlanInputs pin{x.l.id, x.l.skeleton_dir, x.l.rootfs, false, false, 0};
+  TRY(x.ctx, plan_child(x.spec, pin));
+  x.lx = x.spec.linux_ ? &*x.spec.linux_ : &empty_linux;
+  ChildContext& ctx = x.ctx;
+  TRYV(compile_config_seccomp(*x.lx, ctx,
+                              "sandbox: a seccomp listener in the plan is not supported"));
+  TRYV(plan_confinement(*x.policy, x.l.rootfs, *x.lx, ctx));
   ctx.confine.landlock_stdio = true;  // `> /dev/stdout` to the caller's terminal or file
-  TRYV(drop_own_netns_join(ctx, policy->network != capability::NetworkPolicy::open));
-  ctx.fs.skeleton_dir = l.skeleton_dir;
-  ctx.fs.skeleton_files = l.files;
-  for (const auto& s : l.symlinks) ctx.fs.skeleton_links.emplace_back(s.name, s.target);
+  TRYV(drop_own_netns_join(ctx, x.policy->network != capability::NetworkPolicy::open));
+  ctx.fs.skeleton_dir = x.l.skeleton_dir;
+  ctx.fs.skeleton_files = x.l.files;
+  for (const auto& s : x.l.symlinks) ctx.fs.skeleton_links.emplace_back(s.name, s.target);
   ctx.confine.state_json = nlohmann::json({{"ociVersion", oci_version()},
-                                           {"id", l.id},
+                                           {"id", x.l.id},
                                            {"status", "creating"},
-                                           {"annotations", spec.annotations}})
+                                           {"annotations", x.spec.annotations}})
                                .dump();
   // Our own PID 1 (the trampoline's init): it forwards signals to the
   // command and exits with its status; the command is never PID 1.
   ctx.init.own_init = true;
   if (!(ctx.ns.new_ns_flags & CLONE_NEWPID))
     return Error::msg("sandbox: a pid namespace is required");
+  return {};
+}
 
-  Guardian guardian;
-  LaunchCleanup cleanup;
-  std::optional<CgroupPlan> cg;
+// The limits' cgroups and the placeholders, each known to the guardian
+// before it is made (it removes them if we are killed).
+Status make_host_state(Launch& x) {
+  const oci::Linux& lx = *x.lx;
   if (wants_cgroup(lx)) {
-    TRY(CgroupPlan p, plan_cgroups(lx.cgroups_path, l.id, &*lx.resources));
+    TRY(CgroupPlan p, plan_cgroups(lx.cgroups_path, x.l.id, &*lx.resources));
     keep_needed_v1(p, *lx.resources);
-    cg = std::move(p);
-    for (const auto& d : cg->dirs()) guardian.add(GuardEntry::kCgroup, d);
+    x.cg = std::move(p);
+    for (const auto& d : x.cg->dirs()) x.guardian.add(GuardEntry::kCgroup, d);
   }
   // Placeholders: shared with the workspace's other sandboxes (the
   // registry, declared before the cleanup that uses it), made under its
-  // mutex.
-  std::vector<Made> adopted;
-  {
-    // Every sandbox of the workspace is a user, placeholders of its own or
-    // not: the last one out removes them all.
-    cleanup.registry = &registry;
-    adopted = registry.entries();
-    for (const Made& m : adopted)
-      guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.content.size(),
+  // mutex. Every sandbox of the workspace is a user, placeholders of its
+  // own or not: the last one out removes them all.
+  x.cleanup.registry = &x.registry;
+  std::vector<Made> adopted = x.registry.entries();
+  for (const Made& m : adopted)
+    x.guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.content.size(),
                         m.dev, m.ino);
-    guardian.locks(registry);
-  }
-  const auto steps = placeholder_steps(l.placeholders);
-  const size_t first_step = (cg ? cg->dirs().size() : 0) + adopted.size();
+  x.guardian.locks(x.registry);
+  const auto steps = placeholder_steps(x.l.placeholders);
+  const size_t first_step = (x.cg ? x.cg->dirs().size() : 0) + adopted.size();
   for (const Step& st : steps)
-    guardian.add(st.dir ? GuardEntry::kDir : GuardEntry::kFile, st.path, st.content.size());
-  if (!guardian.empty()) {
-    TRYV(guardian.start());
-    cleanup.guardian = &guardian;
+    x.guardian.add(st.dir ? GuardEntry::kDir : GuardEntry::kFile, st.path, st.content.size());
+  if (!x.guardian.empty()) {
+    TRYV(x.guardian.start());
+    x.cleanup.guardian = &x.guardian;
   }
-  cleanup.made = adopted;
+  x.cleanup.made = adopted;
   for (size_t i = 0; i < steps.size(); i++) {
-    TRYV(make_placeholder(steps[i], l.owner_uid, l.owner_gid));
+    TRYV(make_placeholder(steps[i], x.l.owner_uid, x.l.owner_gid));
     struct stat st;
     if (::lstat(steps[i].path.c_str(), &st) == 0) {
       Made m{steps[i].path, steps[i].dir, st.st_dev, st.st_ino, steps[i].content};
-      TRYV(registry.add(m));
-      cleanup.made.push_back(std::move(m));
+      TRYV(x.registry.add(m));
+      x.cleanup.made.push_back(std::move(m));
     }
-    guardian.made(first_step + i);
+    x.guardian.made(first_step + i);
   }
-  TRYV(registry.join());
-  UniqueFd v2dir;
-  std::string v2path;
-  if (cg) {
-    cleanup.cgroups = cg->dirs();
-    TRYV(create_cgroups(*cg));
-    TRYV(apply_resources(*cg, *lx.resources));
-    ctx.fs.cgroups = *cg;
-    for (auto& h : cg->hierarchies)
+  TRYV(x.registry.join());
+  if (x.cg) {
+    x.cleanup.cgroups = x.cg->dirs();
+    TRYV(create_cgroups(*x.cg));
+    TRYV(apply_resources(*x.cg, *lx.resources));
+    x.ctx.fs.cgroups = *x.cg;
+    for (auto& h : x.cg->hierarchies)
       if (h.v2) {
-        v2path = h.dir;
-        v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        x.v2path = h.dir;
+        x.v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
       }
   }
-  // fs.read / fs.write events: the refused writes to protected paths, the
-  // refused reads of denied ones (fswatch.hpp, sandbox mode).
-  FsWatch fsw;
-  if (!v2path.empty() && ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener &&
-      !switches::fs_events_off()) {
-    auto w = fswatch_watch(v2path);
-    if (w.ok()) {
-      fsw = std::move(*w);
-      cleanup.fs_cgroup = fsw.cgroup;
-      ctx.confine.layers.push_back("fs-events");
-      ctx.init.fs_arm_marker = true;
-      ctx.init.init_reporter_barrier = ctx.init.own_init;
-    } else if (fswatch_unsupported(w.error())) {
-      log::warn("sandbox: fs.read/fs.write violation events are off: " + w.error().what());
-    } else {
-      return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
-    }
-  }
+  return {};
+}
 
-  TRY(UniqueFd tramp, sealed_trampoline());
-  ctx.fds.trampoline_fd = tramp.get();
-  UniqueFd proc_fd(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  ctx.fds.proc_fd = proc_fd.get();
+// fs.read / fs.write events: the refused writes to protected paths, the
+// refused reads of denied ones (fswatch.hpp, sandbox mode).
+Status watch_fs_events(Launch& x) {
+  ChildContext& ctx = x.ctx;
+  if (x.v2path.empty() || !ctx.confine.has_lockdown || !ctx.confine.lockdown.needs_listener ||
+      switches::fs_events_off())
+    return {};
+  auto w = fswatch_watch(x.v2path);
+  if (w.ok()) {
+    x.fsw = std::move(*w);
+    x.cleanup.fs_cgroup = x.fsw.cgroup;
+    ctx.confine.layers.push_back("fs-events");
+    ctx.init.fs_arm_marker = true;
+    ctx.init.init_reporter_barrier = ctx.init.own_init;
+  } else if (fswatch_unsupported(w.error())) {
+    log::warn("sandbox: fs.read/fs.write violation events are off: " + w.error().what());
+  } else {
+    return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
+  }
+  return {};
+}
+
+Status open_child_fds(Launch& x) {
+  TRY(x.tramp, sealed_trampoline());
+  x.ctx.fds.trampoline_fd = x.tramp.get();
+  x.proc_fd.reset(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  x.ctx.fds.proc_fd = x.proc_fd.get();
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return Error::sys(errno, "socketpair");
-  UniqueFd sync_parent(sp[0]), sync_child(sp[1]);
-  ctx.fds.sync_fd = sync_child.get();
+  x.sync_parent.reset(sp[0]);
+  x.sync_child.reset(sp[1]);
+  x.ctx.fds.sync_fd = x.sync_child.get();
+  return {};
+}
 
-  // The violation reporter, as create starts it (reporter.hpp), on a
-  // thread of ours; its events go to a detached tmpfs and --events.
-  UniqueFd events_dir;
-  std::string events_path;
-  UniqueFd create_reporter, create_init;  // the git rule's pair (declared before the thread's user)
-  ReporterHandle reporter;
+// The violation reporter, as create starts it (reporter.hpp), on a thread
+// of ours; its events go to a detached tmpfs and --events.
+Status prepare_reporter(Launch& x) {
+  ChildContext& ctx = x.ctx;
+  const capability::Policy& policy = *x.policy;
   if (ctx.confine.has_lockdown && ctx.confine.lockdown.needs_listener) {
-    TRY(events_dir, detached_tmpfs());
-    events_path = "/proc/self/fd/" + std::to_string(events_dir.get());
+    TRY(x.events_dir, detached_tmpfs());
+    x.events_path = "/proc/self/fd/" + std::to_string(x.events_dir.get());
     ReporterRequest rr;
-    rr.container = l.id;
-    rr.state_dir = events_path;
-    rr.deliver = l.events;
-    rr.lockdown = lockdown_options(*policy, false);
-    rr.unix_allow = policy->unix_allow;
+    rr.container = x.l.id;
+    rr.state_dir = x.events_path;
+    rr.deliver = x.l.events;
+    rr.lockdown = lockdown_options(policy, false);
+    rr.unix_allow = policy.unix_allow;
     rr.exec_allow = ctx.confine.exec_allow;
-    rr.fs_ring = fsw.ring.get();
-    rr.fs_cgroup = fsw.cgroup;
-    rr.fs_view = l.fs_view;
+    rr.fs_ring = x.fsw.ring.get();
+    rr.fs_cgroup = x.fsw.cgroup;
+    rr.fs_view = x.l.fs_view;
     rr.fs_view.sandbox = true;
-    if (struct stat ts; ::fstat(tramp.get(), &ts) == 0) {
+    if (struct stat ts; ::fstat(x.tramp.get(), &ts) == 0) {
       rr.trampoline_dev = ts.st_dev;
       rr.trampoline_ino = ts.st_ino;
     }
-    if (policy->git_own) {
+    if (policy.git_own) {
       // The git rule (create_rule.hpp): the init makes the calls the
       // reporter hands it over this pair.
       int cp[2];
       if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) < 0)
         return Error::sys(errno, "socketpair for the git rule");
-      create_reporter.reset(cp[0]);
-      create_init.reset(cp[1]);
-      rr.create_sock = create_reporter.get();
+      x.create_reporter.reset(cp[0]);
+      x.create_init.reset(cp[1]);
+      rr.create_sock = x.create_reporter.get();
       rr.first_umask = ctx.proc.umask >= 0 ? static_cast<unsigned>(ctx.proc.umask) : 022;
-      ctx.fds.create_sock = create_init.get();
-      ctx.init.git_own = *policy->git_own;
+      ctx.fds.create_sock = x.create_init.get();
+      ctx.init.git_own = *policy.git_own;
     }
-    TRY(reporter, start_reporter(rr, 3, /*in_process=*/true));
-    ctx.fds.lockdown_listener_sock = reporter.child_sock.get();
+    TRY(x.reporter, start_reporter(rr, 3, /*in_process=*/true));
+    ctx.fds.lockdown_listener_sock = x.reporter.child_sock.get();
   }
-  if (policy->git_own && ctx.fds.create_sock < 0)
+  if (policy.git_own && ctx.fds.create_sock < 0)
     return Error::msg("sandbox: the git rule needs the violation reporter");
+  return {};
+}
 
-  // Signals wait in a signalfd from here: none is lost between the clone
-  // and the wait, and the child unblocks its own.
-  sigset_t fwd, old;
+// Signals wait in a signalfd from here: none is lost between the clone and
+// the wait, and the child unblocks its own.
+Status block_signals(Launch& x) {
+  sigset_t fwd;
   sigemptyset(&fwd);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD, SIGTSTP,
                 SIGTTIN, SIGTTOU, SIGCONT})
     sigaddset(&fwd, s);
-  ::sigprocmask(SIG_BLOCK, &fwd, &old);
-  struct MaskRestore {
-    sigset_t old;
-    ~MaskRestore() { ::sigprocmask(SIG_SETMASK, &old, nullptr); }
-  } restore{old};
-  UniqueFd sigfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
-  if (!sigfd) return Error::sys(errno, "signalfd");
+  ::sigprocmask(SIG_BLOCK, &fwd, &x.restore.old);
+  x.restore.armed = true;
+  x.sigfd.reset(::signalfd(-1, &fwd, SFD_CLOEXEC));
+  if (!x.sigfd) return Error::sys(errno, "signalfd");
+  return {};
+}
 
-  IndexStamps index_before;  // the git rule's last look (check_git_index)
-  if (policy->git_own) index_before = index_stamps(*policy->git_own);
-  TRY(long pid, clone_into(ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP, v2dir.get()));
-  if (pid == 0) {
-    sync_parent.reset();
+// The clone, the reporter's start, the cgroup joins and the go.
+Status clone_and_start(Launch& x) {
+  if (x.policy->git_own) x.index_before = index_stamps(*x.policy->git_own);
+  TRY(x.pid, clone_into(x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP, x.v2dir.get()));
+  if (x.pid == 0) {
+    x.sync_parent.reset();
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    sandbox_child_main(ctx);
+    sandbox_child_main(x.ctx);
   }
-  cleanup.init = static_cast<pid_t>(pid);
-  sync_child.reset();
-  create_init.reset();
-  reporter.request.init_pid = static_cast<int>(pid);
+  x.cleanup.init = static_cast<pid_t>(x.pid);
+  x.sync_child.reset();
+  x.create_init.reset();
+  x.reporter.request.init_pid = static_cast<int>(x.pid);
   // Nothing more is cloned: the reporter may run (the command's exec may
   // already be a notification it answers).
-  TRYV(start_reporter_thread(reporter));
-  if (cg) TRYV(join_cgroups(*cg, static_cast<int>(pid), /*skip_v2=*/v2dir.valid()));
+  TRYV(start_reporter_thread(x.reporter));
+  if (x.cg) TRYV(join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid()));
   /* sync 2 */
-  if (int r = send_msg(sync_parent.get(), MsgType::kGo)) {
+  if (int r = send_msg(x.sync_parent.get(), MsgType::kGo)) {
     Msg m;
-    if (recv_msg(sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
+    if (recv_msg(x.sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
       return Error(m.err, m.text);
     return Error::sys(r, "sandbox: sync with the sandbox's init");
   }
   // A kError, or EOF once the init and the command have exec'd.
   Msg m;
-  if (recv_msg(sync_parent.get(), &m) == 0) {
+  if (recv_msg(x.sync_parent.get(), &m) == 0) {
     if (m.type == MsgType::kError) return Error(m.err, m.text);
     return Error::msg(std::string("sandbox: unexpected ") + msg_name(m.type) + " from the init");
   }
-  sync_parent.reset();
+  x.sync_parent.reset();
+  return {};
+}
 
-  int status = supervise(static_cast<pid_t>(pid), sigfd.get());
-  cleanup.init = -1;  // reaped
-  if (!events_path.empty()) {
+// Waits for the command, then the reporter; the git rule's last look and
+// the events' summary. The command's status as an exit code.
+int wait_and_report(Launch& x) {
+  int status = supervise(static_cast<pid_t>(x.pid), x.sigfd.get());
+  x.cleanup.init = -1;  // reaped
+  if (!x.events_path.empty()) {
     // The reporter ends once the last confined process is gone.
     if (!wait_reporter_threads(3000))
       log::warn("sandbox: the violation reporter did not finish; events may be missing");
-    if (policy->git_own)
-      check_git_index(*policy->git_own, index_before, l.id, events_path, l.events);
-    summarize_events(events_path, l.events);
+    if (x.policy->git_own)
+      check_git_index(*x.policy->git_own, x.index_before, x.l.id, x.events_path, x.l.events);
+    summarize_events(x.events_path, x.l.events);
   }
-  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+}  // namespace
+
+Result<int> launch_sandbox(SandboxLaunch& l) {
+  Launch x(l);
+  TRYV(lock_and_plan(x));
+  TRYV(plan_context(x));
+  TRYV(make_host_state(x));
+  TRYV(watch_fs_events(x));
+  TRYV(open_child_fds(x));
+  TRYV(prepare_reporter(x));
+  TRYV(block_signals(x));
+  TRYV(clone_and_start(x));
+  const int code = wait_and_report(x);
   // The sandbox has ended and the reporter has finished. What we made on
   // the host is undone now; what is left is memory. Freeing it object by
   // object (the spec, the child's context, the plan, the parse trees, up to
   // main) cost ~1.5 ms: after the clone every heap page written is a
   // copy-on-write fault, ~12 us on this class of VM. The exit returns it
   // all at once.
-  cleanup.exiting = true;
-  cleanup.run();
+  x.cleanup.exiting = true;
+  x.cleanup.run();
   std::fflush(nullptr);
   ::_exit(code);
 }
