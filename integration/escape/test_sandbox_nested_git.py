@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import textwrap
 import time
@@ -567,8 +568,14 @@ python3 {forge} "" .git/index ZZ/victim ../victim 'owned' || echo forge1-failed
 (cd lib && python3 {forge} "" ../.git/modules/lib/index ZZ/xgit/config ../.git/config \
   '[core]\\n\\tfsmonitor = touch {workdir}/pwned\\n') || echo forge2-failed
 """
+    # the name the index is moved to, taken first (red team round 9)
+    script = "mkdir -p .git/index.comet-refused/x\n" + script
     res, evs = sandbox(repo, script)
     assert res.out.count("planted") == 2, (res.out, res.err)
+    moved = [p for p in (repo / ".git").iterdir() if p.name.startswith("index.comet-refused-")]
+    assert len(moved) == 1 and moved[0].is_file(), list((repo / ".git").iterdir())
+    shutil.rmtree(repo / ".git/index.comet-refused")
+    moved[0].rename(repo / ".git/index.comet-refused")
     assert (repo / ".git/index.comet-refused").exists()
     assert (repo / ".git/modules/lib/index.comet-refused").exists()
     git(repo, "restore", ".", check=False)
@@ -603,7 +610,7 @@ def test_no_setuid_file_is_left_in_the_workspace(sandbox, repo, profile):
                         ("chmod-2755", lambda: os.chmod("t", 0o2755)),
                         ("fchmod-6755", lambda: os.fchmod(os.open("t", os.O_RDONLY), 0o6755)),
                         ("chmod-755", lambda: os.chmod("t", 0o755)),
-                        ("chmod-2745", lambda: os.chmod("t", 0o2745))):
+                        ("chmod-2744", lambda: os.chmod("t", 0o2744))):
             try:
                 f(); print(name, "ok")
             except OSError as e:
@@ -613,11 +620,14 @@ def test_no_setuid_file_is_left_in_the_workspace(sandbox, repo, profile):
     """)
     res, evs = sandbox(repo, ["/usr/bin/python3", "-c", prog], profile)
     assert res.rc == 0, (res.out, res.err)
-    for line in ("chmod-4755 1", "chmod-2755 1", "fchmod-6755 1", "chmod-755 ok", "made c"):
+    # 2744: set-group-ID without group execute, which an ACL could grant
+    # afterwards (red team round 9)
+    for line in ("chmod-4755 1", "chmod-2755 1", "fchmod-6755 1", "chmod-755 ok", "chmod-2744 1",
+                 "made c"):
         assert line in res.out, res.out
     for f in ("t", "c"):
         assert not (repo / f).stat().st_mode & 0o4000, f
-    assert not (repo / "t").stat().st_mode & 0o2010 == 0o2010
+    assert not (repo / "t").stat().st_mode & 0o2000
     assert any(e.get("syscall") in ("chmod", "fchmod", "fchmodat", "fchmodat2") for e in evs), evs
 
 
@@ -686,9 +696,14 @@ def test_a_modules_module_config_and_hooks_are_protected(sandbox, workdir):
     script = f"""
 printf '[core]\\n\\tfsmonitor = "touch {marker}"\\n' >> .git/modules/lib/modules/inner/config; echo "cfg=$?"
 printf '#!/bin/sh\\ntouch {marker}\\n' > .git/modules/lib/modules/inner/hooks/post-checkout; echo "hook=$?"
+mkdir .git/modules/lib/rebase-merge; echo "rebase=$?"
+mkdir .git/modules/lib/modules/inner/Sequencer; echo "seq=$?"
 """
     res, _ = sandbox(top, script)
     assert "cfg=0" not in res.out and "hook=0" not in res.out, (res.out, res.err)
+    # a module's rebase state (red team round 9: its todo's exec lines ran
+    # at the host's `git rebase --continue` in the submodule)
+    assert "rebase=0" not in res.out and "seq=0" not in res.out, res.out
     git(top, "status", check=False)
     assert not marker.exists(), "the host's git ran a nested module's monitor"
 
@@ -722,3 +737,30 @@ echo ok > scripts/other.txt; echo "other=$?"
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "host commit", check=False)
     assert not marker.exists(), "the host's git ran a hook written inside"
+
+
+def test_one_workspace_reached_by_two_paths_shares_placeholders(sandbox, rt, repo, workdir):
+    """Red team round 9: the placeholder registry was keyed by the
+    workspace's path; the same directory bind-mounted at a second path was
+    a second workspace, and the first sandbox to end removed the
+    placeholders (and the other's read-only mounts on them)."""
+    alias = workdir / f"alias-{secrets.token_hex(3)}"
+    alias.mkdir()
+    subprocess.run(["mount", "--bind", str(repo), str(alias)], check=True)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+        env.update(GIT_ENV)
+        gcfg = workdir / "global.yaml"
+        gcfg.write_text("")
+        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+        a = subprocess.Popen([rt.binary, "--root", str(workdir / "rootA"), "sandbox",
+                              "--workspace", str(repo), "--", "sleep", "1.5"], env=env)
+        try:
+            time.sleep(0.7)
+            res, _ = sandbox(alias, "sleep 2.5; echo x > .envrc; echo envrc=$?")
+        finally:
+            a.wait(timeout=30)
+        assert "envrc=0" not in res.out, (res.out, res.err)
+        assert not (repo / ".envrc").exists()
+    finally:
+        subprocess.run(["umount", str(alias)], check=False)

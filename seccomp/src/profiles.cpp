@@ -208,7 +208,6 @@ constexpr uint64_t kAfNetlink = 16;
 constexpr uint64_t kModeFmt = 0170000;   // S_IFMT
 constexpr uint64_t kModeSuid = 04000;    // S_ISUID
 constexpr uint64_t kModeSgid = 02000;    // S_ISGID
-constexpr uint64_t kModeXgrp = 00010;    // S_IXGRP
 constexpr uint64_t kModeChr = 0020000;   // S_IFCHR
 constexpr uint64_t kModeBlk = 0060000;   // S_IFBLK
 constexpr uint64_t kModeReg = 0100000;   // S_IFREG
@@ -248,15 +247,16 @@ std::vector<std::string> lockdown_denied_syscalls() {
   return split(kLockdownDenied);
 }
 
-// Set-user-ID files, and set-group-ID ones that are group-executable: a
-// command run as root (a sandbox without sudo, a pack's root in a host
-// tree) could leave a setuid-root program for any local user to run (red
-// team round 8); chmod of one's own file needs no capability. (A creating
-// call's mode: the git rule's init strips the bits.) A setgid directory
-// that is group-searchable is refused too.
+// Set-user-ID and set-group-ID modes: a command run as root (a sandbox
+// without sudo, a pack's root in a host tree) could leave a setuid-root
+// program for any local user to run (red team round 8); chmod of one's own
+// file needs no capability. Set-group-ID without group execute is refused
+// too: an ACL can grant the execute afterwards (red team round 9). (A
+// creating call's mode: the git rule's init strips the bits.) A setgid
+// directory is refused as well.
 template <typename Deny>
 void refuse_setid_modes(oci::Seccomp& p, const Deny& deny) {
-  for (uint64_t bits : {kModeSuid, kModeSgid | kModeXgrp}) {
+  for (uint64_t bits : {kModeSuid, kModeSgid}) {
     p.syscalls.push_back(deny({"chmod", "fchmod"}, EPERM, {masked(1, bits, bits)}));
     p.syscalls.push_back(deny({"fchmodat", "fchmodat2"}, EPERM, {masked(2, bits, bits)}));
   }

@@ -613,12 +613,14 @@ static int own_head_ok(struct cstate* S, long dirfd) {
 }
 
 /* Whether name, made in dirfd, is a rebase's or sequencer's state
- * directory of an OWN (OWN/rebase-merge, rebase-apply, sequencer, any
- * case): their todo lists hold `exec` lines the host's `git rebase
- * --continue` runs. Never made inside (git fails there, as it did when
- * they were read-only placeholders, which told git a rebase was under
- * way); one that was there at start is mounted read-only. */
-static int own_state_dir(struct cstate* S, long dirfd, const char* name, long nl) {
+ * directory of a git directory inside OWN (OWN itself, a module's
+ * OWN/modules/.../X, a worktree's: one with a HEAD and objects/ or a
+ * commondir; rebase-merge, rebase-apply, sequencer, any case): their todo
+ * lists hold `exec` lines the host's `git rebase --continue` runs (red team
+ * rounds 7 and 9). Never made inside (git fails there, as it did when they
+ * were read-only placeholders, which told git a rebase was under way); one
+ * that was there at start is mounted read-only. Called for a dirfd in OWN. */
+static int own_state_dir(long dirfd, const char* name, long nl) {
   static const char* const names[] = {"rebase-merge", "rebase-apply", "sequencer"};
   int hit = 0;
   for (int k = 0; k < 3 && !hit; k++) {
@@ -628,16 +630,10 @@ static int own_state_dir(struct cstate* S, long dirfd, const char* name, long nl
     hit = j == m;
   }
   if (!hit) return 0;
-  char p[PATHMAX];
-  long n = fd_path(dirfd, p, sizeof p);
-  if (n <= 0) return 0;
-  for (char** o = own_dirs; o && *o; o++) {
-    long m = slen(*o), j = 0;
-    if (m != n) continue;
-    while (j < m && (*o)[j] == p[j]) j++;
-    if (j == m) return 1;
-  }
-  return 0;
+  unsigned long st[18];
+  if (sys6(NR_newfstatat, dirfd, (long)"HEAD", (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0) return 0;
+  return sys6(NR_newfstatat, dirfd, (long)"objects", (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0 ||
+         sys6(NR_newfstatat, dirfd, (long)"commondir", (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0;
 }
 
 static int judge(struct cstate* S, long dirfd, const char* name) {
@@ -650,7 +646,7 @@ static int judge(struct cstate* S, long dirfd, const char* name) {
   if (w == 0 && !is_git(name, nl) && !is_head(name, nl) && !completes_bare(dirfd, name, nl))
     return 0;
   if (w == 2 && !is_git(name, nl) && !completes_bare(dirfd, name, nl) &&
-      (!is_head(name, nl) || own_head_ok(S, dirfd)) && !own_state_dir(S, dirfd, name, nl))
+      (!is_head(name, nl) || own_head_ok(S, dirfd)) && !own_state_dir(dirfd, name, nl))
     return 0;
   char p[PATHMAX];
   long n = fd_path(dirfd, p, sizeof p - 6);

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "comet/base/random.hpp"
 #include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/capability/policy.hpp"
@@ -443,7 +444,12 @@ class PlaceholderRegistry {
  public:
   Status open(const std::string& state_root, const std::string& workspace) {
     dir_ = join_path(state_root, ".placeholders");
-    const std::string base = join_path(dir_, sha256_hex(workspace).substr(0, 32));
+    // Keyed by the workspace's inode, not its path: the same directory
+    // reached by two paths (a bind mount) is one workspace (red team round 9).
+    struct stat ws;
+    if (::stat(workspace.c_str(), &ws) < 0) return Error::sys(errno, "sandbox: stat " + workspace);
+    const std::string key = std::to_string(ws.st_dev) + ":" + std::to_string(ws.st_ino);
+    const std::string base = join_path(dir_, sha256_hex(key).substr(0, 32));
     registry_path_ = base + ".registry";
     users_path_ = base + ".users";
     // The last one out removes the files (and the directory when empty):
@@ -735,15 +741,23 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
     bool bad = false;
     const std::string entry = git_index_dot_git_entry(idx, sha256 || objectformat_sha256(g), &bad);
     if (entry.empty() && !bad) continue;
-    const std::string to = idx + ".comet-refused";
-    const bool moved = ::rename(idx.c_str(), to.c_str()) == 0;
+    // Moved aside; where that name is taken (a directory the command made
+    // there, red team round 9), beside it under a fresh name; else removed.
+    std::string to = idx + ".comet-refused";
+    bool moved = ::renameat2(AT_FDCWD, idx.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
+    if (!moved) {
+      to = idx + ".comet-refused-" + random_hex(4);
+      moved = ::renameat2(AT_FDCWD, idx.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
+    }
+    const bool removed = !moved && ::unlink(idx.c_str()) == 0;
     const std::string what =
         entry.empty() ? "an index git cannot read safely" : "an entry " + entry;
     log::warn("sandbox: " + idx + " holds " + what + ", which the host's git would write into " +
               "the git directory or outside the work tree; " +
-              (moved ? "moved to " + to
-                     : "could not move it: do not run "
-                       "`git restore`/`checkout` there"));
+              (moved     ? "moved to " + to
+               : removed ? "removed it"
+                         : "could not move or remove it: do not run "
+                           "`git restore`/`checkout` there"));
     if (events_dir.empty()) continue;
     violations::Event e;
     e.container = id;
