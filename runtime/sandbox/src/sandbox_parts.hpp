@@ -1,0 +1,70 @@
+// The sandbox launch's private parts (sandbox_launch.cpp is the
+// orchestrator): the guardian's shared block (sandbox_guardian.cpp) and
+// what the launch does once the command has ended (sandbox_end.cpp).
+#pragma once
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comet/base/fd.hpp"
+#include "comet/base/result.hpp"
+
+namespace comet::runtime::sandbox_parts {
+
+constexpr int kGuardFds = 64;  // removed directories handed over with "d"
+
+struct GuardEntry {
+  enum Kind : int { kCgroup, kDir, kFile } kind;
+  std::uint64_t dev, ino;  // a placeholder we made (0: not made yet)
+  std::uint64_t size;      // a file placeholder's: the size of its content
+  char path[PATH_MAX];
+};
+
+struct GuardBlock {
+  int rd;
+  int mutex_fd = -1, users_fd = -1;  // the placeholder registry's (PlaceholderRegistry)
+  char registry_path[PATH_MAX], users_path[PATH_MAX], registry_dir[PATH_MAX];
+  int n;
+  GuardEntry e[1];  // n of them
+};
+
+// The guardian's body, on its own stack (clone(CLONE_VM)): raw syscalls only.
+int guardian_main(void* arg) noexcept;
+
+// ---- the end of a run (sandbox_end.cpp) ------------------------------------
+
+// Where the reporter writes events.jsonl: a tmpfs attached nowhere.
+Result<UniqueFd> detached_tmpfs();
+
+// One line per surface on stderr: what the sandbox refused.
+void summarize_events(const std::string& dir, const std::string& deliver);
+
+struct IndexStamp {
+  bool there = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  struct timespec mtime = {}, ctime = {};
+  bool operator==(const IndexStamp& o) const {
+    return there == o.there && dev == o.dev && ino == o.ino && size == o.size &&
+           mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+           ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+using IndexStamps = std::map<std::string, IndexStamp>;
+
+// The indexes of the git directories the git rule owns, as they are now.
+IndexStamps index_stamps(const std::vector<std::string>& own);
+
+// The git rule's last look: an index that changed and names a path git
+// refuses (or cannot be read safely) is moved aside and reported.
+void check_git_index(const std::vector<std::string>& own, const IndexStamps& before,
+                     const std::string& id, const std::string& events_dir,
+                     const std::string& deliver);
+
+}  // namespace comet::runtime::sandbox_parts
