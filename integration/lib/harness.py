@@ -159,6 +159,11 @@ class Harness:
                 rt("delete", "--force", cid, timeout=15)
             except AssertionError as e:  # timeout
                 problems.append(f"delete --force {cid} timed out: {e}")
+            except OSError as e:
+                # the binary could not be run (replaced by a rebuild while
+                # the suite ran): the sweep below still kills what lives in
+                # our rootfs and removes the cgroups, so nothing is left
+                problems.append(f"delete --force {cid} could not run: {e!r}")
         for fn in reversed(self.cleanups):
             try:
                 fn()
