@@ -2,6 +2,8 @@
 // capability/profile_compile.cpp), launch it directly (sandbox_launch.hpp).
 #include "comet/sandbox/sandbox_cli.hpp"
 
+#include "sandbox_parts.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -84,28 +86,6 @@ std::string git_dir_of(const std::string& at) {
 // subdirectory of a monorepo; a linked worktree's and the main one's:
 // config, config.worktree, and the commondir's), its modules' (with their
 // own worktree), the user's and the system's, and the files they include.
-// The module git directories below dir (.git/modules): one with a HEAD is
-// a module's (its own modules/ looked into), one without holds modules
-// whose names have a "/" (modules/vendor/lib). At most 8 levels and 256.
-void module_git_dirs(const std::string& dir, int depth, std::vector<std::string>& out) {
-  if (depth > 8 || out.size() >= 256) return;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> subs;
-  while (struct dirent* e = ::readdir(d))
-    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(dir + "/" + e->d_name);
-  ::closedir(d);
-  for (const std::string& sub : subs) {
-    struct stat st;
-    if (::lstat((sub + "/HEAD").c_str(), &st) == 0) {
-      out.push_back(sub);
-      module_git_dirs(sub + "/modules", depth + 1, out);
-    } else {
-      module_git_dirs(sub, depth + 1, out);
-    }
-  }
-}
-
 // The modules' git directories the built-in `.git/modules/*/...` entries
 // do not reach (a module's module, a name with a "/"): their config,
 // config.worktree, hooks/ and info/ are protected too (red team round 8: a
@@ -114,7 +94,7 @@ void module_git_dirs(const std::string& dir, int depth, std::vector<std::string>
 void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
   const std::string top = ws + "/.git/modules";
   std::vector<std::string> dirs;
-  module_git_dirs(top, 1, dirs);
+  sandbox_parts::git_dirs_below(top, 1, 256, dirs);
   for (const std::string& m : dirs) {
     if (m.find('/', top.size() + 1) == std::string::npos) continue;  // modules/X: built in
     for (const char* f : {"/config", "/config.worktree"})

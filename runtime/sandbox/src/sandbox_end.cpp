@@ -60,40 +60,35 @@ static IndexStamp index_stamp(const std::string& index) {
   return t;
 }
 
-// The git directories whose index the host's git later reads and writes
-// from: the own one, its linked worktrees' (worktrees/W), and its modules'
-// at any depth (modules/A/modules/B, a name with a "/": modules/vendor/lib;
-// red team round 8: only the own index was read). A git directory is one
-// with a HEAD; at most 8 levels and 512 directories are looked at.
-static void git_dirs_below(const std::string& dir, int depth, std::vector<std::string>& out) {
-  if (depth > 8 || out.size() >= 512) return;
-  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+void git_dirs_below(const std::string& dir, int depth, std::size_t limit,
+                    std::vector<std::string>& out) {
+  if (depth > 8 || out.size() >= limit) return;
+  DIR* d = ::opendir(dir.c_str());
   if (!d) return;
-  DIR* ds = ::fdopendir(d.release());
-  if (!ds) return;
   std::vector<std::string> subs;
-  while (dirent* e = ::readdir(ds)) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-    subs.push_back(dir + "/" + e->d_name);
-  }
-  ::closedir(ds);
+  while (struct dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(dir + "/" + e->d_name);
+  ::closedir(d);
   for (const std::string& sub : subs) {
     struct stat st;
     if (::lstat((sub + "/HEAD").c_str(), &st) == 0) {
       out.push_back(sub);
-      git_dirs_below(sub + "/modules", depth + 1, out);
+      git_dirs_below(sub + "/modules", depth + 1, limit, out);
     } else {
-      git_dirs_below(sub, depth + 1, out);  // modules/vendor/lib
+      git_dirs_below(sub, depth + 1, limit, out);  // modules/vendor/lib
     }
   }
 }
 
+// The git directories whose index the host's git later reads and writes
+// from: the own one, its linked worktrees' (worktrees/W), and its modules'
+// at any depth (red team round 8: only the own index was read); 512 at most.
 static std::vector<std::string> own_git_dirs(const std::vector<std::string>& own) {
   std::vector<std::string> out;
   for (const std::string& g : own) {
     out.push_back(g);
-    git_dirs_below(g + "/worktrees", 8, out);
-    git_dirs_below(g + "/modules", 1, out);
+    git_dirs_below(g + "/worktrees", 8, 512, out);
+    git_dirs_below(g + "/modules", 1, 512, out);
   }
   return out;
 }

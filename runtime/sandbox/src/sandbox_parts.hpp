@@ -58,6 +58,13 @@ struct IndexStamp {
 };
 using IndexStamps = std::map<std::string, IndexStamp>;
 
+// The git directories below dir (.git/modules, .git/worktrees), from level
+// `depth` to 8, at most `limit` in out: one with a HEAD is a module's or a
+// worktree's (its own modules/ looked into), one without holds modules
+// whose names have a "/" (modules/vendor/lib).
+void git_dirs_below(const std::string& dir, int depth, std::size_t limit,
+                    std::vector<std::string>& out);
+
 // The indexes of the git directories the git rule owns, as they are now.
 IndexStamps index_stamps(const std::vector<std::string>& own);
 
