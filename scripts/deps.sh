@@ -13,6 +13,8 @@ COMET_PACKAGES=(
   # egress (docs/egress.md): user-mode network for containers (slirp4netns; pasta when
   # COMET_NET_HELPER=pasta); the egress tests' DNS server
   slirp4netns passt dnsmasq-base
+  # rootless (docs/rootless.md): newuidmap/newgidmap; bwrap for bench/sandbox.sh
+  uidmap bubblewrap
   # reference runtimes for the benchmarks and the engine suites
   runc crun time
   # the engine suites (integration/engines): podman, containerd and a CRI client

@@ -1,0 +1,43 @@
+// Where the runtime keeps its files, for root and for an ordinary user, and
+// whether this user can have a user namespace at all.
+//
+//   as root:  /run/comet-runtime, /var/lib/comet-runtime, /var/cache/comet-runtime
+//   as user:  $XDG_RUNTIME_DIR/comet-runtime (else /tmp/comet-runtime-UID),
+//             $XDG_DATA_HOME/comet-runtime (else ~/.local/share/comet-runtime),
+//             $XDG_CACHE_HOME/comet-runtime (else ~/.cache/comet-runtime)
+//
+// runc rootless uses $XDG_RUNTIME_DIR/runc the same way. Running as root with
+// SUDO_UID set is root, not rootless (the sandbox then drops to the invoker).
+#pragma once
+
+#include <string>
+
+#include "comet/base/result.hpp"
+
+namespace comet::runtime {
+
+// True when the runtime runs without root on the host (effective uid != 0).
+bool rootless() noexcept;
+
+struct UserDirs {
+  std::string runtime;  // state of running containers and sandboxes (tmpfs)
+  std::string data;     // flags, the default rootfs cache
+  std::string cache;    // the pack cache
+};
+
+// The directories for this user (computed once; not created).
+const UserDirs& user_dirs();
+
+// mkdir -p with mode 0700 for what it creates; the last component must be a
+// directory owned by the caller (not a symlink) when the caller is not root,
+// so another user cannot pre-create /tmp/comet-runtime-UID for us.
+Status ensure_private_dir(const std::string& path);
+
+// The one-line reason an unprivileged user namespace could not be created,
+// naming the host setting and the fix when one of the known ones is set
+// (kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor's
+// kernel.apparmor_restrict_unprivileged_userns). err is the errno of the
+// failed clone/unshare.
+std::string userns_refusal(int err);
+
+}  // namespace comet::runtime

@@ -1,0 +1,104 @@
+#include "comet/host/user_dirs.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "comet/base/sys.hpp"
+
+namespace comet::runtime {
+
+bool rootless() noexcept {
+  return ::geteuid() != 0;
+}
+
+namespace {
+
+// $NAME when it is set to an absolute path, else "".
+std::string abs_env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && v[0] == '/') ? std::string(v) : std::string();
+}
+
+std::string home_dir() {
+  std::string home = abs_env("HOME");
+  if (!home.empty()) return home;
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/')
+    return pw->pw_dir;
+  return "/tmp";
+}
+
+UserDirs compute() {
+  if (!rootless())
+    return {"/run/comet-runtime", "/var/lib/comet-runtime", "/var/cache/comet-runtime"};
+  const std::string uid = std::to_string(::geteuid());
+  UserDirs d;
+  std::string xdg_run = abs_env("XDG_RUNTIME_DIR");
+  d.runtime = xdg_run.empty() ? "/tmp/comet-runtime-" + uid : xdg_run + "/comet-runtime";
+  std::string data = abs_env("XDG_DATA_HOME");
+  d.data = (data.empty() ? home_dir() + "/.local/share" : data) + "/comet-runtime";
+  std::string cache = abs_env("XDG_CACHE_HOME");
+  d.cache = (cache.empty() ? home_dir() + "/.cache" : cache) + "/comet-runtime";
+  return d;
+}
+
+// "0\n" -> true; a missing file is not set.
+bool sysctl_is(const char* path, const char* value) {
+  auto text = read_file(path);
+  if (!text) return false;
+  std::string v = *text;
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v == value;
+}
+
+}  // namespace
+
+const UserDirs& user_dirs() {
+  static const UserDirs dirs = compute();
+  return dirs;
+}
+
+Status ensure_private_dir(const std::string& path) {
+  if (path.empty() || path[0] != '/') return Error::msg("not an absolute path: " + path);
+  std::string prefix;
+  size_t pos = 1;
+  while (pos <= path.size()) {
+    size_t next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    prefix = path.substr(0, next);
+    pos = next + 1;
+    if (prefix.size() > 1 && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
+      return Error::sys(errno, "mkdir " + prefix);
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return Error::sys(errno, "stat " + path);
+  if (!S_ISDIR(st.st_mode)) return Error::msg(path + ": not a directory");
+  if (rootless() && st.st_uid != ::geteuid())
+    return Error::msg(path + ": owned by uid " + std::to_string(st.st_uid) +
+                      ", not by this user; remove it or set XDG_RUNTIME_DIR");
+  return ok();
+}
+
+std::string userns_refusal(int err) {
+  std::string base = std::string("cannot create a user namespace (") + std::strerror(err) + ")";
+  if (sysctl_is("/proc/sys/kernel/unprivileged_userns_clone", "0"))
+    return base +
+           ": kernel.unprivileged_userns_clone=0 forbids it for ordinary users; "
+           "run `sysctl -w kernel.unprivileged_userns_clone=1` as root";
+  if (sysctl_is("/proc/sys/user/max_user_namespaces", "0"))
+    return base +
+           ": user.max_user_namespaces=0; run `sysctl -w user.max_user_namespaces=15000` "
+           "as root";
+  if (sysctl_is("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"))
+    return base +
+           ": AppArmor restricts unprivileged user namespaces "
+           "(kernel.apparmor_restrict_unprivileged_userns=1); give comet-runtime an "
+           "AppArmor profile with `userns,` or set the sysctl to 0 as root";
+  return base + ": unprivileged user namespaces are not available to this user";
+}
+
+}  // namespace comet::runtime
