@@ -230,6 +230,32 @@ TEST(AutoAllow, TableOfCommands) {
       {{"git", "-c", "remote.origin.push=+refs/heads/*:refs/heads/*", "push"}, "git-push-force"},
       {{"git", "-c", "alias.p=push --force", "p"}, "git-push-force"},
       {sh("if :; then :; else git push -f; fi"), "git-push-force"},
+      // red team round 9: spellings of a forced push the old list missed
+      {{"git", "send-pack", "--force", "origin", "main"}, "git-push-force"},
+      {{"git", "send-pack", "origin", "+main"}, "git-push-force"},
+      {{"/usr/lib/git-core/git-push", "-f"}, "git-push-force"},
+      {{"git-push", "--force"}, "git-push-force"},
+      {{"git", "-c", "remote.origin.mirror=true", "push"}, "git-push-force"},
+      {{"git", "-c", "include.path=/tmp/x", "push"}, "git-push-force"},
+      {{"git", "--config-env=remote.origin.push=X", "push"}, "git-push-force"},
+      {{"git", "--config-env=alias.p=X", "p"}, "git-push-force"},
+      {{"env", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=remote.origin.push",
+        "GIT_CONFIG_VALUE_0=+HEAD:main", "git", "push"},
+       "git-push-force"},
+      {{"env", "GIT_CONFIG_PARAMETERS='remote.origin.mirror'='true'", "git", "push"},
+       "git-push-force"},
+      {sh("bash -c 'trap \"git push -f\" EXIT'"), "git-push-force"},
+      {sh("alias p='git push -f'"), "git-push-force"},
+      {sh("bash <<< 'git push -f'"), "git-push-force"},
+      {{"chrt", "0", "git", "push", "-f"}, "git-push-force"},
+      {{"taskset", "1", "git", "push", "-f"}, "git-push-force"},
+      {{"flock", "/tmp/x", "git", "push", "-f"}, "git-push-force"},
+      {{"fakeroot", "git", "push", "-f"}, "git-push-force"},
+      {{"script", "-qc", "git push -f", "/dev/null"}, "git-push-force"},
+      {{"watch", "git push -f"}, "git-push-force"},
+      {{"git", "push", "--delete", "origin", "main"}, "git-push-force"},
+      {{"git", "push", "origin", ":main"}, "git-push-force"},
+      {{"git", "push", "--receive-pack=x", "origin"}, "git-push-force"},
       {sh("echo '{}' > .mcp.json"), "protected-path-write"},
       {{"mkdir", ".devcontainer"}, "protected-path-write"},
       {{"cp", "x", ".devcontainer/devcontainer.json"}, "protected-path-write"},
@@ -330,7 +356,11 @@ TEST(AutoAllow, UnreadableScriptsAsk) {
   for (const auto& script :
        {std::string("echo 'unterminated"), std::string("cat <<EOF\nrm -rf /\nEOF"),
         std::string("echo $(oops"), std::string("$CMD --flag"), std::string("eval \"$X\""),
-        std::string("bash -c \"$(cat script)\"")}) {
+        std::string("bash -c \"$(cat script)\""),
+        // red team round 9: what runs is what a command printed
+        std::string("echo $(( $(git push -f) ))"), std::string("echo git push -f | sh"),
+        std::string(". <(echo git push -f)"), std::string("x=push; git $x -f"),
+        std::string("git push $OPTS origin")}) {
     Verdict v = judge(sh(script));
     EXPECT_FALSE(v.auto_allow) << script;
     EXPECT_EQ(v.matched_rule, "") << script;

@@ -352,7 +352,7 @@ TEST(ProfileCompile, DenyHidesAndSocketsAreUnreachable) {
   EXPECT_TRUE(has(ci.profile.runtime_sockets, "/srv/ci/dockerd.sock"));
   EXPECT_EQ(find(must_plan(ci).spec, "/srv/ci/dockerd.sock"), nullptr);
   ci.profile.read.push_back("/srv");
-  ci.in.host["/srv"] = HostPath{HostKind::dir, "/srv", false};
+  ci.in.host["/srv"] = HostPath{HostKind::dir, "/srv", false, {}};
   SandboxPlan c = must_plan(ci);
   const oci::Mount* env = find(c.spec, "/home/ada/src/app/.env");
   ASSERT_NE(env, nullptr);
@@ -388,7 +388,7 @@ TEST(ProfileCompile, ProtectUnderWritablePathsAndPins) {
   // Under a writable tree, the binary is bound read-only.
   Case b = builtin("workspace");
   b.profile.write.push_back("/usr/local");
-  b.in.host["/usr/local"] = HostPath{HostKind::dir, "/usr/local", false};
+  b.in.host["/usr/local"] = HostPath{HostKind::dir, "/usr/local", false, {}};
   SandboxPlan q = must_plan(b);
   EXPECT_TRUE(read_only_bind(find(q.spec, "/usr/local/bin/comet-runtime")));
   EXPECT_NE(find(q.spec, "/usr/local/bin"), nullptr);  // pinned
@@ -486,7 +486,8 @@ TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
 
   // .git is a file (a linked worktree): the file is protected.
   Case wt = none;
-  wt.in.host["/home/ada/src/app/.git"] = HostPath{HostKind::file, "/home/ada/src/app/.git", false};
+  wt.in.host["/home/ada/src/app/.git"] =
+      HostPath{HostKind::file, "/home/ada/src/app/.git", false, {}};
   SandboxPlan pw = must_plan(wt);
   EXPECT_TRUE(read_only_bind(find(pw.spec, "/home/ada/src/app/.git")));
   for (const auto& ph : pw.placeholders) EXPECT_FALSE(in_git(ph.path)) << ph.path;
@@ -525,7 +526,7 @@ TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
   // The unix-socket allowlist: hidden sockets come back, after what hides them.
   Case u = builtin("workspace");
   u.profile.unix_sockets = {"/tmp/.X11-unix/X0", "/run/containerd/x.sock", "/etc/shadow"};
-  u.in.host["/run/containerd/x.sock"] = HostPath{HostKind::socket, "", false};
+  u.in.host["/run/containerd/x.sock"] = HostPath{HostKind::socket, "", false, {}};
   SandboxPlan pu = must_plan(u);
   auto index_of = [&](const std::string& d) {
     for (std::size_t i = 0; i < pu.spec.mounts.size(); ++i)
@@ -543,7 +544,7 @@ TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
   Case dn = u;
   dn.profile.deny.push_back("/srv/scratch");
   dn.profile.unix_sockets = {"/srv/scratch/db/db.sock"};
-  dn.in.host["/srv/scratch/db/db.sock"] = HostPath{HostKind::socket, "", false};
+  dn.in.host["/srv/scratch/db/db.sock"] = HostPath{HostKind::socket, "", false, {}};
   SandboxPlan pd = must_plan(dn);
   const oci::Mount* denied = find(pd.spec, "/srv/scratch");
   ASSERT_TRUE(denied);
@@ -628,8 +629,8 @@ TEST(ProfileCompile, GitKeptValid) {
   // A pin that is not a directory, or is a symlink, or lies outside any
   // writable tree: nothing.
   Case odd = builtin("workspace");
-  odd.in.host[ws + "/.git/objects"] = HostPath{HostKind::file, ws + "/.git/objects", false};
-  odd.in.host[ws + "/.git/refs"] = HostPath{HostKind::dir, "/srv/refs", true};
+  odd.in.host[ws + "/.git/objects"] = HostPath{HostKind::file, ws + "/.git/objects", false, {}};
+  odd.in.host[ws + "/.git/refs"] = HostPath{HostKind::dir, "/srv/refs", true, {}};
   SandboxPlan po = must_plan(odd);
   EXPECT_FALSE(find(po.spec, ws + "/.git/objects"));
   EXPECT_FALSE(find(po.spec, ws + "/.git/refs"));
@@ -643,10 +644,35 @@ TEST(ProfileCompile, GitKeptValid) {
 
   // .git a symlink inside the writable workspace: an error at start.
   Case link = builtin("workspace");
-  link.in.host[ws + "/.git"] = HostPath{HostKind::dir, "/srv/repo.git", true};
+  link.in.host[ws + "/.git"] = HostPath{HostKind::dir, "/srv/repo.git", true, {}};
   auto pl = compile_profile(link.profile, link.in);
   ASSERT_FALSE(pl.ok());
   EXPECT_EQ(pl.error().message(), "sandbox: cannot protect " + ws +
                                       "/.git: it is a symlink inside the writable " + ws +
                                       " (the workload could replace it)");
+}
+
+// A symlink on the way to a protected path, in the writable workspace (red
+// team rounds 8 and 9): bound onto itself ("x-comet.link"), with the
+// directories between the workspace and it pinned; one outside every
+// writable tree, or inside a protected one, adds nothing.
+TEST(ProfileCompile, LinksOnTheWayArePinned) {
+  const std::string ws = "/home/ada/src/app";
+  Case c = builtin("workspace");
+  c.profile.protect.push_back(ws + "/tools/fsmon.sh");
+  c.in.host[ws + "/tools/fsmon.sh"] =
+      HostPath{HostKind::file, ws + "/scripts/fsmon.sh", false, {ws + "/tools"}};
+  c.in.pin_links = {ws + "/sub/hop", "/usr/lib/os-release", ws + "/.vscode/x"};
+  c.in.host[ws + "/.vscode"] = HostPath{HostKind::dir, ws + "/.vscode", false, {}};
+  SandboxPlan p = must_plan(c);
+  for (const std::string& l : {ws + "/tools", ws + "/sub/hop"}) {
+    const oci::Mount* m = find(p.spec, l);
+    ASSERT_TRUE(m) << l;
+    EXPECT_EQ(m->source, l);
+    EXPECT_EQ(m->options, (std::vector<std::string>{"bind", "x-comet.link"})) << l;
+  }
+  EXPECT_TRUE(find(p.spec, ws + "/sub"));  // pinned: the link's directory cannot move
+  EXPECT_TRUE(read_only_bind(find(p.spec, ws + "/scripts/fsmon.sh")));
+  EXPECT_FALSE(find(p.spec, "/usr/lib/os-release"));  // read-only already
+  EXPECT_FALSE(find(p.spec, ws + "/.vscode/x"));      // inside a protected directory
 }

@@ -312,6 +312,51 @@ std::vector<std::string> path_components(std::string_view p) {
   return out;
 }
 
+PathWalk walk_path(const std::string& abs) {
+  PathWalk w;
+  std::vector<std::string> todo = path_components(abs);
+  std::reverse(todo.begin(), todo.end());  // a stack: the next name at the back
+  std::string cur = "/";
+  int hops = 0;
+  while (!todo.empty()) {
+    std::string name = std::move(todo.back());
+    todo.pop_back();
+    if (name == ".") continue;
+    if (name == "..") {
+      auto k = cur.rfind('/');
+      cur = k == 0 ? "/" : cur.substr(0, k);
+      continue;
+    }
+    const std::string next = join_path(cur, name);
+    struct stat st;
+    if (::lstat(next.c_str(), &st) != 0 ||
+        (!todo.empty() && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))) {
+      w.first_missing = next;
+      std::string rest = next;
+      for (auto it = todo.rbegin(); it != todo.rend(); ++it) rest += "/" + *it;
+      w.real = clean_path(rest);
+      return w;
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      cur = next;
+      continue;
+    }
+    w.links.push_back(next);
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(next.c_str(), buf, sizeof buf - 1);
+    if (n <= 0 || ++hops > 40) {  // a loop, or unreadable: stop at the link
+      w.real = next;
+      return w;
+    }
+    const std::string target(buf, static_cast<std::size_t>(n));
+    if (target[0] == '/') cur = "/";
+    std::vector<std::string> more = path_components(target);
+    for (auto it = more.rbegin(); it != more.rend(); ++it) todo.push_back(*it);
+  }
+  w.real = cur;
+  return w;
+}
+
 static bool read_stat(int pid, char* state, unsigned long long* start) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);

@@ -21,7 +21,7 @@ namespace {
 void check_command(Analysis& an, const Unwrapped& u, const std::string& n,
                    const std::optional<std::string>& cwd, int depth) {
   if (n == "rm") rule_rm(an, u, cwd);
-  if (n == "git") {
+  if (n == "git" || n.rfind("git-", 0) == 0) {
     rule_git(an, u);
     rule_git_config(an, u);
   }
@@ -96,7 +96,14 @@ void analyse_code(Analysis& an, const Unwrapped& u, const std::string& n,
     return;
   }
   if (n == "source" || n == ".") {
-    if (words_download(u.argv, 1)) an.hit("pipe-to-shell", n + " runs what a download printed");
+    if (words_download(u.argv, 1)) {
+      an.hit("pipe-to-shell", n + " runs what a download printed");
+      return;
+    }
+    // . <(echo git push -f): what runs is what a command printed.
+    for (std::size_t i = 1; i < u.argv.size(); ++i)
+      if (u.argv[i].process_sub || !u.argv[i].subs.empty())
+        an.unanalysable = n + " of what a command prints (" + u.argv[i].text + ")";
     return;
   }
   if (!is_interpreter(n)) return;
@@ -106,12 +113,82 @@ void analyse_code(Analysis& an, const Unwrapped& u, const std::string& n,
       an.hit("pipe-to-shell", n + " runs a script straight from a download");
       return;
     }
+    if (u.argv[i].process_sub && is_shell(n)) {
+      an.unanalysable = n + " runs what a command prints (" + u.argv[i].text + ")";
+      return;
+    }
   }
   if (!is_shell(n)) return;
   analyse_shell_c(an, u, n, cwd, depth);
 }
 
 void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cwd, int depth);
+
+// Commands whose arguments are data, never a command they run.
+bool data_only(const std::string& n) {
+  return one_of(n, {"echo", "printf",  "grep",   "egrep",   "fgrep", "rg",   "ag",   "cat",
+                    "less", "more",    "head",   "tail",    "wc",    "sort", "uniq", "test",
+                    "[",    "[[",      "true",   "false",   ":",     "man",  "info", "which",
+                    "type", "whereis", "whatis", "apropos", "git",   "jq"});
+}
+
+// A name the floor has a rule for, or a shell.
+bool floor_command(const std::string& n) {
+  return n == "git" || n.rfind("git-", 0) == 0 || is_mkfs(n) || is_shell(n) ||
+         one_of(n, {"rm", "dd", "chmod", "chown", "chgrp", "sudo", "su", "doas", "pkexec", "run0",
+                    "shutdown", "reboot", "halt", "poweroff", "telinit", "systemctl", "init"});
+}
+
+// A command that runs another (chrt 0 CMD, taskset 1 CMD, flock F CMD,
+// fakeroot CMD, unshare CMD, parallel CMD ::: x, script -qc 'CMD', watch
+// 'CMD', su -c 'CMD'), whatever the runner is called: every tail of the
+// argv that starts with a command the floor has a rule for is read as a
+// command, and every word with blanks that starts with one as a script
+// (red team round 9: a list of runners is never complete). Data commands
+// (echo, grep, git's own messages) are not.
+void analyse_runners(Analysis& an, const Unwrapped& u, const std::string& n,
+                     const std::optional<std::string>& cwd, int depth) {
+  if (data_only(n) || floor_command(n) || n == "eval" || n == "source" || n == ".") return;
+  for (std::size_t k = 1; k < u.argv.size() && !an.done(); ++k) {
+    const Word& w = u.argv[k];
+    if (w.text.empty() || w.text[0] == '-') continue;
+    const std::size_t blank = w.text.find_first_of(" \t\n;|&");
+    if (blank != std::string::npos) {
+      const std::string first = w.text.substr(0, w.text.find_first_of(" \t\n"));
+      if (floor_command(base_name(first))) analyse_script(an, w.text, cwd, depth + 1);
+      continue;
+    }
+    if (!floor_command(base_name(w.text))) continue;
+    Simple tail;
+    tail.words.assign(u.argv.begin() + static_cast<long>(k), u.argv.end());
+    std::optional<std::string> c = cwd;
+    analyse_simple(an, tail, c, depth + 1);
+    return;
+  }
+}
+
+// Builtins that keep a command to run later: trap CMD SIG, alias n='CMD'.
+void analyse_kept(Analysis& an, const Unwrapped& u, const std::string& n,
+                  const std::optional<std::string>& cwd, int depth) {
+  if (n != "trap" && n != "alias") return;
+  for (std::size_t k = 1; k < u.argv.size(); ++k) {
+    const Word& w = u.argv[k];
+    if (n == "trap" && (w.text == "-p" || w.text == "-l" || w.text == "--" || w.text == "-"))
+      continue;
+    if (w.expansion) {
+      an.unanalysable = n + " of an expansion (" + w.text + ")";
+      return;
+    }
+    std::string code = w.text;
+    if (n == "alias") {
+      const std::size_t eq = code.find('=');
+      if (eq == std::string::npos) continue;
+      code = code.substr(eq + 1);
+    }
+    analyse_script(an, code, cwd, depth + 1);
+    if (n == "trap") return;  // the rest are signal names
+  }
+}
 
 }  // namespace
 
@@ -149,7 +226,22 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
   }
   check_command(an, u, n, cwd, depth);
   if (an.done()) return;
+  // A shell that reads its commands from a here-string: what it runs.
+  if (runs_stdin(u)) {
+    for (const Redirect& r : s.redirects)
+      if (r.op == "<<<") {
+        if (r.target.expansion)
+          an.unanalysable = n + " reads commands from an expansion";
+        else
+          analyse_script(an, r.target.text, cwd, depth + 1);
+      }
+  }
+  if (an.done()) return;
   analyse_code(an, u, n, cwd, depth);
+  if (an.done()) return;
+  analyse_kept(an, u, n, cwd, depth);
+  if (an.done()) return;
+  analyse_runners(an, u, n, cwd, depth);
 }
 
 namespace {
@@ -171,6 +263,12 @@ void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cw
       }
       if (stage_downloads(st)) downloaded = true;
     }
+    // Anything else piped into a shell that runs its stdin (echo git push
+    // -f | sh): the commands are what the earlier stage printed.
+    for (std::size_t k = 1; k < p.stages.size() && !an.done(); ++k)
+      for (const Simple& s : p.stages[k].simples)
+        if (Unwrapped su = unwrap(s.words); runs_stdin(su) && is_shell(base_name(su.argv[0].text)))
+          an.unanalysable = base_name(su.argv[0].text) + " runs commands an earlier stage printed";
     // A pipeline's stages run in subshells: a cd in one does not move the
     // next. Keep it simple: any cd makes later relative paths unknown.
     for (const Stage& st : p.stages) {

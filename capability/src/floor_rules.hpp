@@ -53,8 +53,9 @@ struct Analysis {
 // The command after its prefixes (env, nice, timeout, sudo, busybox, ...).
 struct Unwrapped {
   std::vector<Word> argv;
-  bool args_unknown = false;  // xargs: more arguments come from stdin
-  bool cwd_unknown = false;   // env -C
+  std::vector<std::string> env_names;  // NAME of each NAME=VALUE before the command
+  bool args_unknown = false;           // xargs: more arguments come from stdin
+  bool cwd_unknown = false;            // env -C
   bool via_sudo = false;
 };
 

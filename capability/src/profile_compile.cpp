@@ -26,7 +26,8 @@ enum class Op {
   socket_file = 4,
   hide = 5,
   deny = 6,
-  unix_socket = 7
+  unix_socket = 7,
+  pin_link = 8  // a symlink bound onto itself: it cannot be removed or replaced
 };
 
 struct Entry {
@@ -94,7 +95,7 @@ class Planner {
       if (h.real.empty()) h.real = p;
       return h;
     }
-    return HostPath{HostKind::missing, p, false};
+    return HostPath{HostKind::missing, p, false, {}};
   }
 
   // A list with each `*` entry replaced by its expansion (in_.globbed).
@@ -264,6 +265,24 @@ class Planner {
     return false;
   }
 
+  // A symlink in a writable tree, on the way to a protected path: bound
+  // onto itself (a mount point cannot be unlinked or renamed over), with
+  // the directories between the writable root and it pinned.
+  void pin_link(const std::string& link) {
+    const Entry* w = root_of(link, /*writable_only=*/true);
+    if (!w || link == w->path || special(link)) return;
+    if (covering(link, {Op::deny, Op::hide, Op::socket_file})) return;
+    const Entry* pr = covering(link, {Op::protect});
+    if (pr && path_depth(pr->path) >= path_depth(w->path)) return;  // read-only already
+    for (std::string a = link;;) {
+      auto k = a.rfind('/');
+      a = k == 0 ? "/" : a.substr(0, k);
+      if (a == w->path || !path_under(a, w->path)) break;
+      put(a, Op::pin, HostKind::dir, "pin");
+    }
+    put(link, Op::pin_link, HostKind::other, "pin link");
+  }
+
   Status add_protected() {
     struct Item {
       std::string path;
@@ -311,6 +330,11 @@ class Planner {
                             "writable " + lw->path + " (the workload could replace it)");
         }
       }
+      // A symlinked parent or a hop of a chain (tools -> scripts, with
+      // tools/fsmon.sh protected): protecting what it leads to now is not
+      // enough when the link itself can be replaced.
+      for (const auto& link : it.h.links)
+        if (link != it.path) pin_link(link);
       // A .git directory stays writable (objects, refs, index); what in it
       // the host's git obeys is protected entry by entry.
       if (it.unless_dir && it.h.kind == HostKind::dir) continue;
@@ -343,6 +367,7 @@ class Planner {
       for (const auto& pin : pins) put(pin, Op::pin, HostKind::dir, "pin");
       put(real, Op::protect, kind, "protect");
     }
+    for (const auto& link : in_.pin_links) pin_link(link);
     return {};
   }
 
@@ -402,7 +427,8 @@ class Planner {
         if (&o == &e || !path_under(e.path, o.path) || o.path == e.path) continue;
         bool hides = o.op == Op::deny || o.op == Op::hide || o.op == Op::socket_file;
         if (hides && e.op != Op::unix_socket) drop = true;  // nothing shows through a hiding mount
-        if (o.op == Op::protect && (e.op == Op::write || e.op == Op::read || e.op == Op::pin))
+        if (o.op == Op::protect &&
+            (e.op == Op::write || e.op == Op::read || e.op == Op::pin || e.op == Op::pin_link))
           drop = true;
         if (o.op == Op::write && e.op == Op::read) drop = true;
         if (o.op == Op::read && e.op == Op::read) drop = true;
@@ -494,6 +520,8 @@ class Planner {
         return mount(e.path, "bind", e.path, {"rbind", "rw", "rnosuid", "rnodev"});
       case Op::pin:
         return mount(e.path, "bind", e.path, {"rbind", "rnosuid", "rnodev"});
+      case Op::pin_link:
+        return mount(e.path, "bind", e.path, {"bind", "x-comet.link"});
       case Op::deny:
       case Op::hide:
         if (e.kind != HostKind::dir) {

@@ -224,6 +224,9 @@ class Reader {
       std::string inner = balanced('(', ')');
       if (peek(0) != ')') throw ParseError{"an unterminated $(("};
       ++i_;
+      // $(( $(cmd) )) and $(( `cmd` )) run cmd (red team round 9).
+      if (inner.find("$(") != std::string::npos || inner.find('`') != std::string::npos)
+        throw ParseError{"a command substitution inside $(( )) is not analysed"};
       w.text += "$((" + inner + "))";
       return;
     }

@@ -65,6 +65,43 @@ stop = True
 print("connected", ok, flush=True)
 '''
 
+# Another thread swaps the *fd number* the call names between a decoy (a
+# file, or an inet socket: neither is judged) and a unix socket, so that a
+# look at the fd and the kernel's own use of it could see two files (red
+# team round 8: connect() reached a host daemon this way). A call by a
+# second thread must be made on what was judged.
+FDSWAP = r"""
+import ctypes, os, socket, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+path, seconds, decoy, mode = sys.argv[1].encode(), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+FD = 100
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM if mode == "dgram" else socket.SOCK_STREAM)
+d = os.open("/dev/null", os.O_RDONLY) if decoy == "file" else \
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).detach()
+class SA(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_ushort), ("path", ctypes.c_char * 108)]
+sa = SA(); sa.family = socket.AF_UNIX; sa.path = path
+libc.dup2(d, FD)
+stop = False
+def flip():
+    while not stop:
+        libc.dup2(u.fileno(), FD); libc.dup2(d, FD)
+t = threading.Thread(target=flip, daemon=True); t.start()
+calls, won, end = 0, 0, time.monotonic() + seconds
+while time.monotonic() < end and not won:
+    calls += 1
+    if mode == "dgram":
+        libc.sendto(FD, b"RACED", 5, 0, ctypes.byref(sa), ctypes.sizeof(sa))
+    else:
+        libc.connect(FD, ctypes.byref(sa), ctypes.sizeof(sa))
+        try:
+            u.getpeername(); won = 1
+        except OSError:
+            pass
+stop = True
+print("calls", calls, "won", won, flush=True)
+"""
+
 DGRAM = r'''
 import errno, socket, sys
 d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -237,6 +274,26 @@ def test_flipping_the_address_mid_call_never_reaches_the_host(sbx, ws, hostdir):
     finally:
         lb.close()
         lg.close()
+
+
+@pytest.mark.parametrize("decoy", ["file", "inet"])
+@pytest.mark.parametrize("mode", ["stream", "dgram"])
+def test_swapping_the_fd_mid_call_never_reaches_the_host(sbx, hostdir, decoy, mode):
+    if mode == "stream":
+        host = UnixListener(hostdir / "daemon.sock")
+    else:
+        host = DgramListener(hostdir / "daemon.sock")
+    try:
+        os.chmod(hostdir / "daemon.sock", 0o777)
+        res, _ = sbx(FDSWAP, str(hostdir / "daemon.sock"), "4", decoy, mode, profile="workspace")
+        assert "calls" in res.out, res.out + res.err
+        calls = int(res.out.split()[1])
+        assert calls > 100, res.out  # the race ran
+        reached = host.accepted if mode == "stream" else host.received()
+        assert reached == 0, f"{reached} reached the host socket; {res.out}"
+        assert "won 0" in res.out, res.out
+    finally:
+        host.close()
 
 
 def test_a_datagram_to_a_host_socket_is_refused(sbx, ws, hostdir):

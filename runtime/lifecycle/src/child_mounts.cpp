@@ -148,7 +148,28 @@ void apply_propagation_and_attrs(int rootfd, const MountOp& op) {
   }
 }
 
+// A symlink bound onto itself, so that it cannot be unlinked or replaced
+// (a mount point is EBUSY to both): open_tree and move_mount without
+// following the last component, on each side. Both must be the same
+// symlink: a link that changed since the plan fails the run.
+void mount_link(int rootfd, const MountOp& op) {
+  UniqueFd tree(
+      static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, op.source.c_str(),
+                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)));
+  if (!tree) die(errno, "pin the symlink %s", op.source.c_str());
+  UniqueFd target(openat2_in_root(rootfd, op.dest, O_PATH | O_NOFOLLOW, kInRoot));
+  struct stat a, b;
+  if (!target || ::fstat(target.get(), &b) < 0) die(errno, "pin the symlink %s", op.dest.c_str());
+  if (::fstatat(tree.get(), "", &a, AT_EMPTY_PATH) < 0 || !S_ISLNK(a.st_mode) ||
+      !S_ISLNK(b.st_mode) || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+    die(ESTALE, "pin the symlink %s: it changed since the plan", op.dest.c_str());
+  if (::syscall(SYS_move_mount, tree.get(), "", target.get(), "",
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    die(errno, "pin the symlink %s", op.dest.c_str());
+}
+
 void mount_bind(int rootfd, const MountOp& op) {
+  if (op.opt.link) return mount_link(rootfd, op);
   struct stat st;
   if (::stat(op.source.c_str(), &st) < 0) die(errno, "bind mount source %s", op.source.c_str());
   UniqueFd fd(ensure_target(rootfd, op.dest, S_ISDIR(st.st_mode)));

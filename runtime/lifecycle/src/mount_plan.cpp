@@ -61,6 +61,13 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       o.tmpcopyup = true;
       continue;
     }
+    // The sandbox's pinned symlinks (profile_compile.cpp Op::pin_link): the
+    // bind takes the link itself, not what it leads to. Userspace-only
+    // ("x-"), never passed to the kernel.
+    if (opt == "x-comet.link") {
+      o.link = true;
+      continue;
+    }
     if (opt == "idmap" || opt == "ridmap")
       return Error::msg("mount option \"" + opt + "\": idmapped mounts are not supported");
     bool rec = false;

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,9 +12,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <system_error>
+#include <thread>
 
 #include "comet/base/sys.hpp"
 #include "comet/capability/profile.hpp"
@@ -100,6 +106,10 @@ void NotifAnswer::send_fd(int fd, bool cloexec) {
   if (::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ADDFD, &add) >= 0) sent_ = true;
   ::close(fd);
   resp_.error = -EMFILE;  // when the fd could not be installed
+}
+
+void NotifAnswer::answered_elsewhere() {
+  sent_ = true;
 }
 
 void NotifAnswer::send() {
@@ -264,6 +274,11 @@ void Reporter::on_git_call(const struct seccomp_notif& req, NotifAnswer& ans) {
 // The unix-socket rule decides these calls itself (unix_rule.hpp).
 void Reporter::on_unix_call(const struct seccomp_notif& req, NotifAnswer& ans) {
   UnixOutcome u = unix_rule_judge(*unix_state_, req, listener_.get());
+  if (u.emulate && u.may_block && answer_later(req.id, u.emulate)) {
+    ans.answered_elsewhere();
+    return;
+  }
+  if (u.emulate) u.ret = u.emulate();  // also a blocking one no thread could take
   if (u.continue_call)
     ans.let_through();
   else
@@ -278,6 +293,44 @@ void Reporter::on_unix_call(const struct seccomp_notif& req, NotifAnswer& ans) {
   emit(event(runtime_sock ? "runtime-socket" : "unix-socket", u.requested, syscall,
              static_cast<int>(req.pid), static_cast<int>(-u.ret)),
        &ans);
+}
+
+// A call that can wait on its peer (a blocking stream socket's connect or
+// send, unix_rule.hpp) is made on a thread of its own, which answers it:
+// the reporter goes on serving the other notifications meanwhile. At most
+// kMaxWaitingCalls at once; false when no thread could take it.
+namespace {
+constexpr int kMaxWaitingCalls = 256;
+std::atomic<int> waiting_calls{0};
+}  // namespace
+
+bool Reporter::answer_later(std::uint64_t id, std::function<long long()> call) {
+  if (waiting_calls.fetch_add(1) >= kMaxWaitingCalls) {
+    waiting_calls.fetch_sub(1);
+    return false;
+  }
+  UniqueFd listener(::fcntl(listener_.get(), F_DUPFD_CLOEXEC, 3));
+  if (!listener) {
+    waiting_calls.fetch_sub(1);
+    return false;
+  }
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread takes no signal
+  bool started = true;
+  try {
+    std::thread([id, call = std::move(call), l = std::make_shared<UniqueFd>(std::move(listener))] {
+      NotifAnswer ans(l->get(), id);
+      ans.result(call());
+      ans.send();
+      waiting_calls.fetch_sub(1);
+    }).detach();
+  } catch (const std::system_error&) {
+    waiting_calls.fetch_sub(1);
+    started = false;
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return started;
 }
 
 void Reporter::finish() {

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -73,6 +74,7 @@ class NotifAnswer {
   // Installs fd in the task as the call's result (SECCOMP_ADDFD_FLAG_SEND,
   // which answers); -EMFILE when it cannot.
   void send_fd(int fd, bool cloexec);
+  void answered_elsewhere();  // another thread answers (Reporter::answer_later)
   void send();
 
  private:
@@ -98,6 +100,7 @@ class Reporter {
   bool handle_notification();
   void on_git_call(const struct seccomp_notif& req, NotifAnswer& ans);
   void on_unix_call(const struct seccomp_notif& req, NotifAnswer& ans);
+  bool answer_later(std::uint64_t id, std::function<long long()> call);
   void finish();
   void mark_done();
   violations::Event event(std::string surface, std::string requested, std::string syscall, int pid,

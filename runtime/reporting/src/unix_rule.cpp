@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -363,6 +364,164 @@ bool read_addr(int pid, std::uint64_t ptr, std::uint64_t len, struct sockaddr_un
   return read_all(pid, ptr, &sa, out_len);
 }
 
+// One thread in the task's thread group, and no other process shares its
+// fd table (the lock-down refuses clone with CLONE_FILES but not
+// CLONE_THREAD, clone3 and io_uring): while the task waits for this answer
+// nothing can put another file at the fd number it named, so CONTINUE
+// reaches the socket that was judged.
+bool fd_table_is_its_own(int pid) {
+  task::TaskStatus status;
+  if (!status.read(pid)) return false;
+  auto threads = status.numbers("Threads");
+  return threads && !threads->empty() && (*threads)[0] == 1;
+}
+
+// The task's call made on the reporter's copy of its socket, with what the
+// call names copied once: used where CONTINUE would let another thread
+// swap the fd (dup2 of a unix socket onto the number after the look).
+struct CopiedCall {
+  UniqueFd sock;
+  int nr = 0;
+  std::vector<char> name;     // the address (connect, or a send's msg_name)
+  std::vector<char> data;     // a send's bytes
+  std::vector<char> control;  // a send's ancillary data, fds translated
+  std::vector<UniqueFd> passed;
+  int flags = 0;
+};
+
+constexpr size_t kMaxControl = 64 * 1024;
+
+// SCM_RIGHTS fds are the task's numbers: each becomes a copy of the file
+// (pidfd_getfd), as the kernel would pass it. false: an fd the task does
+// not have (EBADF).
+bool translate_rights(int pid, CopiedCall& c) {
+  if (c.control.empty()) return true;
+  struct msghdr mh = {};
+  mh.msg_control = c.control.data();
+  mh.msg_controllen = c.control.size();
+  UniqueFd pidfd = task::open_pidfd(pid);
+  for (struct cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    const size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int* fds = reinterpret_cast<int*>(CMSG_DATA(cm));
+    for (size_t i = 0; i < n; i++) {
+      UniqueFd f = pidfd ? task::take_fd(pidfd.get(), fds[i]) : UniqueFd();
+      if (!f) return false;
+      fds[i] = f.get();
+      c.passed.push_back(std::move(f));
+    }
+  }
+  return true;
+}
+
+// Copies what connect, sendto, sendmsg or sendmmsg (its first message)
+// names. 0, or the -errno the kernel would give for a bad argument.
+int copy_call(int pid, const struct seccomp_notif& req, CopiedCall& c, bool stream) {
+  auto copy = [&](std::uint64_t ptr, std::uint64_t len, std::vector<char>& out, size_t cap,
+                  int too_big) {
+    if (len > cap) return -too_big;
+    out.resize(len);
+    return len == 0 || read_all(pid, ptr, out.data(), len) ? 0 : -EFAULT;
+  };
+  const auto& a = req.data.args;
+  c.nr = req.data.nr;
+  if (c.nr == SYS_connect) return copy(a[1], a[2], c.name, sizeof(sockaddr_storage), EINVAL);
+  // A stream takes a short send (the task's loop sends the rest); a
+  // datagram longer than the copy is refused as too long.
+  const size_t data_cap = kMaxDatagram;
+  if (c.nr == SYS_sendto) {
+    c.flags = static_cast<int>(a[3]);
+    if (int e = copy(a[4], a[5], c.name, sizeof(sockaddr_storage), EINVAL)) return e;
+    std::uint64_t n = a[2];
+    if (n > data_cap && !stream) return -EMSGSIZE;
+    return copy(a[1], std::min<std::uint64_t>(n, data_cap), c.data, data_cap, EMSGSIZE);
+  }
+  struct msghdr mh = {};
+  if (c.nr == SYS_sendmmsg && a[2] == 0) return 0;
+  if (!read_all(pid, a[1], &mh, sizeof mh)) return -EFAULT;
+  c.flags = static_cast<int>(c.nr == SYS_sendmmsg ? a[3] : a[2]);
+  if (mh.msg_name && mh.msg_namelen)
+    if (int e = copy(reinterpret_cast<std::uint64_t>(mh.msg_name), mh.msg_namelen, c.name,
+                     sizeof(sockaddr_storage), EINVAL))
+      return e;
+  if (int e = copy(reinterpret_cast<std::uint64_t>(mh.msg_control), mh.msg_controllen, c.control,
+                   kMaxControl, ENOBUFS))
+    return e;
+  if (mh.msg_iovlen > kMaxIov) return -EMSGSIZE;
+  std::vector<struct iovec> iov(mh.msg_iovlen);
+  if (!iov.empty() && !read_all(pid, reinterpret_cast<std::uint64_t>(mh.msg_iov), iov.data(),
+                                iov.size() * sizeof(struct iovec)))
+    return -EFAULT;
+  for (const auto& v : iov) {
+    size_t at = c.data.size(), take = v.iov_len;
+    if (at + take > data_cap) {
+      if (!stream) return -EMSGSIZE;
+      take = data_cap - at;
+    }
+    c.data.resize(at + take);
+    if (take &&
+        !read_all(pid, reinterpret_cast<std::uint64_t>(v.iov_base), c.data.data() + at, take))
+      return -EFAULT;
+    if (take < v.iov_len) break;
+  }
+  return translate_rights(pid, c) ? 0 : -EBADF;
+}
+
+long long make_copied_call(CopiedCall& c) {
+  if (c.nr == SYS_connect)
+    return ::connect(c.sock.get(), reinterpret_cast<const sockaddr*>(c.name.data()),
+                     static_cast<socklen_t>(c.name.size())) < 0
+               ? -errno
+               : 0;
+  struct iovec v = {c.data.data(), c.data.size()};
+  struct msghdr mh = {};
+  mh.msg_name = c.name.empty() ? nullptr : c.name.data();
+  mh.msg_namelen = static_cast<socklen_t>(c.name.size());
+  mh.msg_iov = &v;
+  mh.msg_iovlen = 1;
+  mh.msg_control = c.control.empty() ? nullptr : c.control.data();
+  mh.msg_controllen = c.control.size();
+  ssize_t r = ::sendmsg(c.sock.get(), &mh, c.flags | MSG_NOSIGNAL);
+  return r < 0 ? -errno : r;
+}
+
+// A call on a socket the rule does not judge (not AF_UNIX, or a send on a
+// unix stream), without the CONTINUE race: CONTINUE when no other thread
+// can swap the fd, else the reporter makes the call on its copy (a
+// blocking stream socket's on a thread of its own: UnixOutcome::may_block).
+UnixOutcome pass_on(const struct seccomp_notif& req, int listener, UniqueFd sock, int type) {
+  UnixOutcome o;
+  const int pid = static_cast<int>(req.pid);
+  if (fd_table_is_its_own(pid) && task::notif_valid(listener, req.id)) {
+    o.continue_call = true;
+    return o;
+  }
+  const bool stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
+  auto c = std::make_shared<CopiedCall>();
+  c->sock = std::move(sock);
+  if (int e = copy_call(pid, req, *c, stream)) {
+    o.ret = e;
+    return o;
+  }
+  if (req.data.nr == SYS_sendmmsg && req.data.args[2] == 0) return o;  // 0 messages: 0
+  const int fl = ::fcntl(c->sock.get(), F_GETFL);
+  o.may_block = stream && fl >= 0 && !(fl & O_NONBLOCK) && !(c->flags & MSG_DONTWAIT);
+  const std::uint64_t mmsg_len_at =
+      req.data.nr == SYS_sendmmsg ? req.data.args[1] + offsetof(struct mmsghdr, msg_len) : 0;
+  o.emulate = [c, pid, mmsg_len_at]() -> long long {
+    long long r = make_copied_call(*c);
+    if (mmsg_len_at && r >= 0) {
+      unsigned int sent = static_cast<unsigned int>(r);
+      struct iovec local = {&sent, sizeof sent};
+      struct iovec remote = {reinterpret_cast<void*>(mmsg_len_at), sizeof sent};
+      (void)::process_vm_writev(pid, &local, 1, &remote, 1, 0);
+      r = 1;
+    }
+    return r;
+  };
+  return o;
+}
+
 }  // namespace
 
 bool unix_rule_call(int nr) {
@@ -380,15 +539,15 @@ UnixOutcome unix_rule_judge(UnixRuleState& st, const struct seccomp_notif& req, 
     return o;
   }
   const int domain = sock_opt(sock.get(), SO_DOMAIN);
-  if (domain != AF_UNIX) {  // not a socket (ENOTSOCK from the kernel), or not unix
-    o.continue_call = true;
+  if (domain < 0) {  // not a socket: what the kernel says, never CONTINUE
+    o.ret = -ENOTSOCK;
     return o;
   }
   const int type = sock_opt(sock.get(), SO_TYPE);
-  if ((nr == SYS_sendmsg || nr == SYS_sendmmsg) && type != SOCK_DGRAM) {
-    o.continue_call = true;  // a stream ignores or refuses msg_name: no path is reached
-    return o;
-  }
+  // Not unix, or a stream that ignores or refuses msg_name: no path is
+  // reached by this call on this socket.
+  if (domain != AF_UNIX || ((nr == SYS_sendmsg || nr == SYS_sendmmsg) && type != SOCK_DGRAM))
+    return pass_on(req, listener, std::move(sock), type);
   if (nr == SYS_connect) {
     struct sockaddr_un sa;
     socklen_t len = 0;

@@ -224,10 +224,13 @@ std::string parent_of(const std::string& p) {
 // the link cannot change (it is read-only), but what it names could, in a
 // writable tree (red team round 8: `.git/hooks/pre-commit ->
 // ../../scripts/pre-commit.sh`, `.claude/settings.json -> ../cfg/x.json`).
-// The targets are protected too, a missing one included (4 levels, 512
-// entries per protected directory).
+// The targets are protected too (4 levels, 512 entries per protected
+// directory), and so is the way to them (red team round 9): each further
+// link of a chain is pinned (`-> ../hop`, `hop -> cfg/x.json`), and a
+// target under a missing directory protects the first missing one (an
+// empty placeholder: it cannot be made to hold the target).
 void protect_link_targets(const std::string& dir, int depth, int& budget,
-                          std::vector<std::string>& out) {
+                          std::vector<std::string>& out, std::vector<std::string>& pins) {
   if (depth > 4 || budget <= 0) return;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
@@ -241,23 +244,12 @@ void protect_link_targets(const std::string& dir, int depth, int& budget,
       continue;
     }
     if (e->d_type != DT_LNK) continue;
-    char real[PATH_MAX];
-    if (::realpath(path.c_str(), real)) {
-      out.push_back(real);
-      continue;
-    }
-    // dangling: where it would lead once made
-    char link[PATH_MAX];
-    const ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
-    if (n <= 0) continue;
-    const std::string t(link, static_cast<std::size_t>(n));
-    const std::string abs = clean_path(t[0] == '/' ? t : dir + "/" + t);
-    const std::string parent = abs.substr(0, abs.rfind('/'));
-    if (::realpath(parent.empty() ? "/" : parent.c_str(), real))
-      out.push_back(join_path(real, abs.substr(abs.rfind('/') + 1)));
+    PathWalk w = walk_path(path);
+    for (std::size_t i = 1; i < w.links.size(); i++) pins.push_back(w.links[i]);
+    out.push_back(w.first_missing.empty() ? w.real : w.first_missing);
   }
   ::closedir(d);
-  for (const std::string& sub : subdirs) protect_link_targets(sub, depth + 1, budget, out);
+  for (const std::string& sub : subdirs) protect_link_targets(sub, depth + 1, budget, out, pins);
 }
 
 cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& skeleton,
@@ -307,7 +299,7 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
         continue;
       int budget = 512;
       std::vector<std::string> targets;
-      protect_link_targets(path, 1, budget, targets);
+      protect_link_targets(path, 1, budget, targets, in.pin_links);
       for (std::string& t : targets)
         if (!under(t, path)) in.protect.push_back(std::move(t));
     }

@@ -156,6 +156,7 @@ cap::HostPath host_path(const std::string& path) {
   h.real = path;
   struct stat lst;
   if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) h.symlink = true;
+  if (!path.empty() && path[0] == '/') h.links = walk_path(path).links;
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     h.kind = S_ISDIR(st.st_mode)    ? cap::HostKind::dir

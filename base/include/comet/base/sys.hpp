@@ -55,6 +55,18 @@ std::string rfc3339_now(bool nanos = true);
 std::vector<std::string> split(std::string_view s, char sep);
 // The names of a path, without the empty ones: "/a//b/" -> {"a", "b"}.
 std::vector<std::string> path_components(std::string_view p);
+// An absolute path resolved component by component as the kernel would
+// (up to 40 links), recording every symlink met on the way: a symlinked
+// parent, each hop of a chain, the last component when it is one.
+// `real` is where it leads (for a missing path: the resolved existing
+// prefix plus the rest, cleaned); `first_missing` the first component that
+// does not exist ("" when it all exists). A loop stops the walk there.
+struct PathWalk {
+  std::string real;
+  std::vector<std::string> links;
+  std::string first_missing;
+};
+PathWalk walk_path(const std::string& abs);
 // /proc/PID/stat field 22 (starttime in clock ticks), or 0 when unreadable.
 unsigned long long process_start_time(int pid);
 // A connected AF_UNIX stream socket; WHAT names it in errors

@@ -90,6 +90,11 @@ struct HostPath {
   HostKind kind = HostKind::missing;
   std::string real;      // realpath (a missing path: its parent's realpath + name)
   bool symlink = false;  // the path itself is a symlink
+  // Every symlink met resolving the path, in order (absolute host paths of
+  // the links themselves: a symlinked parent, each hop of a chain, the
+  // path itself when it is one). One in a writable tree is pinned (bound
+  // onto itself, so it cannot be removed or replaced).
+  std::vector<std::string> links;
 };
 
 // One entry of the host's "/".
@@ -113,6 +118,10 @@ struct SandboxInputs {
   // hook dirs, the runtime binary) and hidden (state roots) unless devbox.
   std::vector<std::string> protect;
   std::vector<std::string> hide;
+  // Symlinks to pin where they are in a writable tree: the hops of links
+  // found inside protected directories (`.claude/x.json -> ../hop`,
+  // `hop -> cfg/x.json`: hop is pinned, cfg/x.json is in `protect`).
+  std::vector<std::string> pin_links;
   std::vector<TopEntry> top_level;
   // Facts for every path in the profile's lists and in protect/hide above
   // (and for every path in `globbed`); a path without facts is taken as

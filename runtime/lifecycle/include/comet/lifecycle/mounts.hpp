@@ -23,6 +23,7 @@ struct MountOptions {
   bool bind = false;
   bool recursive_bind = false;
   bool tmpcopyup = false;
+  bool link = false;  // "x-comet.link": a bind of a symlink onto itself (mount_link)
 };
 
 // Parse an OCI mount option list with libmount's Linux option map.

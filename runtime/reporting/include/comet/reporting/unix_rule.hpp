@@ -14,7 +14,12 @@
 // ("/proc/self/fd/N" of an O_PATH fd), with the process's uid, gid and
 // groups and no capabilities. A call on a socket that is not AF_UNIX (or a
 // sendmsg on a stream or seqpacket one, where the kernel ignores or refuses
-// an address) cannot reach a unix path: CONTINUE.
+// an address) cannot reach a unix path, but CONTINUE would let another
+// thread dup2 a unix socket onto the fd number after this look: it is
+// CONTINUE only when the task is the only thread of its fd table (the
+// lock-down refuses clone(CLONE_FILES) without CLONE_THREAD); otherwise the
+// reporter makes that call too, on its copy (`emulate`). A fd that is not
+// a socket is answered ENOTSOCK.
 //
 // The judgement, for a pathname socket: allowed when it is on a writable
 // mount of the container (the workspace, a private /tmp: places the
@@ -29,6 +34,7 @@
 #include <linux/seccomp.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +53,12 @@ struct UnixRuleState {
 // event is due, naming `requested`.
 struct UnixOutcome {
   bool continue_call = false;
+  // When set: the call is made by calling this (on the reporter's copy of
+  // the socket), which returns `ret`. may_block: a blocking stream socket,
+  // whose connect or send can wait on the peer: made on a thread of its
+  // own so that the reporter is not stalled.
+  std::function<long long()> emulate;
+  bool may_block = false;
   long long ret = 0;
   bool refused = false;
   std::string requested;
