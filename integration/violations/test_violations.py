@@ -359,6 +359,7 @@ def test_flags_clear_and_new_version_starts_clean(rt, pack, workdir, packprobe, 
 
 def test_exec_into_a_confined_container_reports_too(rt, pack, workdir, flags_dir):
     bundle, cfg = pack_bundle(rt, pack, workdir, "sleep=20000")
+    out = workdir / "out"  # the bundle's /workdir/out
     (bundle / "config.json").write_text(json.dumps(cfg))
     cid = rt.new_id("viol")
     assert rt.create(cid, str(bundle)).rc == 0
