@@ -26,25 +26,13 @@ import sys
 import time
 from pathlib import Path
 
-from lib import COMET, REPO, median, run_ms, table, tmpdir
+from lib import COMET, REPO, manifest, median, run_ms, scratch, static_pack, table
 
 AGENT_SRC = REPO / "integration" / "cache" / "cacheagent.c"
 SUMMARIZE = REPO / "examples" / "summarize-inputs"
 
-STATIC_MANIFEST = """\
-apiVersion: soyapack/v0
-name: bench-cache
-version: 1.0.0
-runtime:
-  interpreter: /usr/bin/cacheagent
-  entrypoint: agent.txt
-capabilities:
-  egress: []
-  fs:
-    read: [/workdir, /workdir/inputs]
-    write: [/workdir/out]
-  determinism_tier: read-only
-"""
+STATIC_MANIFEST = manifest("bench-cache", version="1.0.0", interpreter="/usr/bin/cacheagent",
+                           read=("/workdir", "/workdir/inputs"), write=("/workdir/out",))
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
          "rho sigma tau upsilon phi chi psi omega").split()
@@ -71,20 +59,11 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/cache.py must run as root")
-    work = tmpdir("comet-bench-cache-")
-    try:
+    with scratch("comet-bench-cache-") as work:
         inputs = work / "inputs"
         make_inputs(inputs)
         total = sum(p.stat().st_size for p in inputs.rglob("*") if p.is_file())
-        rootfs = work / "rootfs"
-        for d in ("usr/bin", "proc", "dev", "sys", "tmp", "workdir", "etc"):
-            (rootfs / d).mkdir(parents=True, exist_ok=True)
-        subprocess.run(["cc", "-static", "-O2", "-o", str(rootfs / "usr/bin/cacheagent"),
-                        str(AGENT_SRC)], check=True)
-        pack = work / "pack"
-        pack.mkdir()
-        (pack / "soyapack.yaml").write_text(STATIC_MANIFEST)
-        (pack / "agent.txt").write_text("x\n")
+        pack, rootfs = static_pack(work, AGENT_SRC, "cacheagent", STATIC_MANIFEST)
         state = work / "state"
         store = work / "store"
         # Private registries: a bench run leaves nothing behind.
@@ -132,8 +111,6 @@ def main():
                      "miss vs real"])
         print(f"\nhashing (cache hash, SHA-256 via libcrypto, no memo): "
               f"{median(speeds):.0f} MB/s median over {len(speeds)}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,10 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from lib import REPO, table  # bench/lib.py; the suite's own `lib` package comes next
+
+sys.modules.pop("lib")
 sys.path.insert(0, str(REPO / "integration"))
 
 from engines import crilib  # noqa: E402
@@ -52,6 +53,17 @@ def measure(res, key, fn):
         res.setdefault(key + "!", []).append(str(e).strip().splitlines()[-1][:300])
         return
     res[key].append((time.perf_counter() - t0) * 1000)
+
+
+def compare(results, what, runs, n):
+    """results[what] = {runtime: times}: one untimed warm-up run of each
+    runs[runtime](), then N rounds, interleaved."""
+    res = results[what] = {k: [] for k in runs}
+    for k, fn in runs.items():
+        measure({k: []}, k, fn)
+    for _ in range(n):
+        for k, fn in runs.items():
+            measure(res, k, fn)
 
 
 def main():
@@ -86,12 +98,8 @@ def main():
                 el.run(pargv + ["--runtime", rt, "run", "--rm", "--network", "none", el.BB_IMAGE, "true"], env=penv,
                        check=True, timeout=60)
 
-            res = results["podman run --rm --network none IMAGE true"] = {"comet": [], "runc": []}
-            for rt in ("comet-runtime", "runc"):
-                measure({rt: []}, rt, lambda: podman_run(rt))
-            for _ in range(a.n):
-                measure(res, "comet", lambda: podman_run("comet-runtime"))
-                measure(res, "runc", lambda: podman_run("runc"))
+            compare(results, "podman run --rm --network none IMAGE true",
+                    {"comet": lambda: podman_run("comet-runtime"), "runc": lambda: podman_run("runc")}, a.n)
 
         if "ctr" in only or "cri" in only:
             (work / "containerd").mkdir()
@@ -110,13 +118,9 @@ def main():
                 cd.ctr("run", "--rm", "--runc-binary", binary, "--runc-root", root, "--fifo-dir", work / "fifo",
                        el.BB_IMAGE, cid, "true", check=True, timeout=60)
 
-            res = results["ctr run --rm IMAGE ID true"] = {"comet": [], "runc": []}
-            roots = {"comet": (comet, work / "ctr-comet"), "runc": (RUNC, work / "ctr-runc")}
-            for k, (b, r) in roots.items():
-                measure({k: []}, k, lambda: ctr_run(b, r))
-            for _ in range(a.n):
-                for k, (b, r) in roots.items():
-                    measure(res, k, lambda: ctr_run(b, r))
+            compare(results, "ctr run --rm IMAGE ID true",
+                    {"comet": lambda: ctr_run(comet, work / "ctr-comet"),
+                     "runc": lambda: ctr_run(RUNC, work / "ctr-runc")}, a.n)
 
         if "cri" in only:
             cg_root = f"/cmt-kubepods-bench-{os.getpid()}"
@@ -134,12 +138,8 @@ def main():
                 finally:
                     pod.teardown()
 
-            res = results["CRI pod cycle (sandbox + 1 container)"] = {"comet": [], "runc": []}
-            for h in ("comet", "runc"):
-                measure({h: []}, h, lambda: cri_cycle(h))
-            for _ in range(a.n):
-                measure(res, "comet", lambda: cri_cycle("comet"))
-                measure(res, "runc", lambda: cri_cycle("runc"))
+            compare(results, "CRI pod cycle (sandbox + 1 container)",
+                    {"comet": lambda: cri_cycle("comet"), "runc": lambda: cri_cycle("runc")}, a.n)
     finally:
         errors = cleanup.run()
         el.remove_tree(work)
@@ -156,19 +156,13 @@ def main():
             continue
         mc, mr = statistics.median(r["comet"]), statistics.median(r["runc"])
         nf = {k: len(r.get(k + "!", [])) for k in ("comet", "runc")}
-        rows.append((what, f"{mc:.1f}", f"{mr:.1f}", f"{mc / mr:.2f}",
+        rows.append([what, f"{mc:.1f}", f"{mr:.1f}", f"{mc / mr:.2f}",
                      f"{min(r['comet']):.1f}-{max(r['comet']):.1f}", f"{min(r['runc']):.1f}-{max(r['runc']):.1f}",
-                     f"{nf['comet']}/{nf['runc']}"))
+                     f"{nf['comet']}/{nf['runc']}"])
         for k in ("comet", "runc"):
             for err in r.get(k + "!", [])[:3]:
                 failures.append(f"{what} [{k}]: {err}")
-    header = ("what", "comet ms", "runc ms", "comet/runc", "comet min-max", "runc min-max", "failed c/r")
-    widths = [max(len(str(x[i])) for x in rows + [header]) for i in range(len(header))]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
-    print(line)
-    print("-" * len(line))
-    for row in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    table(rows, ["what", "comet ms", "runc ms", "comet/runc", "comet min-max", "runc min-max", "failed c/r"])
     print(f"\n(medians of the successful runs out of {a.n} each; ratio < 1 means comet-runtime is faster;"
           " failed runs are not timed)")
     if failures:

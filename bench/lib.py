@@ -1,4 +1,6 @@
-"""Shared helpers for the benchmark scripts: bundles, timing, medians."""
+"""Shared helpers for the benchmark scripts: bundles, packs, timing, medians."""
+import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -10,6 +12,34 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COMET = Path(os.environ.get("COMET_RUNTIME", REPO / "build" / "runtime" / "comet-runtime"))
+
+
+def _integration_packs():
+    """integration/lib/packs.py, whose manifest() the benchmarks share (the
+    suite's package is also named `lib`, so it is loaded by path)."""
+    spec = importlib.util.spec_from_file_location("comet_integration_packs",
+                                                  REPO / "integration" / "lib" / "packs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+manifest = _integration_packs().manifest
+
+
+def static_pack(work: Path, agent_src: Path, agent: str, manifest_text: str, cc_args=()):
+    """WORK/rootfs with AGENT_SRC built static as /usr/bin/AGENT, and WORK/pack
+    with MANIFEST_TEXT as its soyapack.yaml: (pack, rootfs)."""
+    rootfs = work / "rootfs"
+    for d in ("usr/bin", "proc", "dev", "sys", "tmp", "workdir", "etc"):
+        (rootfs / d).mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cc", "-static", "-O2", "-o", str(rootfs / "usr/bin" / agent), str(agent_src),
+                    *cc_args], check=True)
+    pack = work / "pack"
+    pack.mkdir()
+    (pack / "soyapack.yaml").write_text(manifest_text)
+    (pack / "agent.txt").write_text("x\n")
+    return pack, rootfs
 
 
 def busybox_bundle(root: Path, args):
@@ -70,5 +100,12 @@ def table(rows, header):
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
 
-def tmpdir(prefix):
-    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+@contextlib.contextmanager
+def scratch(prefix):
+    """A fresh directory /tmp/PREFIX*, removed with all it holds (a rootfs, a
+    state root) when the block ends, however it ends."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield d
+    finally:
+        subprocess.run(["rm", "-rf", str(d)])

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from lib import COMET, busybox_bundle, median, run_ms, table, timed, tmpdir
+from lib import COMET, busybox_bundle, median, run_ms, scratch, table, timed
 
 
 def runtimes(state):
@@ -52,8 +52,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=25)
     a = ap.parse_args()
-    work = tmpdir("comet-bench-")
-    try:
+    with scratch("comet-bench-") as work:
         bundle = busybox_bundle(work / "bundle", ["/bin/true"])
         state = work / "state"
         rts = runtimes(state)
@@ -89,8 +88,6 @@ def main():
         print(f"busybox bundle, /bin/true, N={a.n} each, medians in ms")
         table(rows, ["runtime", "run", "vs runc", "create+start+wait+delete", "vs runc",
                      "peak RSS KiB"])
-    finally:
-        subprocess.run(["rm", "-rf", str(work)])
 
 
 if __name__ == "__main__":

@@ -20,30 +20,16 @@ filters), run, collect, and remove the run directory.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from lib import COMET, REPO, median, run_ms, table, tmpdir
+from lib import COMET, REPO, manifest, median, run_ms, scratch, static_pack, table
 
 PACKPROBE_SRC = REPO / "integration" / "pack" / "packprobe.c"
 COMPILE_BENCH = REPO / "build" / "bench" / "comet-compile-bench"
 
-MANIFEST = """\
-apiVersion: soyapack/v0
-name: bench-trivial
-version: 1.0.0
-runtime:
-  interpreter: /usr/bin/packprobe
-  entrypoint: agent.txt
-capabilities:
-  egress: []
-  fs:
-    read: [/workdir]
-    write: []
-  determinism_tier: read-only
-"""
+MANIFEST = manifest("bench-trivial", version="1.0.0")
 
 
 def main():
@@ -55,19 +41,10 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/pack.py must run as root")
-    work = tmpdir("comet-bench-pack-")
-    try:
+    with scratch("comet-bench-pack-") as work:
         out = subprocess.run([str(COMPILE_BENCH), "50", "3000"], capture_output=True, text=True, check=True)
         print(out.stdout.strip())
-        rootfs = work / "rootfs"
-        for d in ("usr/bin", "proc", "dev", "sys", "tmp", "workdir", "etc"):
-            (rootfs / d).mkdir(parents=True, exist_ok=True)
-        subprocess.run(["cc", "-static", "-O2", "-o", str(rootfs / "usr/bin/packprobe"), str(PACKPROBE_SRC),
-                        "-lpthread"], check=True)
-        pack = work / "pack"
-        pack.mkdir()
-        (pack / "soyapack.yaml").write_text(MANIFEST)
-        (pack / "agent.txt").write_text("x\n")
+        pack, rootfs = static_pack(work, PACKPROBE_SRC, "packprobe", MANIFEST, cc_args=["-lpthread"])
         plain = work / "plain"
         plain.mkdir()
         subprocess.run(["runc", "spec"], cwd=plain, check=True)
@@ -79,36 +56,32 @@ def main():
         state = work / "state"
         # A private flags registry: a bench run never leaves a flag behind.
         os.environ["COMET_FLAGS_DIR"] = str(work / "flags")
-        variants = {
-            "comet pack run": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run", str(pack),
-                                         "--rootfs", str(rootfs), "--id", f"bp{i}", "--no-cache", "--", "exit=0"],
-            "comet pack run, reporting off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
-                                                        str(pack), "--rootfs", str(rootfs), "--id", f"bq{i}",
-                                                        "--no-cache", "--", "exit=0"],
-            "comet pack run, own init off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
-                                                       str(pack), "--rootfs", str(rootfs), "--id", f"bi{i}",
-                                                       "--no-cache", "--", "exit=0"],
-            "comet pack run, fs events off": lambda i: [str(COMET), "--root", str(state / "c"), "pack", "run",
-                                                        str(pack), "--rootfs", str(rootfs), "--id", f"bf{i}",
-                                                        "--no-cache", "--", "exit=0"],
-            "comet run (plain)": lambda i: [str(COMET), "--root", str(state / "c"), "run", "-b", str(plain),
-                                            f"br{i}"],
-            "runc run (plain)": lambda i: ["runc", "--root", str(state / "r"), "run", "-b", str(plain), f"rr{i}"],
-        }
-        if a.baseline:
-            old = str(Path(a.baseline).resolve())
-            variants["baseline pack run"] = lambda i: [old, "--root", str(state / "o"), "pack", "run", str(pack),
-                                                       "--rootfs", str(rootfs), "--id", f"op{i}", "--no-cache",
-                                                       "--", "exit=0"]
-            variants["baseline run (plain)"] = lambda i: [old, "--root", str(state / "o"), "run", "-b", str(plain),
-                                                          f"or{i}"]
-        times = {k: [] for k in variants}
+        old = str(Path(a.baseline).resolve()) if a.baseline else None
+        # (variant, binary, its state root, pack run or plain run, id prefix, environment)
+        variants = [
+            ("comet pack run", COMET, "c", "pack", "bp", {}),
+            ("comet pack run, reporting off", COMET, "c", "pack", "bq", {"COMET_VIOLATION_REPORTING": "off"}),
+            ("comet pack run, own init off", COMET, "c", "pack", "bi", {"COMET_OWN_INIT": "off"}),
+            ("comet pack run, fs events off", COMET, "c", "pack", "bf", {"COMET_FS_EVENTS": "off"}),
+            ("comet run (plain)", COMET, "c", "run", "br", {}),
+            ("runc run (plain)", "runc", "r", "run", "rr", {}),
+        ]
+        if old:
+            variants += [("baseline pack run", old, "o", "pack", "op", {}),
+                         ("baseline run (plain)", old, "o", "run", "or", {})]
+
+        def argv(binary, root, verb, cid):
+            head = [str(binary), "--root", str(state / root)]
+            if verb == "pack":
+                return head + ["pack", "run", str(pack), "--rootfs", str(rootfs), "--id", cid, "--no-cache",
+                               "--", "exit=0"]
+            return head + ["run", "-b", str(plain), cid]
+
+        times = {v[0]: [] for v in variants}
         for i in range(a.n):
-            for k, mk in variants.items():  # interleaved
-                env = (dict(os.environ, COMET_VIOLATION_REPORTING="off") if "reporting off" in k
-                       else dict(os.environ, COMET_OWN_INIT="off") if "own init off" in k
-                       else dict(os.environ, COMET_FS_EVENTS="off") if "fs events off" in k else None)
-                times[k].append(run_ms(mk(i), env=env))
+            for name, binary, root, verb, prefix, env in variants:  # interleaved
+                times[name].append(run_ms(argv(binary, root, verb, f"{prefix}{i}"),
+                                          env=dict(os.environ, **env) if env else None))
         base = median(times["comet run (plain)"])
         rows = []
         for k, xs in times.items():
@@ -123,8 +96,6 @@ def main():
                    for k, b in (("comet pack run", "baseline pack run"),
                                 ("comet run (plain)", "baseline run (plain)"))],
                   ["variant", "this build", "baseline", "ratio"])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 
-from lib import COMET, busybox_bundle, median, table, tmpdir
+from lib import COMET, busybox_bundle, median, scratch, table
 
 
 def timed_ms(cmd):
@@ -69,9 +69,8 @@ def main():
     ap.add_argument("-n", type=int, default=50, help="parallel containers per round")
     ap.add_argument("-r", "--rounds", type=int, default=5)
     a = ap.parse_args()
-    work = tmpdir("comet-bench-par-")
     load_before = os.getloadavg()
-    try:
+    with scratch("comet-bench-par-") as work:
         bundle = busybox_bundle(work / "bundle", ["/bin/sleep", "30"])
         rts = {"comet": [str(COMET), "--root", str(work / "state-comet")],
                "runc": ["runc", "--root", str(work / "state-runc")]}
@@ -98,8 +97,6 @@ def main():
               f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
         table(rows, ["runtime", "slowest create", "vs runc", "median create", "vs runc",
                      "slowest create+start"])
-    finally:
-        subprocess.run(["rm", "-rf", str(work)])
 
 
 if __name__ == "__main__":

@@ -220,3 +220,30 @@ def bundle(harness):
 @pytest.fixture
 def workdir(harness) -> Path:
     return harness.workdir
+
+
+@pytest.fixture
+def ws(workdir) -> Path:
+    """A sandbox workspace: WORKDIR/ws, writable by every uid (a sandbox may
+    run its command as an ordinary user)."""
+    d = workdir / "ws"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    return d
+
+
+@pytest.fixture
+def scratch_fds(workdir):
+    """scratch_fds(n, prefix="fd") -> n open files WORKDIR/<prefix><i>, closed
+    when the test ends; Runtime(fds=...) places them at 3, 4, ..."""
+    opened: list[int] = []
+
+    def open_files(n: int, prefix: str = "fd") -> list[int]:
+        fds = [os.open(str(workdir / f"{prefix}{i}"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+               for i in range(n)]
+        opened.extend(fds)
+        return fds
+
+    yield open_files
+    for fd in opened:
+        os.close(fd)

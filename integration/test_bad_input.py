@@ -70,31 +70,15 @@ def test_missing_process(rt, harness, bundle):
     assert_nothing_left(harness, cid)
 
 
-def test_empty_args(rt, harness, bundle):
-    b = bundle().args()
-    cid, res = _create(rt, b)
-    assert_one_line_error(res, "args")
-    assert_nothing_left(harness, cid)
-
-
-def test_relative_cwd(rt, harness, bundle):
-    b = bundle().cwd("relative/dir")
-    cid, res = _create(rt, b)
-    assert_one_line_error(res, "cwd", any_of=("absolute",))
-    assert_nothing_left(harness, cid)
-
-
-def test_unknown_namespace_type(rt, harness, bundle):
-    b = bundle().add_namespace("bogusns")
-    cid, res = _create(rt, b)
-    assert_one_line_error(res, "bogusns")
-    assert_nothing_left(harness, cid)
-
-
-def test_bad_rootfs_propagation(rt, harness, bundle):
-    b = bundle().rootfs_propagation("bogus")
-    cid, res = _create(rt, b)
-    assert_one_line_error(res, "rootfsPropagation", "bogus")
+@pytest.mark.parametrize("change, needles, any_of", [
+    (lambda b: b.args(), ("args",), ()),
+    (lambda b: b.cwd("relative/dir"), ("cwd",), ("absolute",)),
+    (lambda b: b.add_namespace("bogusns"), ("bogusns",), ()),
+    (lambda b: b.rootfs_propagation("bogus"), ("rootfsPropagation", "bogus"), ()),
+], ids=["empty-args", "relative-cwd", "unknown-namespace-type", "bad-rootfs-propagation"])
+def test_invalid_field_value(rt, harness, bundle, change, needles, any_of):
+    cid, res = _create(rt, change(bundle()))
+    assert_one_line_error(res, *needles, any_of=any_of)
     assert_nothing_left(harness, cid)
 
 

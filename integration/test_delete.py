@@ -1,13 +1,12 @@
 """`delete`: stopped, running (with and without --force), missing."""
 from lib import cgroup_dirs_named, pid_alive, wait_for
+from lib.asserts import assert_refused_running
 
 
 def test_delete_running_without_force_fails(rt, bundle):
     cid = rt.start_detached(bundle().probe("sleep", "30"))
     res = rt.delete(cid)
-    assert res.rc != 0
-    assert f"cannot delete container {cid} that is not stopped: running" in res.error
-    assert rt.status(cid) == "running"
+    assert_refused_running(rt, cid, res, f"cannot delete container {cid} that is not stopped: running")
 
 
 def test_delete_force_running(rt, bundle):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from lib import wait_for
-from lib.asserts import assert_nothing_left
+from lib.asserts import assert_nothing_left, assert_refused
 
 HOST_MNT = os.readlink("/proc/self/ns/mnt")
 RUNTIME_SIDE = ["prestart", "createRuntime", "poststart", "poststop"]
@@ -143,11 +143,7 @@ def test_container_side_hook_state_has_host_pid(rt, bundle, out):
 def test_failing_create_hook_fails_create_and_leaves_nothing(rt, harness, bundle, kind):
     b = bundle().probe("sleep", "30")
     b.hook(kind, "/bin/sh", ["sh", "-c", "echo hook-stdout; echo hook-stderr >&2; exit 3"])
-    cid = rt.new_id()
-    res = rt.create(cid, b)
-    assert res.rc != 0
-    assert "exit status 3" in res.error, res
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "create", b, "exit status 3")
 
 
 def test_failing_hook_error_carries_output(rt, bundle):
@@ -169,11 +165,7 @@ def test_later_hooks_not_run_after_failure(rt, bundle, out):
 def test_missing_hook_binary(rt, harness, bundle):
     b = bundle().probe("sleep", "30")
     b.hook("prestart", "/nonexistent/hook")
-    cid = rt.new_id()
-    res = rt.create(cid, b)
-    assert res.rc != 0
-    assert "/nonexistent/hook" in res.error
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "create", b, "/nonexistent/hook")
 
 
 def test_hook_timeout(rt, harness, bundle):

@@ -2,6 +2,7 @@
 import os
 
 from lib import cgroup_dirs_named, pid_alive, wait_for
+from lib.asserts import assert_refused_running
 
 STATE_KEYS = {"ociVersion", "id", "status", "pid", "bundle"}
 
@@ -92,9 +93,7 @@ def test_full_cycle_and_cleanup(rt, bundle):
 def test_start_twice_fails(rt, bundle):
     cid = rt.start_detached(bundle().probe("sleep", "30"))
     res = rt.start(cid)
-    assert res.rc != 0
-    assert "cannot start an already running container" in res.error
-    assert rt.status(cid) == "running"
+    assert_refused_running(rt, cid, res, "cannot start an already running container")
 
 
 def test_start_stopped_fails(rt, bundle):

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from lib import find_mount, parse_mountinfo
-from lib.asserts import assert_nothing_left
+from lib.asserts import assert_refused
 
 
 def mounts(rt, b):
@@ -181,20 +181,12 @@ def test_devpts_options(rt, bundle):
 
 def test_mount_missing_source_fails(rt, harness, bundle, workdir):
     b = bundle().bind(workdir / "no-such-src", "/mnt/x")
-    cid = rt.new_id()
-    res = rt.run(cid, b)
-    assert res.rc != 0
-    assert "no-such-src" in res.error
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "run", b, "no-such-src")
 
 
 def test_mount_bad_fstype_fails(rt, harness, bundle):
     b = bundle().add_mount("/mnt/x", "nosuchfs", "none")
-    cid = rt.new_id()
-    res = rt.run(cid, b)
-    assert res.rc != 0
-    assert "/mnt/x" in res.error
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "run", b, "/mnt/x")
 
 
 def test_mount_order_later_wins(rt, bundle, workdir):

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from lib.asserts import assert_nothing_left
+from lib.asserts import assert_nothing_left, assert_refused
 
 NS = ["pid", "net", "mnt", "ipc", "uts", "user", "cgroup", "time"]
 HOST = {n: os.readlink(f"/proc/self/ns/{n}") for n in NS}
@@ -117,11 +117,7 @@ def test_join_wrong_namespace_type(rt, harness, bundle, netns_file):
 def test_duplicate_namespace_rejected(rt, harness, bundle):
     b = bundle()
     b.linux["namespaces"].append({"type": "pid"})
-    cid = rt.new_id()
-    res = rt.run(cid, b)
-    assert res.rc != 0
-    assert "pid" in res.error
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "run", b, "pid")
 
 
 @pytest.mark.comet_only

@@ -7,12 +7,9 @@ import pytest
 
 
 @pytest.fixture
-def three_fds(workdir):
+def three_fds(scratch_fds):
     """Three open files; Runtime(fds=...) places them at 3, 4, 5."""
-    fds = [os.open(str(workdir / f"fd{i}"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644) for i in range(3)]
-    yield fds
-    for fd in fds:
-        os.close(fd)
+    return scratch_fds(3)
 
 
 def test_preserve_two_of_three(rt, bundle, workdir, three_fds):

@@ -1,7 +1,7 @@
 """process: args, env, cwd, user, umask, rlimits, noNewPrivileges, oomScoreAdj."""
 import pytest
 
-from lib.asserts import assert_nothing_left
+from lib.asserts import assert_nothing_left, assert_refused
 
 
 def info(rt, b):
@@ -133,11 +133,7 @@ def test_rlimit_soft_above_hard_fails(rt, harness, bundle):
 
 def test_unknown_rlimit_fails(rt, harness, bundle):
     b = bundle().rlimit("RLIMIT_BOGUS", 1, 1)
-    cid = rt.new_id()
-    res = rt.run(cid, b)
-    assert res.rc != 0
-    assert "RLIMIT_BOGUS" in res.error
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "run", b, "RLIMIT_BOGUS")
 
 
 @pytest.mark.parametrize("nnp,expected", [(True, 1), (False, 0)])

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from lib import config as cfg
-from lib.sandbox import TcpListener, by_arg, probe_cmd, sandbox_ids, sandbox_leftovers
+from lib.sandbox import (TcpListener, by_arg, probe_cmd, sandbox_argv, sandbox_env, sandbox_ids,
+                         sandbox_leftovers)
 
 pytestmark = pytest.mark.comet_only
 
@@ -36,14 +37,6 @@ def _user_exists() -> bool:
 
 
 @pytest.fixture
-def ws(workdir) -> Path:
-    d = workdir / "ws"
-    d.mkdir()
-    os.chmod(d, 0o777)
-    return d
-
-
-@pytest.fixture
 def sbx(rt, workdir, ws):
     """sbx(*cmd, profile=, workspace=, env=, sudo=, runtime=) -> Result. The
     global config is COMET_SANDBOX_GLOBAL_CONFIG=<workdir>/global.yaml
@@ -53,17 +46,12 @@ def sbx(rt, workdir, ws):
 
     def call(*cmd, profile=None, workspace=None, env=None, sudo=False, runtime=None, args=(),
              timeout=60):
-        e = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        e["COMET_SANDBOX_GLOBAL_CONFIG"] = str(global_cfg)
-        e["HOME"] = "/root"
+        e = sandbox_env(global_cfg, HOME="/root")
         e.pop("XDG_CONFIG_HOME", None)
         if sudo:
             e.update(SUDO_UID=str(USER_UID), SUDO_GID=str(USER_GID), SUDO_USER="user")
         e.update(env or {})
-        argv = ["sandbox", *args]
-        if profile:
-            argv += ["--profile", profile]
-        argv += ["--workspace", str(workspace or ws), "--", *cmd]
+        argv = sandbox_argv(cmd, ws=workspace or ws, profile=profile, args=args)
         # --debug: the log names the container id, for the leftover check
         if runtime:
             res = subprocess.run([str(runtime), "--root", str(rt.root), "--debug", *argv], env=e,

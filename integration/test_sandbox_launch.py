@@ -14,23 +14,14 @@ import select
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from lib.sandbox import sandbox_ids, sandbox_leftovers
+from lib.sandbox import sandbox_argv, sandbox_env, sandbox_ids, sandbox_leftovers
 
 pytestmark = pytest.mark.comet_only
 
 PY = "/usr/bin/python3"
-
-
-@pytest.fixture
-def ws(workdir) -> Path:
-    d = workdir / "ws"
-    d.mkdir()
-    os.chmod(d, 0o777)
-    return d
 
 
 @pytest.fixture
@@ -49,14 +40,10 @@ def launch(rt, workdir, ws, runtime_binary):
         "  tmp2: {extends: workspace, limits: {tmp: 2Mi}}\n")
 
     def argv_env(*cmd, profile=None, env=None, args=()):
-        e = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        e["COMET_SANDBOX_GLOBAL_CONFIG"] = str(workdir / "global.yaml")
-        e["HOME"] = "/root"
+        e = sandbox_env(workdir / "global.yaml", HOME="/root")
         e.update(env or {})
-        argv = [str(runtime_binary), "--root", str(rt.root), "--debug", "sandbox", *args]
-        if profile:
-            argv += ["--profile", profile]
-        argv += ["--workspace", str(ws), "--", *cmd]
+        argv = [str(runtime_binary), "--root", str(rt.root), "--debug",
+                *sandbox_argv(cmd, ws=ws, profile=profile, args=args)]
         return argv, e
 
     def run(*cmd, timeout=60, **kw):

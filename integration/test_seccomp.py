@@ -4,7 +4,7 @@ import platform
 import pytest
 
 from lib import config as cfg
-from lib.asserts import assert_nothing_left
+from lib.asserts import assert_refused
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="syscall list is x86_64")
 
@@ -89,11 +89,7 @@ def test_kill_action(rt, bundle):
 
 def test_unknown_action_fails(rt, harness, bundle):
     b = bundle().seccomp(allow_all_but(["mkdir"], action="SCMP_ACT_BOGUS"))
-    cid = rt.new_id()
-    res = rt.run(cid, b)
-    assert res.rc != 0
-    assert "SCMP_ACT_BOGUS" in res.error
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "run", b, "SCMP_ACT_BOGUS")
 
 
 def test_unknown_syscall_name_is_ignored(rt, bundle):

@@ -10,6 +10,8 @@ import threading
 
 import pytest
 
+from lib.asserts import assert_refused
+
 pytestmark = [pytest.mark.skipif(platform.machine() != "x86_64", reason="x86_64 syscalls"),
               pytest.mark.comet_only]
 
@@ -72,12 +74,7 @@ def test_notify_listener_receives_fd_and_state(rt, bundle, workdir):
 
 def test_notify_without_listener_path_is_refused(rt, harness, bundle):
     b = bundle().seccomp(profile("SCMP_ACT_NOTIFY"))
-    cid = rt.new_id()
-    res = rt.create(cid, b)
-    assert res.rc != 0
-    assert "listenerPath" in res.error, res
-    from lib.asserts import assert_nothing_left
-    assert_nothing_left(harness, cid)
+    assert_refused(harness, "create", b, "listenerPath")
 
 
 def test_log_action_allows(rt, bundle):

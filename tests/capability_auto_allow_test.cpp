@@ -7,16 +7,14 @@
 #include "comet/capability/auto_allow.hpp"
 #include "comet/capability/profile.hpp"
 
+#include "support/resolve_context.hpp"
+
 using namespace comet::capability;
 
 namespace {
 
 ResolveContext ctx() {
-  ResolveContext c;
-  c.workspace = "/home/ada/src/app";
-  c.home = "/home/ada";
-  c.tmp = "/tmp";
-  return c;
+  return comet::test::ada_context();
 }
 
 ResolvedProfile profile(const std::string& name) {

@@ -15,6 +15,7 @@
 #include "comet/capability/compile.hpp"
 #include "comet/oci/spec.hpp"
 
+#include "support/seed_manifest.hpp"
 #include "support/slurp.hpp"
 
 namespace fs = std::filesystem;
@@ -28,24 +29,7 @@ const fs::path kGolden = fs::path(COMET_TEST_DATA) / "capability" / "golden";
 
 using comet::test::slurp;
 
-const char* kSeed = R"(apiVersion: soyapack/v0
-name: weather-agent
-version: 1.4.2
-runtime:
-  interpreter: /usr/bin/python3
-  entrypoint: agent.py
-  args: ["--city", "Oslo"]
-  env: {LANG: C.UTF-8}
-tools:
-  - {name: fetch, kind: builtin.http_get, url: "https://api.openai.com/v1/chat/completions"}
-capabilities:
-  egress:
-    - {host: api.openai.com, port: 443, protocol: https}
-  fs:
-    read: [/workdir, /workdir/inputs]
-    write: [/workdir/out]
-  determinism_tier: read-only
-)";
+using comet::test::kSeed;
 
 Manifest seed() {
   auto m = load_manifest(kSeed);

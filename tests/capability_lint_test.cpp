@@ -48,13 +48,16 @@ const std::string kFetch =
     "tools:\n  - name: fetch\n    kind: builtin.http_get\n"
     "    url: https://api.anthropic.com/v1/messages\n";
 
+// The fetch tool and one egress entry, HOST:443 over https, read-only.
+Manifest fetch_with_egress(const std::string& host) {
+  return parse(kFetch + "capabilities:\n  egress:\n    - {host: " + host +
+               ", port: 443, protocol: https}\n  determinism_tier: read-only\n");
+}
+
 }  // namespace
 
 TEST(CapabilityLint, SeedExampleTextExactly) {
-  Manifest m = parse(kFetch +
-                     "capabilities:\n  egress:\n"
-                     "    - {host: api.openai.com, port: 443, protocol: https}\n"
-                     "  determinism_tier: read-only\n");
+  Manifest m = fetch_with_egress("api.openai.com");
   auto f = lint(m);
   // The unused openai entry is a warning; the seed shows the error alone.
   auto errs = only(f, "egress-uncovered-tool");
@@ -432,10 +435,7 @@ TEST(CapabilityLint, CleanManifestHasNoFindingsEvenStrict) {
 }
 
 TEST(CapabilityLint, FindingsAreSortedByPositionAndCarryExplanations) {
-  Manifest m = parse(kFetch +
-                     "capabilities:\n  egress:\n"
-                     "    - {host: 10.0.0.1, port: 443, protocol: https}\n"
-                     "  determinism_tier: read-only\n");
+  Manifest m = fetch_with_egress("10.0.0.1");
   auto f = lint(m);
   ASSERT_EQ(f.size(), 3u);
   EXPECT_EQ(f[0].rule_id, "egress-uncovered-tool");
@@ -471,10 +471,7 @@ TEST(CapabilityLint, TextRendering) {
 }
 
 TEST(CapabilityLint, JsonRendering) {
-  Manifest m = parse(kFetch +
-                     "capabilities:\n  egress:\n"
-                     "    - {host: api.openai.com, port: 443, protocol: https}\n"
-                     "  determinism_tier: read-only\n");
+  Manifest m = fetch_with_egress("api.openai.com");
   auto f = lint(m);
   auto j = nlohmann::json::parse(render_json(f, "soyapack.yaml"));
   EXPECT_EQ(j["file"], "soyapack.yaml");

@@ -16,6 +16,7 @@
 #include "comet/capability/profile_compile.hpp"
 #include "comet/oci/spec.hpp"
 
+#include "support/resolve_context.hpp"
 #include "support/slurp.hpp"
 
 namespace fs = std::filesystem;
@@ -38,10 +39,7 @@ HostKind kind_of(const std::string& s) {
 }
 
 ResolveContext ctx() {
-  ResolveContext c;
-  c.workspace = "/home/ada/src/app";
-  c.home = "/home/ada";
-  c.tmp = "/tmp";
+  ResolveContext c = comet::test::ada_context();
   c.config_home = "/home/ada/.config";
   c.runtime_dir = "/run/user/1000";
   return c;

@@ -11,6 +11,8 @@
 
 #include "comet/capability/profile.hpp"
 
+#include "support/resolve_context.hpp"
+
 namespace fs = std::filesystem;
 using comet::Result;
 using namespace comet::capability;
@@ -34,11 +36,7 @@ ConfigDoc user() {
 }
 
 ResolveContext ctx() {
-  ResolveContext c;
-  c.workspace = "/home/ada/src/app";
-  c.home = "/home/ada";
-  c.tmp = "/tmp";
-  return c;
+  return comet::test::ada_context();
 }
 
 bool has(const std::vector<std::string>& v, const std::string& x) {

@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include "support/elf.hpp"
 #include "support/slurp.hpp"
 
 #include <cstddef>
@@ -92,18 +93,7 @@ Crafted craft(const std::vector<std::string>& needed = {"liba.so.1", "libb.so.2"
   off += dyn.size() * sizeof(Elf64_Dyn);
   c.b.assign(off, 0);
 
-  Elf64_Ehdr eh = {};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_DYN;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_phoff = sizeof(Elf64_Ehdr);
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_phentsize = sizeof(Elf64_Phdr);
-  eh.e_phnum = static_cast<uint16_t>(nph);
+  const Elf64_Ehdr eh = comet::test::x86_64_ehdr(ET_DYN, static_cast<uint16_t>(nph));
   std::memcpy(c.b.data(), &eh, sizeof eh);
 
   size_t ph = sizeof(Elf64_Ehdr);

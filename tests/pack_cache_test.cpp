@@ -17,6 +17,8 @@
 #include "comet/base/sys.hpp"
 #include "comet/pack/pack_cache.hpp"
 
+#include "support/tempdir.hpp"
+
 using namespace comet;
 using namespace comet::runtime;
 using namespace comet::runtime::cache;
@@ -25,22 +27,7 @@ namespace cap = comet::capability;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/comet-cache-test-XXXXXX";
-    path_ = ::mkdtemp(t);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+using comet::test::TempDir;
 
 void put(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());

@@ -24,6 +24,8 @@
 #include "comet/base/sys.hpp"
 #include "comet/pack/hostroot.hpp"
 
+#include "support/tempdir.hpp"
+
 using namespace comet;
 using namespace comet::runtime;
 namespace fs = std::filesystem;
@@ -38,12 +40,8 @@ std::vector<unsigned char> file_bytes(const std::string& path) {
 
 class HostrootDisk : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/comet-hostroot-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  comet::test::TempDir tmp_{"comet-hostroot-test"};
+  const std::string dir_ = tmp_.path();
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   // Entries of dir_ (to see that a failure leaves nothing).
   std::set<std::string> listing() const {
@@ -51,7 +49,6 @@ class HostrootDisk : public ::testing::Test {
     for (auto& e : fs::directory_iterator(dir_)) out.insert(e.path().filename().string());
     return out;
   }
-  std::string dir_;
 };
 
 }  // namespace

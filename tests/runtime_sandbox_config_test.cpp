@@ -16,6 +16,8 @@
 
 #include "comet/sandbox/sandbox_config.hpp"
 
+#include "support/tempdir.hpp"
+
 namespace fs = std::filesystem;
 using namespace comet;
 using namespace comet::runtime;
@@ -23,24 +25,7 @@ namespace cap = comet::capability;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "comet-sbxcfg-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string put(const std::string& rel, const std::string& text) const {
-    fs::path p = fs::path(path_) / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
-
- private:
-  std::string path_;
-};
+using comet::test::TempDir;
 
 bool has(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();

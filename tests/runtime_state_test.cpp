@@ -13,19 +13,16 @@
 #include "comet/base/sys.hpp"
 #include "comet/host/state_store.hpp"
 
+#include "support/tempdir.hpp"
+
 using namespace comet;
 using namespace comet::runtime;
 namespace fs = std::filesystem;
 
 class StateStore : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/comet-state-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  std::string root_;
+  comet::test::TempDir tmp_{"comet-state-test"};
+  const std::string root_ = tmp_.path();
 };
 
 TEST_F(StateStore, CreateIsExclusive) {

@@ -9,37 +9,16 @@
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
+#include "support/seccomp_spec.hpp"
+
 namespace cs = comet::seccomp;
 namespace oci = comet::oci;
 
 namespace {
 
-oci::SeccompSyscall rule(std::vector<std::string> names, std::string action,
-                         std::vector<oci::SeccompArg> args = {},
-                         std::optional<uint32_t> errno_ret = std::nullopt) {
-  oci::SeccompSyscall s;
-  s.names = std::move(names);
-  s.action = std::move(action);
-  s.args = std::move(args);
-  s.errno_ret = errno_ret;
-  return s;
-}
-
-oci::SeccompArg arg(uint32_t index, std::string op, uint64_t value, uint64_t value_two = 0) {
-  oci::SeccompArg a;
-  a.index = index;
-  a.op = std::move(op);
-  a.value = value;
-  a.value_two = value_two;
-  return a;
-}
-
-oci::Seccomp profile(std::string default_action, std::vector<oci::SeccompSyscall> rules = {}) {
-  oci::Seccomp s;
-  s.default_action = std::move(default_action);
-  s.syscalls = std::move(rules);
-  return s;
-}
+using comet::test::arg;
+using comet::test::profile;
+using comet::test::rule;
 
 cs::Program must_compile(const oci::Seccomp& s, const cs::CompileOptions& o = {}) {
   auto r = cs::compile(s, o);

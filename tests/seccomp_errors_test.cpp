@@ -5,24 +5,20 @@
 
 #include "comet/seccomp/seccomp.hpp"
 
+#include "support/seccomp_spec.hpp"
+
 namespace cs = comet::seccomp;
 namespace oci = comet::oci;
 
 namespace {
 
-oci::SeccompSyscall rule(std::vector<std::string> names, std::string action) {
-  oci::SeccompSyscall s;
-  s.names = std::move(names);
-  s.action = std::move(action);
-  return s;
-}
+using comet::test::arg;
+using comet::test::rule;
 
 oci::Seccomp valid() {
-  oci::Seccomp s;
-  s.default_action = "SCMP_ACT_ERRNO";
-  s.syscalls = {rule({"read"}, "SCMP_ACT_ALLOW"), rule({"write"}, "SCMP_ACT_ALLOW"),
-                rule({"close"}, "SCMP_ACT_ALLOW"), rule({"getpid"}, "SCMP_ACT_ALLOW")};
-  return s;
+  return comet::test::profile(
+      "SCMP_ACT_ERRNO", {rule({"read"}, "SCMP_ACT_ALLOW"), rule({"write"}, "SCMP_ACT_ALLOW"),
+                         rule({"close"}, "SCMP_ACT_ALLOW"), rule({"getpid"}, "SCMP_ACT_ALLOW")});
 }
 
 std::string error_of(const oci::Seccomp& s) {
@@ -65,21 +61,13 @@ TEST(SeccompErrors, UnknownActionOnAnUnknownSyscallIsStillAnError) {
 
 TEST(SeccompErrors, UnknownOperator) {
   auto s = valid();
-  oci::SeccompArg a;
-  a.index = 0;
-  a.op = "SCMP_CMP_EQ";
-  oci::SeccompArg b = a;
-  b.op = "SCMP_CMP_FOO";
-  s.syscalls[2].args = {a, b};
+  s.syscalls[2].args = {arg(0, "SCMP_CMP_EQ"), arg(0, "SCMP_CMP_FOO")};
   EXPECT_EQ(error_of(s), "linux.seccomp.syscalls[2].args[1].op: unknown operator \"SCMP_CMP_FOO\"");
 }
 
 TEST(SeccompErrors, ArgumentIndexOutOfRange) {
   auto s = valid();
-  oci::SeccompArg a;
-  a.index = 6;
-  a.op = "SCMP_CMP_EQ";
-  s.syscalls[0].args = {a};
+  s.syscalls[0].args = {arg(6, "SCMP_CMP_EQ")};
   EXPECT_EQ(error_of(s), "linux.seccomp.syscalls[0].args[0].index: 6 out of range (0..5)");
 }
 

@@ -13,19 +13,15 @@
 
 #include "comet/seccomp/seccomp.hpp"
 
+#include "support/seccomp_spec.hpp"
+
 namespace cs = comet::seccomp;
 namespace oci = comet::oci;
 
 namespace {
 
-oci::SeccompSyscall rule(std::vector<std::string> names, std::string action,
-                         std::optional<uint32_t> errno_ret = std::nullopt) {
-  oci::SeccompSyscall s;
-  s.names = std::move(names);
-  s.action = std::move(action);
-  s.errno_ret = errno_ret;
-  return s;
-}
+using comet::test::profile;
+using comet::test::rule;
 
 cs::Program compile_or_die(const oci::Seccomp& s) {
   auto r = cs::compile(s);
@@ -77,9 +73,7 @@ int errno_of(long rc) {
 }  // namespace
 
 TEST(SeccompLoad, DeniedSyscallFailsWithTheRuleErrno) {
-  oci::Seccomp s;
-  s.default_action = "SCMP_ACT_ALLOW";
-  s.syscalls = {rule({"getppid"}, "SCMP_ACT_ERRNO", 77)};
+  oci::Seccomp s = profile("SCMP_ACT_ALLOW", {rule({"getppid"}, "SCMP_ACT_ERRNO", {}, 77)});
   const cs::Program p = compile_or_die(s);
   const Outcome o = in_child([&] {
     nnp_and_load(p);
@@ -135,9 +129,8 @@ TEST(SeccompLoad, DockerDefaultProfileInTheKernel) {
 }
 
 TEST(SeccompLoad, KillProcessAndTrapDeliverSigsys) {
-  oci::Seccomp s;
-  s.default_action = "SCMP_ACT_ALLOW";
-  s.syscalls = {rule({"getppid"}, "SCMP_ACT_KILL_PROCESS"), rule({"getpgrp"}, "SCMP_ACT_TRAP")};
+  oci::Seccomp s = profile("SCMP_ACT_ALLOW", {rule({"getppid"}, "SCMP_ACT_KILL_PROCESS"),
+                                              rule({"getpgrp"}, "SCMP_ACT_TRAP")});
   const cs::Program p = compile_or_die(s);
   Outcome o = in_child([&] {
     nnp_and_load(p);
@@ -175,9 +168,7 @@ TEST(SeccompLoad, NotifyReturnsAListenerFd) {
 }
 
 TEST(SeccompLoad, FlagsAreAccepted) {
-  oci::Seccomp s;
-  s.default_action = "SCMP_ACT_ALLOW";
-  s.syscalls = {rule({"getppid"}, "SCMP_ACT_ERRNO", 5)};
+  oci::Seccomp s = profile("SCMP_ACT_ALLOW", {rule({"getppid"}, "SCMP_ACT_ERRNO", {}, 5)});
   for (const auto& flag : cs::supported_flags()) {
     if (flag == "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") continue;  // needs NOTIFY
     s.flags = {flag};
@@ -192,9 +183,7 @@ TEST(SeccompLoad, FlagsAreAccepted) {
 }
 
 TEST(SeccompLoad, WithoutNoNewPrivsAndCapSysAdminTheKernelRefuses) {
-  oci::Seccomp s;
-  s.default_action = "SCMP_ACT_ALLOW";
-  s.syscalls = {rule({"getppid"}, "SCMP_ACT_ERRNO")};
+  oci::Seccomp s = profile("SCMP_ACT_ALLOW", {rule({"getppid"}, "SCMP_ACT_ERRNO")});
   const cs::Program p = compile_or_die(s);
   const Outcome o = in_child([&] {
     // Drop privileges if we run as root (this clears the capability sets).

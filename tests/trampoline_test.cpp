@@ -31,6 +31,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/elf.hpp"
+
 namespace cr = comet::runtime;
 
 namespace {
@@ -301,19 +303,8 @@ std::vector<unsigned char> exit42_elf() {
                                 0xb8, 0xe7, 0, 0, 0,  // mov eax, 231
                                 0x0f, 0x05};          // syscall
   const uint64_t base = 0x400000, hdrs = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_EXEC;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = comet::test::x86_64_ehdr(ET_EXEC, 1);
   eh.e_entry = base + hdrs;
-  eh.e_phoff = sizeof(Elf64_Ehdr);
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_phentsize = sizeof(Elf64_Phdr);
-  eh.e_phnum = 1;
   Elf64_Phdr ph{};
   ph.p_type = PT_LOAD;
   ph.p_flags = PF_R | PF_X;

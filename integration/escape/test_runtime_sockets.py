@@ -16,21 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from lib.sandbox import UnixListener, by_arg, probe_cmd, sandbox_ids, sandbox_leftovers
+from lib.sandbox import UnixListener, by_arg, probe_cmd, run_clean, sandbox_env
 
 pytestmark = pytest.mark.comet_only
 
 WIDE = "profiles:\n  wide:\n    extends: workspace\n    write: [/run]\n" \
        "  peek:\n    extends: strict\n    read: [/run]\n"
 PROFILES = ["workspace", "read-only", "wide", "peek"]
-
-
-@pytest.fixture
-def ws(workdir) -> Path:
-    d = workdir / "ws"
-    d.mkdir()
-    os.chmod(d, 0o777)
-    return d
 
 
 @pytest.fixture
@@ -41,13 +33,7 @@ def sbx(rt, workdir, ws):
     def call(*cmd, profile, extra_config=""):
         if extra_config:
             gcfg.write_text(WIDE + extra_config)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
-        res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--", *cmd, env=env,
-                 global_args=["--debug"], timeout=60)
-        left = sandbox_leftovers(rt.root, sandbox_ids(res.err))
-        assert not left, left
-        return res
+        return run_clean(rt, ws, cmd, profile=profile, env=sandbox_env(gcfg))
 
     return call
 

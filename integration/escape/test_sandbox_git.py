@@ -17,21 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lib.sandbox import GIT_ENV, git, make_repo, sandbox_runner  # noqa: F401
+from lib.sandbox import git, sandbox_env
 
 pytestmark = pytest.mark.comet_only
 
 PROFILES = ["workspace", "strict"]  # the profiles that write the workspace
-@pytest.fixture
-def repo(workdir) -> Path:
-    return make_repo(workdir)
-
-
-@pytest.fixture
-def sandbox(rt, workdir):
-    return sandbox_runner(rt, workdir)
-
-
 def host_git_runs_nothing(ws: Path, marker: Path):
     """The host's git, as shells and IDEs run it: status, commit, diff."""
     (ws / "b.txt").write_text("b\n")
@@ -125,7 +115,7 @@ def test_ordinary_git_work_still_works_inside(sandbox, repo):
 
 
 def test_auto_allow_always_asks_about_protected_writes(rt, repo):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env = sandbox_env()
     for cmd in (["git", "config", "core.fsmonitor", "x"],
                 ["sh", "-c", "echo x > .git/hooks/pre-commit"],
                 ["cp", "/tmp/x", ".git/hooks/pre-commit"],
@@ -142,7 +132,7 @@ def test_the_home_directory_is_never_the_workspace_whatever_HOME_says(rt, workdi
     # Red team round 2: the check followed $HOME; a harness may set its own.
     import pwd
     home = pwd.getpwuid(os.getuid()).pw_dir
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env = sandbox_env()
     env["HOME"] = str(workdir)
     res = rt("sandbox", "--workspace", home, "--", "true", env=env)
     assert res.rc == 125 and "home directory" in res.err, res

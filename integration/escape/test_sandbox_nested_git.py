@@ -21,19 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lib.sandbox import GIT_ENV, git, make_repo, sandbox_runner  # noqa: F401
+from lib.sandbox import GIT_ENV, git, make_repo, sandbox_env
 
 pytestmark = pytest.mark.comet_only
-
-@pytest.fixture
-def repo(workdir) -> Path:
-    return make_repo(workdir)
-
-
-@pytest.fixture
-def sandbox(rt, workdir):
-    return sandbox_runner(rt, workdir)
-
 
 def git_events(evs):
     return [e for e in evs if e.get("surface") == "fs.write" and
@@ -251,8 +241,7 @@ def test_dev_stdout_reaches_the_callers_file_and_terminal(rt, repo, workdir):
     out = workdir / f"out-{secrets.token_hex(3)}.txt"
     gcfg = workdir / "global.yaml"
     gcfg.write_text("")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-    env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+    env = sandbox_env(gcfg)
     with open(out, "w") as f:
         p = subprocess.run([rt.binary, "--root", str(workdir / "root"), "sandbox", "--workspace",
                             str(repo), "--", "sh", "-c",
@@ -418,12 +407,7 @@ echo ok > notes.txt && echo "ordinary=0"
 
 
 def test_a_modules_config_worktree_is_protected(sandbox, repo, workdir):
-    up = workdir / f"up-{secrets.token_hex(3)}"
-    up.mkdir()
-    git(up, "init", "-q")
-    (up / "u").write_text("u\n")
-    git(up, "add", "u")
-    git(up, "commit", "-qm", "u")
+    up = make_repo(workdir)
     git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(up), "m")
     git(repo, "commit", "-qm", "m")
     cw = repo / ".git" / "modules" / "m" / "config.worktree"
@@ -659,7 +643,7 @@ def test_two_sandboxes_of_one_workspace_with_different_roots_share_placeholders(
     two roots, the first sandbox to end removed the placeholders (their read-
     only mounts in the other went with them), and the second wrote .envrc
     and .vscode/tasks.json, which stayed on the host."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env = sandbox_env()
     env.update(GIT_ENV)
     gcfg = workdir / "global.yaml"
     gcfg.write_text("")
@@ -748,7 +732,7 @@ def test_one_workspace_reached_by_two_paths_shares_placeholders(sandbox, rt, rep
     alias.mkdir()
     subprocess.run(["mount", "--bind", str(repo), str(alias)], check=True)
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+        env = sandbox_env()
         env.update(GIT_ENV)
         gcfg = workdir / "global.yaml"
         gcfg.write_text("")

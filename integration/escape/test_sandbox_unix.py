@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.sandbox import UnixListener, sandbox_ids, sandbox_leftovers
+from lib.packs import events_of
+from lib.sandbox import UnixListener, run_clean, sandbox_env
 
 pytestmark = pytest.mark.comet_only
 
@@ -136,14 +137,6 @@ class DgramListener:
 
 
 @pytest.fixture
-def ws(workdir) -> Path:
-    d = workdir / "ws"
-    d.mkdir()
-    os.chmod(d, 0o777)
-    return d
-
-
-@pytest.fixture
 def hostdir():
     """A directory of host sockets outside every workspace, as a daemon's."""
     d = Path("/run") / f"comet-utest-{secrets.token_hex(4)}"
@@ -161,15 +154,10 @@ def sbx(rt, workdir, ws):
 
     def call(script, *args, profile, config=""):
         gcfg.write_text(config)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
         events = workdir / f"events-{secrets.token_hex(3)}.jsonl"
-        res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--events", str(events),
-                 "--", PY, "-c", script, *args, env=env, global_args=["--debug"], timeout=120)
-        left = sandbox_leftovers(rt.root, sandbox_ids(res.err))
-        assert not left, left
-        evs = [json.loads(l) for l in events.read_text().splitlines()] if events.exists() else []
-        return res, evs
+        res = run_clean(rt, ws, [PY, "-c", script, *args], profile=profile, env=sandbox_env(gcfg),
+                        events=events, timeout=120)
+        return res, events_of(events)
 
     return call
 

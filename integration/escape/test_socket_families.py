@@ -12,25 +12,12 @@ import os
 
 import pytest
 
-from lib.packs import build_packprobe, events_of, make_pack, results
+from lib.packs import build_packprobe, events_of, make_pack, manifest, results
 
 pytestmark = pytest.mark.comet_only
 
-MANIFEST = """\
-apiVersion: soyapack/v0
-name: families-pack
-version: 0.0.1
-runtime:
-  interpreter: /usr/bin/packprobe
-  entrypoint: agent.txt
-  args: []
-capabilities:
-  egress:
-    - {host: api.test, port: 443, protocol: https}
-  fs:
-    read: [/workdir]
-  determinism_tier: side-effect
-"""
+MANIFEST = manifest("families-pack", egress="[{host: api.test, port: 443, protocol: https}]",
+                    tier="side-effect")
 
 SOCK_STREAM, SOCK_DGRAM = 1, 2
 SOCK_RAW, SOCK_CLOEXEC = 3, 0o2000000

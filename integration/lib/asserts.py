@@ -35,3 +35,25 @@ def assert_nothing_left(harness, cid: str) -> None:
     assert wait_for(lambda: not cgroup_dirs_named(cid), 3), cgroup_dirs_named(cid)
     keys = harness._rootfs_keys()
     assert wait_for(lambda: not processes_in(harness.workdir, keys), 3), processes_in(harness.workdir, keys)
+
+
+def assert_refused(harness, verb: str, bundle, *needles: str):
+    """`VERB ID BUNDLE` (create or run, under a fresh id) fails, its error
+    names every needle, and nothing of the container is left: the result."""
+    rt = harness.rt
+    cid = rt.new_id()
+    res = getattr(rt, verb)(cid, bundle)
+    assert res.rc != 0, res
+    for n in needles:
+        assert n in res.error, res
+    assert_nothing_left(harness, cid)
+    return res
+
+
+def assert_refused_running(rt, cid: str, res, *needles: str) -> None:
+    """RES, a verb on the running container CID, failed with an error that
+    names every needle, and CID still runs."""
+    assert res.rc != 0, res
+    for n in needles:
+        assert n in res.error, res
+    assert rt.status(cid) == "running"

@@ -12,21 +12,19 @@ from pathlib import Path
 
 PACKPROBE_SRC = Path(__file__).resolve().parent.parent / "pack" / "packprobe.c"
 
-MANIFEST = """\
-apiVersion: soyapack/v0
-name: probe-pack
-version: 0.0.1
-runtime:
-  interpreter: /usr/bin/packprobe
-  entrypoint: agent.txt
-  args: []
-capabilities:
-  egress: []
-  fs:
-    read: [/workdir, /workdir/inputs]
-    write: [/workdir/out]
-  determinism_tier: read-only
-"""
+def manifest(name: str, *, version: str = "0.0.1", interpreter: str = "/usr/bin/packprobe",
+             egress: str = "[]", read=("/workdir",), write=(), tier: str = "read-only") -> str:
+    """A soyapack.yaml whose entrypoint is agent.txt (make_pack writes it):
+    EGRESS is the YAML of capabilities.egress, READ and WRITE the fs paths.
+    Also the benchmarks' (bench/lib.py)."""
+    return (f"apiVersion: soyapack/v0\nname: {name}\nversion: {version}\n"
+            f"runtime:\n  interpreter: {interpreter}\n  entrypoint: agent.txt\n  args: []\n"
+            f"capabilities:\n  egress: {egress}\n"
+            f"  fs:\n    read: [{', '.join(read)}]\n    write: [{', '.join(write)}]\n"
+            f"  determinism_tier: {tier}\n")
+
+
+MANIFEST = manifest("probe-pack", read=("/workdir", "/workdir/inputs"), write=("/workdir/out",))
 
 
 def build_packprobe(session_dir: Path) -> Path:

@@ -13,6 +13,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from lib.packs import events_of, results  # noqa: F401 (results: op -> its result lines)
+
 PYTHON = "/usr/bin/python3"
 
 # One operation per argument, "op=arg"; one JSON line per operation:
@@ -80,16 +82,6 @@ def probe_cmd(*ops: str) -> list[str]:
     return [PYTHON, "-c", PROBE, *ops]
 
 
-def results(res) -> dict[str, list[dict]]:
-    """op -> its result lines, in order."""
-    out: dict[str, list[dict]] = {}
-    for line in res.out.splitlines():
-        if line.startswith("{"):
-            d = json.loads(line)
-            out.setdefault(d["op"], []).append(d)
-    return out
-
-
 def by_arg(res) -> dict[tuple[str, str], dict]:
     """(op, arg) -> its result (the last one)."""
     out = {}
@@ -100,67 +92,88 @@ def by_arg(res) -> dict[tuple[str, str], dict]:
     return out
 
 
-class UnixListener:
+class _Listener:
+    """A listening socket on the host that counts the connections it accepts."""
+
+    def __init__(self, sock: socket.socket):
+        self.accepted = 0
+        self.sock = sock
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self._stop = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self._stop:
+            try:
+                c, _ = self.sock.accept()
+                self.accepted += 1
+                c.close()
+            except (socket.timeout, OSError):
+                continue
+
+    def close(self):
+        self._stop = True
+        self.thread.join(timeout=2)
+        self.sock.close()
+
+
+class UnixListener(_Listener):
     """A unix stream listener at PATH, on the host, counting connections."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.accepted = 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(self.path))
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(self.path))
         os.chmod(self.path, 0o666)
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self._stop = False
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
-
-    def _loop(self):
-        while not self._stop:
-            try:
-                c, _ = self.sock.accept()
-                self.accepted += 1
-                c.close()
-            except (socket.timeout, OSError):
-                continue
+        super().__init__(sock)
 
     def close(self):
-        self._stop = True
-        self.thread.join(timeout=2)
-        self.sock.close()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        super().close()
+        self.path.unlink(missing_ok=True)
 
 
-class TcpListener:
+class TcpListener(_Listener):
     """A TCP listener on 127.0.0.1 (an ephemeral port), on the host."""
 
     def __init__(self):
-        self.accepted = 0
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self._stop = False
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        super().__init__(sock)
 
-    def _loop(self):
-        while not self._stop:
-            try:
-                c, _ = self.sock.accept()
-                self.accepted += 1
-                c.close()
-            except (socket.timeout, OSError):
-                continue
 
-    def close(self):
-        self._stop = True
-        self.thread.join(timeout=2)
-        self.sock.close()
+def sandbox_env(global_cfg: Path | None = None, **extra: str) -> dict[str, str]:
+    """The caller's environment without SUDO_* (through those, a sandbox run
+    by root runs CMD as that user), with COMET_SANDBOX_GLOBAL_CONFIG=GLOBAL_CFG
+    when given, and EXTRA."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    if global_cfg is not None:
+        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(global_cfg)
+    env.update(extra)
+    return env
+
+
+def sandbox_argv(cmd, *, ws: Path, profile: str | None = None, args=()) -> list[str]:
+    """`sandbox ARGS [--profile PROFILE] --workspace WS -- CMD` (after the
+    runtime's own global options)."""
+    argv = ["sandbox", *args]
+    if profile:
+        argv += ["--profile", profile]
+    return argv + ["--workspace", str(ws), "--", *cmd]
+
+
+def run_clean(rt, ws: Path, cmd, *, profile: str, env: dict, events: Path | None = None,
+              timeout: int = 60):
+    """`sandbox --profile PROFILE --workspace WS [--events EVENTS] -- CMD` with
+    --debug (the log names the container ids); it must leave nothing behind."""
+    extra = ["--events", str(events)] if events else []
+    res = rt("sandbox", "--profile", profile, "--workspace", str(ws), *extra, "--", *cmd, env=env,
+             global_args=["--debug"], timeout=timeout)
+    left = sandbox_leftovers(rt.root, sandbox_ids(res.err))
+    assert not left, left
+    return res
 
 
 def sandbox_ids(stderr: str) -> set[str]:
@@ -234,17 +247,14 @@ def sandbox_runner(rt, workdir: Path):
     gcfg.write_text("")
 
     def call(ws, argv, profile="workspace", extra_env=None):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
-        env.update(GIT_ENV)
-        env.update(extra_env or {})
-        env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+        env = {**sandbox_env(), **GIT_ENV, **(extra_env or {}),
+               "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
         events = workdir / f"ev-{secrets.token_hex(3)}.jsonl"
         if isinstance(argv, str):
             argv = ["/bin/sh", "-c", argv]
         res = rt("sandbox", "--profile", profile, "--workspace", str(ws), "--events", str(events),
                  "--", *argv, env=env, timeout=120)
-        evs = [json.loads(l) for l in events.read_text().splitlines()] if events.exists() else []
-        return res, evs
+        return res, events_of(events)
 
     return call
 

@@ -200,14 +200,19 @@ def nft_tables() -> Counter:
     return c
 
 
+def _count_entries(c: Counter, d: str) -> None:
+    """One count in C for every entry of directory D (none when D is gone)."""
+    try:
+        for e in os.listdir(d):
+            c[f"{d}/{e}"] += 1
+    except OSError:
+        pass
+
+
 def state_dirs(roots) -> Counter:
     c: Counter = Counter()
     for r in roots:
-        try:
-            for e in os.listdir(r):
-                c[f"{r}/{e}"] += 1
-        except OSError:
-            pass
+        _count_entries(c, r)
     return c
 
 
@@ -224,11 +229,7 @@ def temp_dirs() -> Counter:
             p = f"{base}/{n}"
             c[p] += 1
             if os.path.isdir(p) and not os.path.islink(p):
-                try:
-                    for e in os.listdir(p):
-                        c[f"{p}/{e}"] += 1
-                except OSError:
-                    pass
+                _count_entries(c, p)
     return c
 
 

@@ -69,12 +69,19 @@ def check_list_consistent(srt, allowed_ids):
     return {e["id"] for e in entries}
 
 
-def test_full_state_dir(small_root, bundle):
-    srt, mnt = small_root
+def _running_keeper(srt, bundle):
+    """A container started before the fault, that must survive it: (its
+    bundle, its id)."""
     b = bundle().probe("sleep", "60").write()
     keep = srt.new_id("keep")
     srt("create", "--bundle", str(b.path), keep).expect_ok()
     srt("start", keep).expect_ok()
+    return b, keep
+
+
+def test_full_state_dir(small_root, bundle):
+    srt, mnt = small_root
+    b, keep = _running_keeper(srt, bundle)
     filler = mnt / "filler"
     failures = successes = 0
     messages = set()
@@ -118,10 +125,7 @@ def test_full_state_dir(small_root, bundle):
 
 def test_read_only_state_dir(small_root, bundle):
     srt, mnt = small_root
-    b = bundle().probe("sleep", "60").write()
-    keep = srt.new_id("keep")
-    srt("create", "--bundle", str(b.path), keep).expect_ok()
-    srt("start", keep).expect_ok()
+    b, keep = _running_keeper(srt, bundle)
     subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
     try:
         cid = srt.new_id("ro")

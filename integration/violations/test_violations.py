@@ -293,7 +293,9 @@ def test_events_verb_and_unix_delivery(rt, pack, workdir, flags_dir):
     check_event(json.loads(lines[0]), "clock", "clock_settime(clock 0)", "clock_settime", "EPERM")
 
 
-def test_events_violations_of_a_created_container(rt, pack, workdir, flags_dir):
+def pack_bundle(rt, pack, workdir, *ops):
+    """`pack bundle` of PACK into WORKDIR/bundle (its output dir WORKDIR/out),
+    the agent running OPS: (the bundle, its config to change and write)."""
     p, rootfs = pack
     bundle = workdir / "bundle"
     out = workdir / "out"
@@ -302,7 +304,12 @@ def test_events_violations_of_a_created_container(rt, pack, workdir, flags_dir):
              str(out))
     assert res.rc == 0, res
     cfg = json.loads((bundle / "config.json").read_text())
-    cfg["process"]["args"] = cfg["process"]["args"][:2] + ["unshare-net"]
+    cfg["process"]["args"] = cfg["process"]["args"][:2] + list(ops)
+    return bundle, cfg
+
+
+def test_events_violations_of_a_created_container(rt, pack, workdir, flags_dir):
+    bundle, cfg = pack_bundle(rt, pack, workdir, "unshare-net")
     # an engine names the delivery target with an annotation
     delivered = workdir / "engine-events.jsonl"
     cfg["annotations"]["org.soyaos.comet.events"] = str(delivered)
@@ -351,15 +358,8 @@ def test_flags_clear_and_new_version_starts_clean(rt, pack, workdir, packprobe, 
 
 
 def test_exec_into_a_confined_container_reports_too(rt, pack, workdir, flags_dir):
-    p, rootfs = pack
-    bundle = workdir / "bundle"
-    out = workdir / "out"
-    out.mkdir()
-    res = rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(bundle), "--output",
-             str(out))
-    assert res.rc == 0, res
-    cfg = json.loads((bundle / "config.json").read_text())
-    cfg["process"]["args"] = cfg["process"]["args"][:2] + ["sleep=20000"]
+    bundle, cfg = pack_bundle(rt, pack, workdir, "sleep=20000")
+    out = workdir / "out"  # the bundle's /workdir/out
     (bundle / "config.json").write_text(json.dumps(cfg))
     cid = rt.new_id("viol")
     assert rt.create(cid, str(bundle)).rc == 0

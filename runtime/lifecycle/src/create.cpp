@@ -71,15 +71,6 @@ FsView fs_view_of(const capability::Capabilities& caps, const std::string& rootf
   return v;
 }
 
-// Our own fds must sit above the caller's preserved ones, or they would
-// leak into the container as "preserved".
-Result<UniqueFd> high(UniqueFd fd, int min_fd, const std::string& what) {
-  if (!fd.valid() || fd.get() >= min_fd) return fd;
-  int n = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, min_fd);
-  if (n < 0) return Error::sys(errno, "dup " + what);
-  return UniqueFd(n);
-}
-
 Status write_id_map(int procfd, int pid, const char* file, const std::vector<oci::IdMapping>& m) {
   std::string text;
   for (auto& e : m)
@@ -378,8 +369,7 @@ Status open_child_fds(Creation& c) {
   if (!c.proc_fd || ::fstatfs(c.proc_fd.get(), &sfs) < 0 || sfs.f_type != kProcSuperMagic)
     return Error::msg("/proc is not a procfs mount");
   if (!c.o.console_socket.empty()) {
-    TRY(UniqueFd s, connect_unix(c.o.console_socket, "console socket"));
-    TRY(c.console, high(std::move(s), min_fd, "console socket"));
+    TRY(c.console, console_above(c.o.console_socket, min_fd));
   }
   ChildContext& ctx = c.ctx;
   if (ctx.confine.has_seccomp && ctx.confine.seccomp.needs_listener) {
@@ -387,15 +377,11 @@ Status open_child_fds(Creation& c) {
     TRY(c.listener, high(std::move(l), min_fd, "seccomp listener"));
   }
   TRYV(open_joins(c));
-  TRY(UniqueFd tramp0, sealed_trampoline());
-  TRY(c.tramp, high(std::move(tramp0), min_fd, "exec trampoline"));
+  TRY(c.tramp, trampoline_above(min_fd));
   ctx.fds.trampoline_fd = c.tramp.get();
-  int sp[2];
-  if (fault_fail("socketpair-emfile", EMFILE) ||
-      ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-    return Error::sys(errno, "socketpair");
-  TRY(c.sync_parent, high(UniqueFd(sp[0]), min_fd, "sync socket"));
-  TRY(c.sync_child, high(UniqueFd(sp[1]), min_fd, "sync socket"));
+  TRY(SyncPair sp, sync_pair(min_fd));
+  c.sync_parent = std::move(sp.parent);
+  c.sync_child = std::move(sp.child);
   ctx.fds.sync_fd = c.sync_child.get();
   ctx.fds.state_dir_fd = c.state_fd.get();
   ctx.fds.proc_fd = c.proc_fd.get();

@@ -7,7 +7,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -215,24 +214,12 @@ Status open_child_fds(Execution& x) {
   ctx.ns.exec_ns_flags = differing_namespaces(pid);
   ctx.fds.lock_fd = x.opened.lock.get();
   if (!x.o.console_socket.empty()) {
-    TRY(x.console, connect_unix(x.o.console_socket, "console socket"));
-    ctx.fds.console_sock_fd = x.console.get();
+    TRY(x.console, console_above(x.o.console_socket, x.min_fd()));
   }
-  TRY(x.tramp, sealed_trampoline());
-  int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-    return Error::sys(errno, "socketpair");
-  x.sync_parent.reset(sp[0]);
-  x.sync_child.reset(sp[1]);
-  ctx.fds.sync_fd = x.sync_child.get();
-  // Preserved fds are the caller's 3..3+N-1; ours must not sit among them.
-  for (UniqueFd* f : {&x.sync_parent, &x.sync_child, &x.console, &x.tramp}) {
-    if (f->valid() && f->get() < x.min_fd()) {
-      int n = ::fcntl(f->get(), F_DUPFD_CLOEXEC, x.min_fd());
-      if (n < 0) return Error::sys(errno, "dup");
-      f->reset(n);
-    }
-  }
+  TRY(x.tramp, trampoline_above(x.min_fd()));
+  TRY(SyncPair sp, sync_pair(x.min_fd()));
+  x.sync_parent = std::move(sp.parent);
+  x.sync_child = std::move(sp.child);
   ctx.fds.sync_fd = x.sync_child.get();
   ctx.fds.console_sock_fd = x.console.get();
   ctx.fds.trampoline_fd = x.tramp.get();
@@ -296,29 +283,6 @@ Status sync_with_child(Execution& x) {
   return {};
 }
 
-// Signals that arrive go to the process; its exit status (128+signal when
-// killed), as runc returns it.
-int wait_forwarding(int pid) {
-  sigset_t fwd, old;
-  sigemptyset(&fwd);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD})
-    sigaddset(&fwd, s);
-  ::sigprocmask(SIG_BLOCK, &fwd, &old);
-  UniqueFd sfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
-  int status = 0;
-  for (;;) {
-    pid_t w = ::waitpid(pid, &status, WNOHANG | __WALL);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    struct signalfd_siginfo si;
-    if (::read(sfd.get(), &si, sizeof si) != sizeof si) continue;
-    if (si.ssi_signo != SIGCHLD) ::kill(pid, static_cast<int>(si.ssi_signo));
-  }
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
-
 }  // namespace
 
 Result<int> exec_container(const Globals& g, const ExecOptions& o) {
@@ -335,7 +299,10 @@ Result<int> exec_container(const Globals& g, const ExecOptions& o) {
     TRYV(write_file_atomic(o.pid_file, std::to_string(x.pid), 0644, Sync::none));
   x.opened.lock.reset();
   if (o.detach) return 0;
-  return wait_forwarding(x.pid);
+  // Signals that arrive go to the process; its exit status (128+signal
+  // when killed), as runc returns it.
+  SignalForwarding signals;
+  return exit_code(signals.wait(x.pid));
 }
 
 }  // namespace comet::runtime

@@ -141,11 +141,6 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
       o.console_socket = cp.path;
     }
   }
-  // Signals that arrive while the container runs go to its init.
-  sigset_t fwd;
-  sigemptyset(&fwd);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD})
-    sigaddset(&fwd, s);
   TRY(int pid, create_container(g, o, !detach));
   if (detach) {
     TRYV(start_container(g, o.id));
@@ -158,29 +153,19 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
       return std::move(st).error();
     }
   }
-  sigset_t old;
-  ::sigprocmask(SIG_BLOCK, &fwd, &old);
-  UniqueFd sfd(::signalfd(-1, &fwd, SFD_CLOEXEC));
-  Status st = start_container(g, o.id);
-  if (!st.ok()) {
-    (void)delete_container(g, o.id, true);
-    return std::move(st).error();
-  }
-  if (proxy) pump(cp.master.get(), sfd.get(), pid);
   int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(pid, &status, WNOHANG | __WALL);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) {
-      status = 0;
-      break;
+  {
+    // Signals that arrive while the container runs go to its init; the
+    // mask is back before the reporter wait and the delete.
+    SignalForwarding signals;
+    Status st = start_container(g, o.id);
+    if (!st.ok()) {
+      (void)delete_container(g, o.id, true);
+      return std::move(st).error();
     }
-    struct signalfd_siginfo si;
-    if (::read(sfd.get(), &si, sizeof si) != sizeof si) continue;
-    if (si.ssi_signo == SIGCHLD) continue;
-    ::kill(pid, static_cast<int>(si.ssi_signo));
+    if (proxy) pump(cp.master.get(), signals.fd(), pid);
+    status = signals.wait(pid);
   }
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
   // Any capability_violation recorded: exit 3, whatever the agent's status
   // (violations.hpp); counted (and the pack flagged) before delete.
   // Only a pack (capabilities) turns them into exit 3: a sandbox profile's
@@ -200,8 +185,7 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
     log::warn("container " + o.id +
               ": exit status 3 with no capability_violation event recorded (the agent's own "
               "3, or its init's: see its stderr)");
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
+  return exit_code(status);
 }
 
 }  // namespace comet::runtime

@@ -14,13 +14,9 @@
 #define MFD_EXEC 0x0010U
 #endif
 
+// trampoline_image() is defined in the generated trampoline_image.cpp
+// (runtime/embed.cmake).
 namespace comet::runtime {
-namespace detail {
-// Defined in the generated trampoline_image.cpp (runtime/lifecycle/trampoline/embed.cmake).
-extern const unsigned char kTrampoline[];
-extern const std::size_t kTrampolineSize;
-}  // namespace detail
-
 namespace {
 
 constexpr int kSeals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
@@ -30,10 +26,6 @@ int memfd(unsigned flags) {
 }
 
 }  // namespace
-
-std::span<const unsigned char> trampoline_image() noexcept {
-  return {detail::kTrampoline, detail::kTrampolineSize};
-}
 
 Result<UniqueFd> sealed_trampoline() {
   constexpr unsigned kFlags = MFD_CLOEXEC | MFD_ALLOW_SEALING;

@@ -260,6 +260,22 @@ enum {
 #define PROC_MAGIC 0x9fa0
 #define PATHMAX 4096
 
+/* The kernel's struct iovec and struct msghdr (x86_64 layout), for
+ * recvmsg/sendmsg without libc headers. */
+struct kiovec {
+  void* base;
+  unsigned long len;
+};
+struct kmsghdr {
+  void* name;
+  unsigned int namelen;
+  struct kiovec* iov;
+  unsigned long iovlen;
+  void* control;
+  unsigned long controllen;
+  int flags;
+};
+
 struct creq {
   unsigned int op, umask;
   unsigned long flags, mode, dev;
@@ -377,6 +393,16 @@ static int on_proc(long fd) {
 static void refuse_at(struct cstate* S, const char* path, long n) {
   rp.refused = 1;
   scopy(rp.where, sizeof rp.where, path, n);
+}
+
+/* refuse_at() of NAME in the directory DIRFD (its path from /proc). */
+static void refuse_name(struct cstate* S, long dirfd, const char* name) {
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p - 6);
+  if (n < 0) n = 0;
+  if (n == 0 || p[n - 1] != '/') p[n++] = '/';
+  scopy(p + n, PATHMAX - n, name, slen(name));
+  refuse_at(S, p, slen(p));
 }
 
 static int is_head(const char* s, long n) {
@@ -648,12 +674,7 @@ static int judge(struct cstate* S, long dirfd, const char* name) {
   if (w == 2 && !is_git(name, nl) && !completes_bare(dirfd, name, nl) &&
       (!is_head(name, nl) || own_head_ok(S, dirfd)) && !own_state_dir(dirfd, name, nl))
     return 0;
-  char p[PATHMAX];
-  long n = fd_path(dirfd, p, sizeof p - 6);
-  if (n < 0) n = 0;
-  if (n == 0 || p[n - 1] != '/') p[n++] = '/';
-  scopy(p + n, PATHMAX - n, name, slen(name));
-  refuse_at(S, p, slen(p));
+  refuse_name(S, dirfd, name);
   return 1;
 }
 
@@ -677,12 +698,7 @@ static int into_own_refused(struct cstate* S, long srcdir, const char* srcname, 
     unsigned int mode = (unsigned int)(st[3] & 0xffffffff);
     if ((mode & 0170000) != 0120000) return 0; /* within OWN: but a symlink */
   }
-  char p[PATHMAX];
-  long n = fd_path(dstdir, p, sizeof p - 6);
-  if (n < 0) n = 0;
-  if (n == 0 || p[n - 1] != '/') p[n++] = '/';
-  scopy(p + n, PATHMAX - n, dstname, slen(dstname));
-  refuse_at(S, p, slen(p));
+  refuse_name(S, dstdir, dstname);
   return 1;
 }
 
@@ -892,19 +908,8 @@ static int serve_create(struct cstate* S, long sock) {
     char buf[64];
     unsigned long align;
   } cb;
-  struct {
-    void* base;
-    unsigned long len;
-  } iov = {&rq, sizeof rq};
-  struct {
-    void* name;
-    unsigned int namelen;
-    void* iov;
-    unsigned long iovlen;
-    void* control;
-    unsigned long controllen;
-    int flags;
-  } mh = {0, 0, &iov, 1, cb.buf, sizeof cb.buf, 0};
+  struct kiovec iov = {&rq, sizeof rq};
+  struct kmsghdr mh = {0, 0, &iov, 1, cb.buf, sizeof cb.buf, 0};
   long n = sys6(NR_recvmsg, sock, (long)&mh, O_CLOEXEC_ /* MSG_CMSG_CLOEXEC */, 0, 0, 0);
   if (n == 0 || (n < 0 && n != -4 /* EINTR */ && n != -11 /* EAGAIN */)) return -1;
   if (n < 0) return 0;
@@ -942,19 +947,8 @@ static int serve_create(struct cstate* S, long sock) {
     char buf[24];
     unsigned long align;
   } ob;
-  struct {
-    void* base;
-    unsigned long len;
-  } oiov = {&rp, sizeof rp};
-  struct {
-    void* name;
-    unsigned int namelen;
-    void* iov;
-    unsigned long iovlen;
-    void* control;
-    unsigned long controllen;
-    int flags;
-  } om = {0, 0, &oiov, 1, 0, 0, 0};
+  struct kiovec oiov = {&rp, sizeof rp};
+  struct kmsghdr om = {0, 0, &oiov, 1, 0, 0, 0};
   if (outfd >= 0) {
     *(unsigned long*)ob.buf = 20; /* CMSG_LEN(sizeof(int)) */
     *(int*)(ob.buf + 8) = 1;

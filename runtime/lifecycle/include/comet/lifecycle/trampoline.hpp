@@ -39,7 +39,8 @@ inline constexpr const char kTrampolineArgv0[] = "comet-exec";
 // argv[0] marker, path, and the terminating NULL.
 inline constexpr std::size_t kTrampolineExtraArgs = 3;
 
-// The embedded trampoline ELF image.
+// The embedded trampoline ELF image (defined in the generated
+// trampoline_image.cpp, runtime/embed.cmake).
 std::span<const unsigned char> trampoline_image() noexcept;
 
 // memfd_create("comet-exec", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC),
