@@ -334,3 +334,27 @@ def test_explicit_memory_limit_is_refused_default_is_said(user, ws):
         assert "not enforced" in e.stdout, e.stdout
     finally:
         (cfgdir / "sandbox.yaml").unlink()
+
+
+def test_home_names_are_protected_when_home_is_writable(user, ws):
+    # A custom profile that writes the home: its rc files are still
+    # read-only, a missing one (~/.profile) gets a placeholder for the run.
+    cfgdir = user.home / ".config/comet"
+    cfgdir.mkdir(parents=True, exist_ok=True)
+    (cfgdir / "sandbox.yaml").write_text(
+        "profiles:\n  homew:\n    extends: workspace\n    write: [\"~\"]\n")
+    bashrc = user.home / ".bashrc"
+    bashrc.write_text("# rc\n")
+    for p in (user.home / ".config", cfgdir, cfgdir / "sandbox.yaml", bashrc):
+        os.chown(p, user.uid, user.gid)
+    profile = user.home / ".profile"
+    try:
+        r = sh(user, ws, f"echo evil >> {bashrc} || echo refused1; echo evil > {profile} || echo refused2;"
+                         f" echo ok > {user.home}/plain.txt", profile="homew")
+        assert "refused1" in r.stdout and "refused2" in r.stdout, (r.stdout, r.stderr)
+        assert bashrc.read_text() == "# rc\n"
+        assert not profile.exists()  # the placeholder is gone again
+        assert (user.home / "plain.txt").read_text() == "ok\n"  # the home is writable
+    finally:
+        (cfgdir / "sandbox.yaml").unlink()
+        (user.home / "plain.txt").unlink(missing_ok=True)
