@@ -45,9 +45,8 @@ Status plan_rootless(const SandboxLaunch& l, ChildContext& ctx, oci::Linux& lx) 
   if (r.memory && r.memory->limit && *r.memory->limit > 0) {
     if (l.memory_explicit)
       return Error::msg(
-          "sandbox: the profile's memory limit needs a cgroup, and there is none this user can "
-          "write (rootless): lower nothing silently; remove limits.memory or run where a cgroup2 "
-          "subtree is delegated");
+          "sandbox: the profile's limits.memory needs a cgroup, and this user can write none "
+          "(rootless): remove it, or run where a cgroup2 subtree is delegated");
     log::debug("sandbox: rootless without a delegated cgroup: the default memory limit (" +
                std::to_string(*r.memory->limit) + " bytes) is not enforced");
   }
