@@ -3,8 +3,22 @@
 # policy, interleaved in one run: median start-to-exit ms and the ratio, for
 # the workspace profile (host network) and strict (a new network namespace).
 # Usage: bench/sandbox.sh [ROUNDS]   (default 30; COMET_RUNTIME=path to skip the build)
+#        bench/sandbox.sh --rootless [--user NAME] [ROUNDS]
+#   rootless: as an ordinary user (the caller when not root; as root, NAME, or
+#   a user made for the run and removed after it), `sandbox --profile
+#   workspace -- /bin/true` beside `bwrap --unshare-user` with the same
+#   policy, and strict beside bwrap's strict view (docs/sandbox.md "Rootless").
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+rootless=0 bench_user=""
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --rootless) rootless=1 ;;
+    --user) bench_user=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
 rounds=${1:-30}
 if [[ -z "${COMET_RUNTIME:-}" ]]; then
   bash "$top/scripts/build.sh" comet-runtime >/dev/null
@@ -30,6 +44,40 @@ for l in /bin /sbin /lib /lib32 /lib64 /libx32; do
 done
 bw_strict=(/usr/bin/bwrap "${strict_ro[@]}" "${common[@]}" /bin/true)
 ours() { echo "$COMET_RUNTIME" sandbox --profile "$1" --workspace "$ws" -- /bin/true; }
+if [[ $rootless == 1 ]]; then
+  # The same views, each tool in a user namespace of the caller's own uid.
+  bw_workspace=(/usr/bin/bwrap --unshare-user "${bw_workspace[@]:1}")
+  bw_strict=(/usr/bin/bwrap --unshare-user "${bw_strict[@]:1}")
+  as_user=()
+  if [[ $(id -u) == 0 ]]; then
+    made_user=""
+    if [[ -z $bench_user ]]; then
+      bench_user=cmtbench$$
+      useradd -M -d /tmp/comet-bench-home-$$ -s /bin/sh "$bench_user"
+      made_user=$bench_user
+    fi
+    xdg=$(mktemp -d /tmp/comet-bench-xdg.XXXXXX)
+    chown "$bench_user:" "$ws" "$xdg"
+    chmod 755 "$timer"
+    trap 'rm -rf "$timer" "$ws" "$xdg"; [[ -n $made_user ]] && userdel "$made_user"' EXIT
+    uid=$(id -u "$bench_user")
+    gid=$(id -g "$bench_user")
+    as_user=(setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all
+      --bounding-set=-all -- env -i PATH=/usr/bin:/bin HOME=/tmp/comet-bench-home-$$ XDG_RUNTIME_DIR="$xdg")
+  fi
+  mapfile -t r < <("${as_user[@]}" "$timer/t" "$rounds" $(ours workspace) ::: "${bw_workspace[@]}" \
+    ::: $(ours strict) ::: "${bw_strict[@]}" ::: /bin/true ::: "$COMET_RUNTIME" --version)
+  printf 'rootless, as uid %s\n' "$("${as_user[@]}" id -u)"
+  printf '%-11s %10s %10s %7s\n' profile "ours ms" "bwrap ms" ratio
+  for i in 0 2; do
+    name=$([[ $i == 0 ]] && echo workspace || echo strict)
+    a=${r[$i]%% *}; b=${r[$((i + 1))]%% *}
+    printf '%-11s %10s %10s %6.2fx\n' "$name" "${r[$i]}" "${r[$((i + 1))]}" "$(echo "$a / $b" | bc -l)"
+  done
+  printf 'reference: /bin/true %s ms, comet-runtime --version %s ms (%s rounds, interleaved)\n' \
+    "${r[4]}" "${r[5]}" "$rounds"
+  exit 0
+fi
 mapfile -t r < <("$timer/t" "$rounds" $(ours workspace) ::: "${bw_workspace[@]}" \
   ::: $(ours strict) ::: "${bw_strict[@]}" ::: /bin/true ::: "$COMET_RUNTIME" --version)
 printf '%-11s %10s %10s %7s\n' profile "ours ms" "bwrap ms" ratio

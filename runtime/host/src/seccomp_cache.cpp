@@ -9,6 +9,7 @@
 
 #include "comet/base/sys.hpp"
 #include "comet/host/sha256.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/seccomp/bpf_eval.hpp"
 
 namespace comet::runtime {
@@ -21,6 +22,12 @@ namespace {
 // The cache is root-only (0700); an entry that does not read back whole and
 // pass check_filter() is compiled again. Any cache error just compiles.
 constexpr const char* kSeccompCache = "/run/comet-runtime/cache/seccomp";
+
+// An ordinary user's cache is its own, in its runtime dir (user_dirs.hpp):
+// the root-only one cannot be read, and compiling every time costs ~20 ms.
+std::string cache_dir() {
+  return rootless() ? user_dirs().runtime + "/cache/seccomp" : std::string(kSeccompCache);
+}
 
 std::string canonical(const oci::Seccomp& p, const seccomp::CompileOptions& o) {
   const scmp_version* v = seccomp_version();
@@ -48,7 +55,8 @@ std::string canonical(const oci::Seccomp& p, const seccomp::CompileOptions& o) {
 Result<seccomp::Program> compile_cached(const oci::Seccomp& profile,
                                         const seccomp::CompileOptions& o) {
   std::string key = sha256_hex(canonical(profile, o));
-  std::string file = key.empty() ? "" : std::string(kSeccompCache) + "/" + key;
+  const std::string dir = cache_dir();
+  std::string file = key.empty() ? "" : dir + "/" + key;
   if (!file.empty()) {
     if (auto text = read_file(file); text.ok()) {
       // "<flags> <needs_listener> <count> <listener_path>\n" + BPF
@@ -76,7 +84,7 @@ Result<seccomp::Program> compile_cached(const oci::Seccomp& profile,
   }
   TRY(seccomp::Program prog, seccomp::compile(profile, o));
   if (!file.empty() && prog.listener_path.find_first_of(" \n") == std::string::npos &&
-      prog.listener_path.size() < 256 && mkdir_p(kSeccompCache, 0700).ok()) {
+      prog.listener_path.size() < 256 && mkdir_p(dir, 0700).ok()) {
     std::string out = std::to_string(prog.flags) + " " + std::to_string(prog.needs_listener) + " " +
                       std::to_string(prog.filter.size()) + " " +
                       (prog.listener_path.empty() ? "-" : prog.listener_path) + "\n";

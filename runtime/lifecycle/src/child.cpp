@@ -153,6 +153,29 @@ void write_time_offsets() {
 }
 
 // The parent is gone (the sync socket hung up): nothing may run unwatched.
+// A rootless sandbox (ns.self_map_uid): the user namespace clone(2) made
+// gets one line per map, the caller's own uid and gid onto themselves,
+// written by the child itself as `unshare -r` does (no newuidmap; an
+// unprivileged writer may map its own ids once setgroups is denied).
+// Before the child is made undumpable: its /proc files are root's then.
+void map_own_ids() {
+  const ChildContext& ctx = *g_ctx;
+  char uid_line[64], gid_line[64];
+  std::snprintf(uid_line, sizeof uid_line, "%ld %ld 1\n", ctx.ns.self_map_uid, ctx.ns.self_map_uid);
+  std::snprintf(gid_line, sizeof gid_line, "%ld %ld 1\n", ctx.ns.self_map_gid, ctx.ns.self_map_gid);
+  const std::pair<const char*, const char*> files[] = {
+      {"self/setgroups", "deny"}, {"self/uid_map", uid_line}, {"self/gid_map", gid_line}};
+  for (const auto& [file, text] : files) {
+    int fd = ::openat(ctx.fds.proc_fd, file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) die(errno, "open /proc/%s", file);
+    const size_t len = std::strlen(text);
+    const ssize_t n = ::write(fd, text, len);
+    const int err = errno;
+    ::close(fd);
+    if (n != static_cast<ssize_t>(len)) die(n < 0 ? err : EIO, "write /proc/%s", file);
+  }
+}
+
 void exit_if_orphaned() {
   struct pollfd p = {g_ctx->fds.sync_fd, POLLRDHUP, 0};
   if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) ::_exit(1);
@@ -341,6 +364,7 @@ using namespace child;
 [[noreturn]] void sandbox_child_main(const ChildContext& ctx) noexcept {
   g_ctx = &ctx;
   g_state = ctx.confine.state_json;
+  if (ctx.ns.self_map_uid >= 0) map_own_ids();
   // As child_main: not dumpable while the runtime's code runs; dies with
   // the runtime. A parent that died before the prctl: kGo never comes.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -253,6 +253,21 @@ void hand_over_fds(int sock, int fd, int fd2) {
   ::close(sock);
 }
 
+// hand_over_fds, and for a rootless sandbox (ns.self_map_uid) dumpable
+// for the hand-over only: the reporter is the caller's own process, in the
+// parent user namespace, and pidfd_getfd needs a dumpable target there
+// (this process was made before its user namespace, so CAP_SYS_PTRACE
+// over it would be the initial namespace's). As runc's nsexec does for
+// the id maps. Nothing else runs in the sandbox yet (the init waits on
+// this vfork child), and the caller's own processes could trace the
+// runtime anyway.
+void hand_over_fds_to_parent(int sock, int fd, int fd2) {
+  const bool rootless = g_ctx->ns.self_map_uid >= 0;
+  if (rootless && ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) die(errno, "prctl(PR_SET_DUMPABLE)");
+  hand_over_fds(sock, fd, fd2);
+  if (rootless) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
 void send_listener_fd(int listener) {
   const ChildContext& c = *g_ctx;
   // runtime-spec: the state with "fds":["seccompFd"], the fd as SCM_RIGHTS.
@@ -301,7 +316,7 @@ void apply_confinement() {
         if (root < 0) die(errno, "open / for the reporter");
         (void)::access(kFsArmMarker, F_OK);  // fswatch.hpp
       }
-      hand_over_fds(c.fds.lockdown_listener_sock, listener, root);
+      hand_over_fds_to_parent(c.fds.lockdown_listener_sock, listener, root);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include "comet/sandbox/sandbox_cli.hpp"
 
 #include "sandbox_parts.hpp"
+#include "sandbox_protect.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include "comet/capability/git_config.hpp"
 #include "comet/capability/profile_compile.hpp"
 #include "comet/host/log.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/sandbox/sandbox_config.hpp"
 #include "comet/sandbox/sandbox_launch.hpp"
@@ -63,110 +65,6 @@ Result<std::string> real_dir(const std::string& p, const char* what) {
   return std::string(buf);
 }
 
-// The git directory a `.git` entry at `at` names: itself when a directory,
-// the "gitdir: X" of a file (X relative to the file's directory); "" else.
-std::string git_dir_of(const std::string& at) {
-  struct stat st;
-  if (::lstat(at.c_str(), &st) < 0) return "";
-  if (S_ISDIR(st.st_mode)) return at;
-  if (!S_ISREG(st.st_mode)) return "";
-  auto text = read_file(at);
-  if (!text.ok() || text->rfind("gitdir: ", 0) != 0) return "";
-  std::string d = text->substr(8);
-  while (!d.empty() && (d.back() == '\n' || d.back() == '\r' || d.back() == ' ')) d.pop_back();
-  if (d.empty()) return "";
-  return d[0] == '/' ? d : at.substr(0, at.rfind('/')) + "/" + d;
-}
-
-// What the host's git runs or reads because its config says so (a hooks
-// directory, a program or an included config file inside the workspace:
-// git_config.hpp): protected like the config's own `protect` entries. The
-// configs read (16 files at most; one that cannot be read adds nothing):
-// the repository the workspace is in (its own, or a parent's for a
-// subdirectory of a monorepo; a linked worktree's and the main one's:
-// config, config.worktree, and the commondir's), its modules' (with their
-// own worktree), the user's and the system's, and the files they include.
-// The modules' git directories the built-in `.git/modules/*/...` entries
-// do not reach (a module's module, a name with a "/"): their config,
-// config.worktree, hooks/ and info/ are protected too (red team round 8: a
-// second-level module's config and hooks were writable, and the host's
-// plain `git status` recursed into it).
-void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
-  const std::string top = ws + "/.git/modules";
-  std::vector<std::string> dirs;
-  sandbox_parts::git_dirs_below(top, 1, 256, dirs);
-  for (const std::string& m : dirs) {
-    if (m.find('/', top.size() + 1) == std::string::npos) continue;  // modules/X: built in
-    for (const char* f : {"/config", "/config.worktree"})
-      set.protect.push_back(cap::ConfigPath{m + f, "nested module", {}, true});
-    for (const char* f : {"/hooks", "/info"})
-      set.protect.push_back(cap::ConfigPath{m + f, "nested module", {}});
-  }
-}
-
-void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
-                              cap::ProfileSet& set) {
-  protect_nested_modules(ws, set);
-  struct Todo {
-    std::string file, worktree;
-  };
-  std::vector<Todo> todo;
-  // The repository holding the workspace: the nearest .git at or above it.
-  for (std::string r = ws;; r = r.substr(0, r.rfind('/'))) {
-    const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
-    if (!gd.empty()) {
-      const std::string root = r.empty() ? "/" : r;
-      std::vector<std::string> dirs = {gd};
-      if (auto c = read_file(gd + "/commondir"); c.ok()) {
-        std::string cd = *c;
-        while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
-        if (!cd.empty()) dirs.push_back(cd[0] == '/' ? cd : gd + "/" + cd);
-      }
-      for (const std::string& d : dirs)
-        for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, root});
-      break;
-    }
-    if (r.empty() || r == "/") break;
-  }
-  // The modules of the workspace's own repository: .git/modules/NAME.
-  if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      const std::string n = e->d_name;
-      if (n == "." || n == "..") continue;
-      const std::string md = ws + "/.git/modules/" + n;
-      todo.push_back({md + "/config", ws + "/" + n});
-      todo.push_back({md + "/config.worktree", ws + "/" + n});
-    }
-    ::closedir(d);
-  }
-  // ~/.config/git/config too when XDG_CONFIG_HOME says otherwise: the
-  // host's git may run without it (red team round 7)
-  for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
-                               ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
-    todo.push_back({f, ws});
-  // $XDG_CONFIG_HOME/git when it is elsewhere (inside the workspace, say):
-  // the host's git reads its config there (red team round 8)
-  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
-    set.protect.push_back(cap::ConfigPath{ctx.config_home + "/git", "XDG_CONFIG_HOME", {}});
-  std::vector<std::string> seen;
-  for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
-    const Todo t = todo[i];  // a copy: todo grows below
-    if (std::find(seen.begin(), seen.end(), t.file) != seen.end()) continue;
-    auto text = read_file(t.file);
-    if (!text.ok() || text->size() > (1 << 20)) continue;
-    seen.push_back(t.file);
-    const auto refs = cap::git_config_refs(*text);
-    const std::string dir = t.file.substr(0, t.file.rfind('/'));
-    for (const cap::GitConfigRef& r : refs) {
-      for (const std::string& p : cap::git_config_paths({r}, t.worktree, dir, ctx.home)) {
-        set.protect.push_back(cap::ConfigPath{
-            p, t.file + " (" + r.key + ")", {}, r.kind != cap::GitConfigRef::Kind::hooks_dir});
-        if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back({p, t.worktree});
-      }
-    }
-  }
-}
-
 Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   Prepared p;
   TRY(p.who, invoking_user(env));
@@ -180,7 +78,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.ctx = resolve_context(p.who, p.workspace, env);
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
-  protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+  sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set);
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
   // The home the account has (passwd), beside $HOME (the profile's "~"):
   // a workspace at or above either is refused where the profile writes the
@@ -220,38 +118,6 @@ std::string parent_of(const std::string& p) {
 // Everything the planner needs from the host. The root skeleton (the empty
 // root and the files the plan binds) lives under `skeleton`, on a tmpfs the
 // sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
-// A symlink inside a protected directory of the workspace leads out of it:
-// the link cannot change (it is read-only), but what it names could, in a
-// writable tree (red team round 8: `.git/hooks/pre-commit ->
-// ../../scripts/pre-commit.sh`, `.claude/settings.json -> ../cfg/x.json`).
-// The targets are protected too (4 levels, 512 entries per protected
-// directory), and so is the way to them (red team round 9): each further
-// link of a chain is pinned (`-> ../hop`, `hop -> cfg/x.json`), and a
-// target under a missing directory protects the first missing one (an
-// empty placeholder: it cannot be made to hold the target).
-void protect_link_targets(const std::string& dir, int depth, int& budget,
-                          std::vector<std::string>& out, std::vector<std::string>& pins) {
-  if (depth > 4 || budget <= 0) return;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> subdirs;
-  while (struct dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    if (--budget <= 0) break;
-    const std::string path = dir + "/" + e->d_name;
-    if (e->d_type == DT_DIR) {
-      subdirs.push_back(path);
-      continue;
-    }
-    if (e->d_type != DT_LNK) continue;
-    PathWalk w = walk_path(path);
-    for (std::size_t i = 1; i < w.links.size(); i++) pins.push_back(w.links[i]);
-    out.push_back(w.first_missing.empty() ? w.real : w.first_missing);
-  }
-  ::closedir(d);
-  for (const std::string& sub : subdirs) protect_link_targets(sub, depth + 1, budget, out, pins);
-}
-
 cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& skeleton,
                                const std::vector<std::string>& args, const Environ& env) {
   cap::SandboxInputs in;
@@ -274,6 +140,10 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   // of the workload's business: hidden, not only read-only.
   in.hide.push_back(kDefaultStateRoot);
   if (clean_path(g.root) != kDefaultStateRoot) in.hide.push_back(clean_path(g.root));
+  // An ordinary user's runtime dir (its placeholder registry, its seccomp
+  // cache) whatever --root says.
+  if (rootless() && clean_path(user_dirs().runtime) != clean_path(g.root))
+    in.hide.push_back(clean_path(user_dirs().runtime));
   in.top_level = host_top_level();
   const cap::ResolvedProfile& r = p.profile;
   // Entries with a `*` are expanded here (the planner cannot list a
@@ -299,7 +169,7 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
         continue;
       int budget = 512;
       std::vector<std::string> targets;
-      protect_link_targets(path, 1, budget, targets, in.pin_links);
+      sandbox_parts::protect_link_targets(path, 1, budget, targets, in.pin_links);
       for (std::string& t : targets)
         if (!under(t, path)) in.protect.push_back(std::move(t));
     }
@@ -392,8 +262,27 @@ int run_unconfined(const Prepared& p, const std::vector<std::string>& args) {
   return e == ENOENT ? kExitNotFound : kExitNotExecutable;
 }
 
+// The state root: --root, else /run/comet-runtime for root and the user's
+// runtime dir (user_dirs.hpp) for an ordinary caller.
+// (--root's default is the root's: an ordinary caller gets its own.)
 std::string state_root(const Globals& g) {
-  return g.root.empty() ? std::string(kDefaultStateRoot) : g.root;
+  const bool defaulted = g.root.empty() || clean_path(g.root) == kDefaultStateRoot;
+  if (!defaulted) return g.root;
+  return rootless() ? user_dirs().runtime : std::string(kDefaultStateRoot);
+}
+
+// The state root exists (the skeleton's mount point); nothing is made in
+// it. An ordinary caller's is private to it (ensure_private_dir).
+Status make_state_root(const std::string& root) {
+  return rootless() ? ensure_private_dir(root) : mkdir_p(root, 0711);
+}
+
+// Whether the profile's memory limit is its own (a custom profile's
+// `limits.memory`), not a built-in's default: rootless, only the default
+// may go unenforced (plan_rootless).
+bool memory_explicit(const Prepared& p) {
+  auto it = p.config.set.custom.find(p.profile.name);
+  return it != p.config.set.custom.end() && it->second.memory && *it->second.memory > 0;
 }
 
 }  // namespace
@@ -458,13 +347,17 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   const Prepared& p = *prep;
   if (!p.profile.sandboxed) return run_unconfined(p, o.args);
 
-  // The state root exists (the skeleton's mount point); nothing is made in it.
-  if (Status st = mkdir_p(g.root, 0711); !st.ok()) return exit_for(st.error());
+  if (Status st = make_state_root(g.root); !st.ok()) return exit_for(st.error());
   sweep_stale(g);
   SandboxLaunch l;
   l.id = "sandbox-" + random_hex(6);
   l.skeleton_dir = g.root;
   l.workspace = p.workspace;
+  // The placeholders' registry is the host's for root, whatever --root
+  // says (sandbox_placeholders.hpp); an ordinary user's is its own.
+  l.rootless = rootless();
+  l.memory_explicit = memory_explicit(p);
+  if (l.rootless) l.placeholder_root = user_dirs().runtime;
   // Planned under the workspace's placeholder lock (sandbox_launch.hpp): a
   // name another sandbox's placeholder holds is then one it shares.
   l.plan = [&g, &p, &o, &env](SandboxLaunch& out) -> Status {
@@ -612,6 +505,9 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
     j["unix_socket_rule"] = r.unix_socket_rule;
     j["unix_sockets"] = r.unix_sockets;
     j["limits"] = {{"pids", r.limits.pids}, {"memory", r.limits.memory}, {"tmp", r.limits.tmp}};
+    if (rootless())
+      j["limits_rootless"] = {{"pids", "RLIMIT_NPROC"},
+                              {"memory", memory_explicit(p) ? "refused" : "not enforced"}};
     if (plan) {
       j["policy"] = nlohmann::ordered_json::parse(policy);
       j["root"] = "a per-run empty read-only directory holding the host's top-level binds";
@@ -661,6 +557,11 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
       << " bytes (no swap), /tmp "
       << (r.limits.tmp ? std::to_string(r.limits.tmp) + " bytes" : std::string("the host's"))
       << "\n";
+  if (rootless() && (r.limits.pids || r.limits.memory))
+    out << "           rootless, no cgroup: pids as RLIMIT_NPROC in the user namespace; memory "
+        << (memory_explicit(p) ? "cannot be enforced: the run is refused"
+                               : "not enforced (the default; a profile's own limit is refused)")
+        << "\n";
   out << "policy     org.soyaos.comet.policy=" << policy << "\n";
   out << "mounts     (a per-run empty read-only root, then, in order)\n";
   for (const auto& m : plan->spec.mounts) {
@@ -686,7 +587,7 @@ namespace {
 Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<std::string>& args,
                          const Environ& env) {
   if (!p.profile.sandboxed) return ok();
-  TRYV(mkdir_p(g.root, 0711));
+  TRYV(make_state_root(g.root));
   struct stat rs;
   if (::stat(g.root.c_str(), &rs) < 0) return Error::sys(errno, "the state root " + g.root);
   if (!S_ISDIR(rs.st_mode)) return Error::msg("the state root " + g.root + ": not a directory");
@@ -712,6 +613,9 @@ Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<
   const auto& res = plan.spec.linux_ ? plan.spec.linux_->resources : std::nullopt;
   const bool limits = res && ((res->pids && res->pids->limit > 0) ||
                               (res->memory && res->memory->limit && *res->memory->limit > 0));
+  // Rootless: the user namespace first, as the run makes it (the others
+  // are then owned by it).
+  if (rootless()) flags |= CLONE_NEWUSER;
   pid_t pid = ::fork();
   if (pid < 0) return Error::sys(errno, "fork");
   if (pid == 0) {
@@ -721,9 +625,18 @@ Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    return Error::sys(WIFEXITED(st) ? WEXITSTATUS(st) : EPERM,
-                      "create the sandbox's namespaces as uid " + std::to_string(::geteuid()));
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    const int err = WIFEXITED(st) ? WEXITSTATUS(st) : EPERM;
+    if (rootless()) return Error(err, userns_refusal(err));
+    return Error::sys(err, "create the sandbox's namespaces as uid " + std::to_string(::geteuid()));
+  }
+  if (rootless()) {
+    // No cgroup: a memory limit of the profile's own cannot be enforced
+    // (the run refuses it), a default one goes unenforced (plan_rootless).
+    if (limits && memory_explicit(p) && res->memory && res->memory->limit)
+      return Error::msg("the profile's memory limit needs a cgroup this user cannot write");
+    return ok();
+  }
   if (limits) {
     for (const char* c :
          {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"}) {

@@ -3,19 +3,24 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <sched.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "comet/base/random.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/host/log.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/reporting/create_rule.hpp"
 #include "comet/reporting/violations.hpp"
 #include "sandbox_parts.hpp"
@@ -26,7 +31,7 @@ namespace comet::runtime::sandbox_parts {
 // Where the reporter writes events.jsonl: a tmpfs attached nowhere
 // (fsmount), reached as /proc/self/fd/N by the reporter thread. It goes
 // with the runtime: nothing on disk, even after a SIGKILL.
-Result<UniqueFd> detached_tmpfs() {
+static Result<UniqueFd> make_detached_tmpfs() {
   UniqueFd fs(static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
   if (!fs) return Error::sys(errno, "fsopen tmpfs");
   if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
@@ -36,6 +41,82 @@ Result<UniqueFd> detached_tmpfs() {
   UniqueFd m(static_cast<int>(::syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, 0)));
   if (!m) return Error::sys(errno, "fsmount tmpfs");
   return m;
+}
+
+// Rootless: an ordinary caller cannot mount, so a child in a user and
+// mount namespace of its own (its uid and gid mapped onto themselves, so
+// the caller may create files there) makes the tmpfs and hands its fd
+// over; the user namespace lives on with the mount, the child exits.
+static Result<UniqueFd> detached_tmpfs_rootless() {
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return Error::sys(errno, "socketpair");
+  UniqueFd ours(sp[0]), theirs(sp[1]);
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return Error::sys(errno, "fork");
+  if (pid == 0) {
+    int err = 0;
+    char line[64];
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) ::_exit(128 | (errno & 0x7f));
+    for (const char* f : {"/proc/self/setgroups", "/proc/self/uid_map", "/proc/self/gid_map"}) {
+      if (std::strcmp(f, "/proc/self/setgroups") == 0)
+        std::snprintf(line, sizeof line, "deny");
+      else
+        std::snprintf(line, sizeof line, "%u %u 1\n", f[11] == 'u' ? uid : gid,
+                      f[11] == 'u' ? uid : gid);
+      int fd = ::open(f, O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, line, std::strlen(line)) < 0) ::_exit(errno & 0xff);
+      ::close(fd);
+    }
+    auto m = make_detached_tmpfs();
+    if (!m.ok()) ::_exit(m.error().err() & 0xff);
+    int fd = m->get();
+    char b = 'm';
+    struct iovec iov = {&b, 1};
+    alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = buf;
+    msg.msg_controllen = sizeof buf;
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    if (::sendmsg(theirs.get(), &msg, MSG_NOSIGNAL) < 0) err = errno;
+    ::_exit(err & 0xff);
+  }
+  theirs.reset();
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  char b = 0;
+  struct iovec iov = {&b, 1};
+  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = buf;
+  msg.msg_controllen = sizeof buf;
+  if (::recvmsg(ours.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    if (c && c->cmsg_type == SCM_RIGHTS) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      return UniqueFd(fd);
+    }
+  }
+  const int err = WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : EIO;
+  if (err & 128) return Error(err & 0x7f, "sandbox: " + userns_refusal(err & 0x7f));
+  return Error::sys(err, "a tmpfs for the events (rootless)");
+}
+
+Result<UniqueFd> detached_tmpfs() {
+  if (::geteuid() != 0) return detached_tmpfs_rootless();
+  return make_detached_tmpfs();
 }
 
 // The git rule's last look, once nothing of the sandbox runs: an index of

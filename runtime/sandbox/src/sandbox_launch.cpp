@@ -2,6 +2,7 @@
 #include "comet/sandbox/sandbox_launch.hpp"
 
 #include "sandbox_parts.hpp"
+#include "sandbox_placeholders.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,7 +33,6 @@
 #include "comet/capability/policy.hpp"
 #include "comet/host/cgroups.hpp"
 #include "comet/host/log.hpp"
-#include "comet/host/sha256.hpp"
 #include "comet/lifecycle/child.hpp"
 #include "comet/lifecycle/confine.hpp"
 #include "comet/lifecycle/container.hpp"
@@ -63,8 +63,6 @@ using namespace sandbox_parts;
 // gone before the runtime exits: only the inodes' release is deferred.
 
 // (sandbox_guardian.cpp: the guardian itself; sandbox_parts.hpp: its block)
-
-class PlaceholderRegistry;
 
 class Guardian {
  public:
@@ -197,241 +195,6 @@ class Guardian {
   size_t size_ = 0;
   UniqueFd wr_;
   pid_t pid_ = -1;
-};
-
-// ---- placeholders -------------------------------------------------------
-
-std::string parent_of(const std::string& p) {
-  auto k = p.rfind('/');
-  return k == 0 || k == std::string::npos ? "/" : p.substr(0, k);
-}
-
-struct Made {
-  std::string path;
-  bool dir;
-  dev_t dev;
-  ino_t ino;
-  std::string content;  // a file's
-};
-
-struct Step {
-  std::string path;
-  bool dir;
-  std::string content;  // a file's (Placeholder::content)
-};
-
-// Every missing component of every placeholder, parents first: what we
-// are about to create (and will remove while it is still ours and as made).
-std::vector<Step> placeholder_steps(const std::vector<capability::Placeholder>& ps) {
-  std::vector<Step> steps;
-  for (const auto& ph : ps) {
-    std::vector<Step> missing;
-    bool leaf = true;
-    for (std::string p = ph.path; p != "/" && !path_exists(p); p = parent_of(p)) {
-      missing.push_back({p, leaf ? ph.dir : true, leaf && !ph.dir ? ph.content : ""});
-      leaf = false;
-    }
-    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-      bool dup = false;
-      for (auto& s : steps) dup |= s.path == it->path;
-      if (!dup) steps.push_back(*it);
-    }
-  }
-  return steps;
-}
-
-Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
-  const std::string& path = step.path;
-  if (step.dir) {
-    if (::mkdir(path.c_str(), 0755) < 0)
-      return Error::sys(errno, "sandbox: create the protected directory " + path);
-  } else {
-    int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return Error::sys(errno, "sandbox: create the protected file " + path);
-    // .git/commondir holds "." (git dies on an empty one).
-    for (std::size_t off = 0; off < step.content.size();) {
-      ssize_t n = ::write(fd, step.content.data() + off, step.content.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        int err = n < 0 ? errno : EIO;
-        ::close(fd);
-        ::unlink(path.c_str());
-        return Error::sys(err, "sandbox: write the protected file " + path);
-      }
-      off += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-  }
-  if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
-  return ok();
-}
-
-// Removes M if it is still the empty placeholder made. A directory comes
-// back open (O_PATH) once removed: its last close, which frees its block,
-// is the guardian's (GuardEntry).
-UniqueFd remove_placeholder(const Made& m) {
-  struct stat st;
-  if (::lstat(m.path.c_str(), &st) < 0 || st.st_dev != m.dev || st.st_ino != m.ino) return {};
-  if (!m.dir) {
-    if (!S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != m.content.size()) return {};
-    if (!m.content.empty()) {  // still exactly what we wrote
-      auto text = read_file(m.path);
-      if (!text.ok() || *text != m.content) return {};
-    }
-    ::unlink(m.path.c_str());
-    return {};
-  }
-  UniqueFd held(::open(m.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (::rmdir(m.path.c_str()) < 0) return {};  // ENOTEMPTY: not ours to remove
-  return held;
-}
-
-// ---- what stays on the host until the end, undone whatever happens ------
-
-// Placeholders are the host's files while any sandbox of the workspace
-// runs: a second sandbox binds over the first one's, and unlinking a file
-// that is a mount point removes the mounts on it in every namespace. So
-// they are shared, per workspace, under the state root
-// (<root>/.placeholders/<hash of the workspace>): a registry ("dev ino
-// d|f content-in-hex|- path" lines) whose flock is the mutex around making and removing
-// them, and a users file each running sandbox holds LOCK_SH on. The last
-// sandbox out (LOCK_EX|LOCK_NB on users succeeds) removes every registered
-// placeholder that is still the empty one made; the others leave them.
-constexpr const char* kPlaceholderRoot = "/run/comet-runtime";
-
-class PlaceholderRegistry {
- public:
-  Status open(const std::string& state_root, const std::string& workspace) {
-    dir_ = join_path(state_root, ".placeholders");
-    // Keyed by the workspace's inode, not its path: the same directory
-    // reached by two paths (a bind mount) is one workspace (red team round 9).
-    struct stat ws;
-    if (::stat(workspace.c_str(), &ws) < 0) return Error::sys(errno, "sandbox: stat " + workspace);
-    const std::string key = std::to_string(ws.st_dev) + ":" + std::to_string(ws.st_ino);
-    const std::string base = join_path(dir_, sha256_hex(key).substr(0, 32));
-    registry_path_ = base + ".registry";
-    users_path_ = base + ".users";
-    // The last one out removes the files (and the directory when empty):
-    // a mutex is only ours once the path still names what we locked.
-    for (int tries = 0; tries < 20; tries++) {
-      if (::mkdir(dir_.c_str(), 0700) < 0 && errno != EEXIST)
-        return Error::sys(errno, "sandbox: create " + dir_);
-      mutex_.reset(::open(registry_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-      if (!mutex_) {
-        if (errno == ENOENT) continue;  // the directory went between the two
-        return Error::sys(errno, "sandbox: open the placeholder registry " + registry_path_);
-      }
-      if (::flock(mutex_.get(), LOCK_EX) < 0) return Error::sys(errno, "sandbox: lock " + base);
-      struct stat held, named;
-      if (::fstat(mutex_.get(), &held) == 0 && ::stat(registry_path_.c_str(), &named) == 0 &&
-          held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
-        locked_ = true;
-        users_.reset(::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!users_) return Error::sys(errno, "sandbox: open the placeholder users " + base);
-        return ok();
-      }
-      mutex_.reset();  // removed by the last sandbox out meanwhile: again
-    }
-    return Error::msg("sandbox: the placeholder registry " + registry_path_ + " keeps changing");
-  }
-  // Registered and still there as made.
-  std::vector<Made> entries() const {
-    std::vector<Made> out;
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    ::lseek(mutex_.get(), 0, SEEK_SET);
-    while ((n = ::read(mutex_.get(), buf, sizeof buf)) > 0)
-      text.append(buf, static_cast<size_t>(n));
-    for (const auto& line : split(text, '\n')) {
-      unsigned long long dev = 0, ino = 0;
-      char kind = 0;
-      char hex[129] = {};
-      int used = 0;
-      if (std::sscanf(line.c_str(), "%llu %llu %c %128s %n", &dev, &ino, &kind, hex, &used) != 4)
-        continue;
-      std::string content;
-      for (size_t i = 0; hex[0] != '-' && hex[i] && hex[i + 1]; i += 2)
-        content.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
-      Made m{line.substr(static_cast<size_t>(used)), kind == 'd', static_cast<dev_t>(dev),
-             static_cast<ino_t>(ino), content};
-      struct stat st;
-      if (::lstat(m.path.c_str(), &st) == 0 && st.st_dev == m.dev && st.st_ino == m.ino)
-        out.push_back(std::move(m));
-    }
-    return out;
-  }
-  Status add(const Made& m) {
-    static const char* digits = "0123456789abcdef";
-    std::string hex;  // the content a file placeholder holds ("-": none), at most 64 bytes
-    for (unsigned char c : m.content.substr(0, 64)) {
-      hex.push_back(digits[c >> 4]);
-      hex.push_back(digits[c & 15]);
-    }
-    std::string line = std::to_string(static_cast<unsigned long long>(m.dev)) + " " +
-                       std::to_string(static_cast<unsigned long long>(m.ino)) +
-                       (m.dir ? " d " : " f ") + (hex.empty() ? "-" : hex) + " " + m.path + "\n";
-    ::lseek(mutex_.get(), 0, SEEK_END);
-    if (::write(mutex_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      return Error::sys(errno, "sandbox: write the placeholder registry");
-    return ok();
-  }
-  // A user from now on; the mutex is released.
-  Status join() {
-    if (::flock(users_.get(), LOCK_SH) < 0) return Error::sys(errno, "sandbox: lock users");
-    unlock();
-    return ok();
-  }
-  // Whether this is the last sandbox of the workspace: then the mutex
-  // stays held (and the registry is emptied) until the placeholders are
-  // removed and this object goes.
-  bool last() {
-    if (!mutex_) return true;
-    if (!locked_ && ::flock(mutex_.get(), LOCK_EX) == 0) locked_ = true;
-    if (::flock(users_.get(), LOCK_EX | LOCK_NB) < 0) {
-      unlock();
-      return false;
-    }
-    return true;
-  }
-  // After the last one out removed the placeholders, still under the
-  // mutex: nothing of the registry stays (a sandbox waiting on this mutex
-  // then sees the path changed, and starts a new one).
-  void finish() {
-    finished_ = true;
-    ::unlink(users_path_.c_str());
-    ::unlink(registry_path_.c_str());
-    ::rmdir(dir_.c_str());
-  }
-  void unlock() {
-    if (locked_) ::flock(mutex_.get(), LOCK_UN);
-    locked_ = false;
-  }
-  int mutex_fd() const { return mutex_.get(); }
-  int users_fd() const { return users_.get(); }
-  const std::string& registry_path() const { return registry_path_; }
-  const std::string& users_path() const { return users_path_; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_, registry_path_, users_path_;
-  UniqueFd mutex_, users_;
-  bool finished_ = false;
-
- public:
-  // A launch that failed before its cleanup owned the registry (a plan
-  // error): the last one out still removes what is registered's files.
-  ~PlaceholderRegistry() {
-    if (!mutex_ || finished_) return;
-    if (last()) finish();
-    unlock();
-  }
-  PlaceholderRegistry() = default;
-  PlaceholderRegistry(const PlaceholderRegistry&) = delete;
-  PlaceholderRegistry& operator=(const PlaceholderRegistry&) = delete;
-
- private:
-  bool locked_ = false;
 };
 
 void Guardian::locks(const PlaceholderRegistry& r) {
@@ -615,8 +378,8 @@ Status lock_and_plan(Launch& x) {
   // workspace share its placeholders whatever their --root (red team round
   // 8: with two roots, the first to end removed the other's placeholders
   // and with them its read-only mounts).
-  (void)::mkdir(kPlaceholderRoot, 0700);
-  TRYV(x.registry.open(kPlaceholderRoot, x.l.workspace));
+  (void)::mkdir(x.l.placeholder_root.c_str(), 0700);
+  TRYV(x.registry.open(x.l.placeholder_root, x.l.workspace));
   if (x.l.plan) TRYV(x.l.plan(x.l));
   hold_stdio();
   return {};
@@ -655,6 +418,7 @@ Status plan_context(Launch& x) {
   ctx.init.own_init = true;
   if (!(ctx.ns.new_ns_flags & CLONE_NEWPID))
     return Error::msg("sandbox: a pid namespace is required");
+  if (x.l.rootless && x.spec.linux_) TRYV(plan_rootless(x.l, ctx, *x.spec.linux_));
   return {};
 }
 
@@ -810,7 +574,7 @@ Status block_signals(Launch& x) {
 // The clone, the reporter's start, the cgroup joins and the go.
 Status clone_and_start(Launch& x) {
   if (x.policy->git_own) x.index_before = index_stamps(*x.policy->git_own);
-  TRY(x.pid, clone_into(x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP, x.v2dir.get()));
+  TRY(x.pid, clone_sandbox_child(x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP, x.v2dir.get()));
   if (x.pid == 0) {
     x.sync_parent.reset();
     sigset_t none;

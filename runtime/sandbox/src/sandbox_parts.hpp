@@ -13,6 +13,7 @@
 
 #include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
+#include "comet/oci/spec.hpp"
 
 namespace comet::runtime::sandbox_parts {
 
@@ -73,5 +74,30 @@ IndexStamps index_stamps(const std::vector<std::string>& own);
 void check_git_index(const std::vector<std::string>& own, const IndexStamps& before,
                      const std::string& id, const std::string& events_dir,
                      const std::string& deliver);
+
+}  // namespace comet::runtime::sandbox_parts
+
+// ---- rootless (sandbox_rootless.cpp; docs/sandbox.md "Rootless") ----------
+
+namespace comet::runtime {
+struct ChildContext;
+struct SandboxLaunch;
+}  // namespace comet::runtime
+
+namespace comet::runtime::sandbox_parts {
+
+// An ordinary caller's sandbox: a user namespace mapping only the caller's
+// own uid and gid (the child writes the maps), and the limits without a
+// cgroup: pids as RLIMIT_NPROC, which counts the sandbox's processes in
+// its user namespace; a memory limit the profile names itself is refused
+// (one line, 125), the default one is not enforced (said with --verbose).
+// Called on the planned context; the spec's resources are then dropped.
+Status plan_rootless(const SandboxLaunch& l, ChildContext& ctx, oci::Linux& lx);
+
+// clone3 of the sandbox child; where clone3 is filtered (ENOSYS, as
+// docker's default seccomp profile does) and no cgroup fd is needed, the
+// same with clone(2). A refused user namespace is one line naming the
+// host setting (userns_refusal).
+Result<long> clone_sandbox_child(int ns_flags, int cgroup_fd);
 
 }  // namespace comet::runtime::sandbox_parts

@@ -48,6 +48,10 @@ struct ChildContext {
     bool userns = false;  // the container has its own user ns (new or joined)
     bool cgroupns = false;
     int exec_ns_flags = 0;  // exec: CLONE_NEW* where the init's ns differs from ours
+    // A rootless sandbox (sandbox_launch.hpp): the child maps the caller's
+    // own uid and gid (host ids, >= 0) onto themselves in the user
+    // namespace clone(2) made, setgroups denied (map_own_ids in child.cpp).
+    long self_map_uid = -1, self_map_gid = -1;
   } ns;
 
   // files and mounts

@@ -54,6 +54,15 @@ struct SandboxLaunch {
   uid_t owner_uid = 0;    // of the placeholders
   gid_t owner_gid = 0;
   std::string events;  // --events FILE|unix:PATH, or ""
+  // Where the workspace's placeholder registry lives (<this>/.placeholders):
+  // the host's /run/comet-runtime for root, the user's runtime dir rootless.
+  std::string placeholder_root = "/run/comet-runtime";
+  // An ordinary caller (docs/sandbox.md "Rootless"): a user namespace that
+  // maps only the caller's uid and gid; limits without a cgroup where none
+  // is delegated (pids: RLIMIT_NPROC; a memory limit the profile names
+  // itself, memory_explicit, is refused then; the default is not enforced).
+  bool rootless = false;
+  bool memory_explicit = false;
   // fs.read / fs.write events (fswatch.hpp), in its sandbox mode: what the
   // profile writes, protects and denies. Filed under the sandbox's cgroup2
   // directory, so only when it has one (a limit).

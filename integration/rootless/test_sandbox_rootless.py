@@ -1,0 +1,360 @@
+"""`comet-runtime sandbox` as an ordinary user (issue 24; docs/sandbox.md
+"Rootless"): every profile runs as the caller's own uid in a user namespace
+that maps only that uid, with the protections it has as root, and leaves
+nothing behind. One user per module (integration/lib/rootless.py)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lib import config as cfg  # noqa: E402
+from lib.rootless import OrdinaryUser  # noqa: E402
+
+PROFILES = ["workspace", "devbox", "read-only", "strict"]
+WRITES_WS = ["workspace", "devbox", "strict"]
+RESTRICTED = ["read-only", "strict"]
+
+
+@pytest.fixture(scope="module")
+def user():
+    with OrdinaryUser() as u:
+        yield u
+
+
+@pytest.fixture
+def ws(user, request):
+    d = user.make_dir(f"proj-{request.node.name.replace('[', '-').replace(']', '')}"[:60])
+    yield d
+    user.kill_processes()
+
+
+def sbx(user, ws, *cmd, profile="workspace", timeout=60, env=None, extra=()):
+    return user.run([str(cfg.RUNTIME), "sandbox", "--profile", profile, *extra, "--", *cmd],
+                    cwd=str(ws), timeout=timeout, env=env)
+
+
+def sh(user, ws, script, **kw):
+    return sbx(user, ws, "sh", "-c", script, **kw)
+
+
+def git_repo(user, ws):
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"],
+                 ["config", "user.name", "t"]):
+        r = user.run(["git", *args], cwd=str(ws))
+        assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_runs_as_the_callers_uid(user, ws, profile):
+    r = sh(user, ws, "id -u; id -g; cat /proc/self/uid_map", profile=profile)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    assert lines[0] == str(user.uid) and lines[1] == str(user.gid), r.stdout
+    # only the caller's own uid is mapped: no root, no subordinate range
+    assert lines[2].split() == [str(user.uid), str(user.uid), "1"], r.stdout
+    if profile in WRITES_WS:
+        r = sh(user, ws, "echo x > written", profile=profile)
+        assert r.returncode == 0, r.stderr
+        st = os.stat(ws / "written")
+        assert (st.st_uid, st.st_gid) == (user.uid, user.gid)
+
+
+@pytest.mark.parametrize("profile", ["workspace", "read-only", "strict"])
+def test_write_outside_the_workspace_is_refused(user, ws, profile):
+    # /var/tmp: writable by the user on the host, read-only in the sandbox
+    outside = Path(f"/var/tmp/comet-rl-{os.getpid()}-{profile}")
+    try:
+        r = sh(user, ws, f"echo x > {outside}", profile=profile)
+        assert r.returncode != 0
+        assert not outside.exists()
+        # the home (under /tmp here) is the private /tmp's: nothing on the host
+        r = sh(user, ws, f"echo x > {user.home}/outside.txt", profile=profile)
+        assert not (user.home / "outside.txt").exists()
+    finally:
+        outside.unlink(missing_ok=True)
+
+
+def test_protected_paths_are_refused(user, ws):
+    git_repo(user, ws)
+    bashrc = user.home / ".bashrc"
+    bashrc.write_text("# rc\n")
+    os.chown(bashrc, user.uid, user.gid)
+    script = textwrap.dedent(f"""
+        for p in .git/config .git/hooks/x .vscode/settings.json; do
+          if (echo evil > "$p") 2>/dev/null; then echo "WROTE $p"; else echo "refused $p"; fi
+        done
+        git init -q sub 2>&1 | head -1
+    """)
+    r = sh(user, ws, script, extra=("--events", str(user.home / "ev.jsonl")))
+    assert "WROTE" not in r.stdout, r.stdout
+    assert sum(1 for x in r.stdout.splitlines() if x.startswith("refused ")) == 3, r.stdout
+    assert "evil" not in (ws / ".git/config").read_text()
+    assert not (ws / ".git/hooks/x").exists()
+    assert not (ws / ".vscode").exists()  # the placeholder is gone again
+    assert bashrc.read_text() == "# rc\n"  # (this home is under /tmp: the private /tmp's)
+    # the git rule is reported (a nested repository refused, EACCES)
+    assert not (ws / "sub/.git").exists()
+    assert "refused" in r.stderr, r.stderr
+    events = [json.loads(x) for x in (user.home / "ev.jsonl").read_text().splitlines()]
+    assert any("sub/.git" in json.dumps(e) for e in events), events
+
+
+def test_git_add_and_commit_work(user, ws):
+    git_repo(user, ws)
+    r = sh(user, ws, "echo hello > a.txt && git add a.txt && git commit -qm one && git log --oneline")
+    assert r.returncode == 0, r.stderr
+    assert "one" in r.stdout
+    log = user.run(["git", "log", "--format=%s"], cwd=str(ws))
+    assert log.stdout.strip() == "one"
+
+
+class TcpListener:
+    def __init__(self):
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(8)
+        self.s.settimeout(0.2)
+        self.port = self.s.getsockname()[1]
+
+    def accepted(self) -> int:
+        n = 0
+        while True:
+            try:
+                c, _ = self.s.accept()
+                c.close()
+                n += 1
+            except OSError:
+                return n
+
+
+CONNECT_TCP = ("import socket,sys\n"
+               "try:\n socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2); print('CONNECTED')\n"
+               "except OSError as e: print('refused', e.errno)\n")
+
+
+@pytest.mark.parametrize("profile", RESTRICTED + ["workspace"])
+def test_network_restricted_profiles_stay_restricted(user, ws, profile):
+    lst = TcpListener()
+    try:
+        r = sbx(user, ws, "python3", "-c", CONNECT_TCP, str(lst.port), profile=profile)
+        assert r.returncode == 0, r.stderr
+        if profile in RESTRICTED:
+            assert "refused" in r.stdout and lst.accepted() == 0, r.stdout
+        else:  # the control: the open profile reaches it
+            assert "CONNECTED" in r.stdout and lst.accepted() == 1, r.stdout
+    finally:
+        lst.s.close()
+
+
+def test_unix_socket_outside_the_workspace_is_refused(user, ws):
+    path = Path(f"/var/tmp/comet-rl-{os.getpid()}.sock")  # outside /tmp: visible inside
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    os.chown(path, user.uid, user.gid)
+    srv.listen(4)
+    srv.settimeout(0.2)
+    try:
+        code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+                "try:\n s.connect(sys.argv[1]); print('CONNECTED')\n"
+                "except OSError as e: print('refused', e.errno)\n")
+        r = sbx(user, ws, "python3", "-c", code, str(path))
+        assert "refused" in r.stdout, (r.stdout, r.stderr)
+        assert "unix" in r.stderr and "refused" in r.stderr, r.stderr
+        with pytest.raises(OSError):
+            srv.accept()
+    finally:
+        srv.close()
+        path.unlink(missing_ok=True)
+
+
+def test_timeout_returns_124_in_about_2s(user, ws):
+    t = time.monotonic()
+    r = user.run(["timeout", "2", str(cfg.RUNTIME), "sandbox", "--", "sleep", "30"],
+                 cwd=str(ws), timeout=20)
+    took = time.monotonic() - t
+    assert r.returncode == 124, r.stderr
+    assert took < 3.5, took
+
+
+def _leftovers(user) -> list[str]:
+    rt = user.runtime_dir / "comet-runtime"
+    out = []
+    if rt.exists():  # its seccomp cache (cache/) is no sandbox's
+        for p in rt.rglob("*"):
+            if p.relative_to(rt).parts[0] != "cache":
+                out.append(str(p))
+    return out
+
+
+def test_sigkill_leaves_nothing_behind(user, ws):
+    git_repo(user, ws)
+    p = user.popen([str(cfg.RUNTIME), "sandbox", "--", "sh", "-c", "sleep 30 & sleep 30"],
+                   cwd=str(ws), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the sandbox's sleeps run
+            if sum(1 for pid in user.pids() if _cmdline(pid).startswith(b"sleep ")) >= 2:
+                break
+            time.sleep(0.05)
+        assert (ws / ".vscode").exists()  # a placeholder while it runs
+        # the runtime itself, not setpriv: find it among the user's processes
+        rt = [pid for pid in user.pids() if _cmdline(pid).startswith(str(cfg.RUNTIME).encode())]
+        os.kill(min(rt), signal.SIGKILL)
+        p.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (_running(user) or (ws / ".vscode").exists()):
+            time.sleep(0.05)
+        assert _running(user) == [], [_cmdline(x) for x in _running(user)]
+        assert not (ws / ".vscode").exists()
+        assert _leftovers(user) == []
+    finally:
+        user.kill_processes()
+
+
+def _running(user, wait: float = 3.0) -> list[int]:
+    """The user's processes that are not zombies (an exited guardian is
+    reaped by whoever inherits it: here PID 1), after up to WAIT s."""
+    deadline = time.monotonic() + wait
+    while True:
+        live = []
+        for pid in user.pids():
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != "Z":
+                live.append(pid)
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.05)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def test_nothing_left_after_runs(user, ws):
+    for profile in PROFILES:
+        assert sh(user, ws, "true", profile=profile).returncode == 0
+    assert _running(user) == []
+    assert _leftovers(user) == []
+
+
+NOUSERNS_C = r"""
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+/* clone3 -> ENOSYS (as docker's default profile), clone/unshare with
+   CLONE_NEWUSER -> EPERM: what a host that refuses user namespaces says. */
+int main(int argc, char** argv) {
+  struct sock_filter f[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 0, 3),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+    return 99;
+  execvp(argv[1], argv + 1);
+  return 98;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nouserns(user, tmp_path_factory):
+    d = tmp_path_factory.mktemp("nouserns")
+    os.chmod(d, 0o755)
+    (d / "nouserns.c").write_text(NOUSERNS_C)
+    subprocess.run(["cc", "-O", "-o", str(d / "nouserns"), str(d / "nouserns.c")], check=True)
+    return d / "nouserns"
+
+
+def test_refused_user_namespace_is_one_line_125(user, ws, nouserns):
+    # the control: the filter itself refuses what it should
+    r = user.run([str(nouserns), "unshare", "-U", "true"])
+    assert r.returncode != 0
+    r = user.run([str(nouserns), str(cfg.RUNTIME), "sandbox", "--", "true"], cwd=str(ws))
+    assert r.returncode == 125, (r.stdout, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, r.stderr
+    assert "cannot create a user namespace" in lines[0], lines
+    v = user.run([str(nouserns), str(cfg.RUNTIME), "sandbox", "--can-auto-allow", "--", "ls"],
+                 cwd=str(ws))
+    verdict = json.loads(v.stdout)
+    assert v.returncode == 1 and verdict["auto_allow"] is False and verdict["confined"] is False
+
+
+def test_can_auto_allow_is_true_when_it_can_start(user, ws):
+    v = user.run([str(cfg.RUNTIME), "sandbox", "--can-auto-allow", "--", "ls"], cwd=str(ws))
+    assert v.returncode == 0, (v.stdout, v.stderr)
+    assert json.loads(v.stdout)["auto_allow"] is True
+
+
+def test_explicit_memory_limit_is_refused_default_is_said(user, ws):
+    cfgdir = user.home / ".config/comet"
+    cfgdir.mkdir(parents=True, exist_ok=True)
+    (cfgdir / "sandbox.yaml").write_text(
+        "profiles:\n  small:\n    extends: workspace\n    limits: {memory: 512Mi}\n"
+        "  fewpids:\n    extends: workspace\n    limits: {pids: 64}\n")
+    for p in (user.home / ".config", cfgdir, cfgdir / "sandbox.yaml"):
+        os.chown(p, user.uid, user.gid)
+    try:
+        r = sbx(user, ws, "true", profile="small")
+        assert r.returncode == 125, r.stderr
+        assert "memory" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        # pids: RLIMIT_NPROC inside the user namespace
+        r = sh(user, ws, "grep 'Max processes' /proc/self/limits", profile="fewpids")
+        assert r.returncode == 0 and r.stdout.split()[2:4] == ["64", "64"], (r.stdout, r.stderr)
+        e = user.run([str(cfg.RUNTIME), "sandbox", "--explain"], cwd=str(ws))
+        assert "not enforced" in e.stdout, e.stdout
+    finally:
+        (cfgdir / "sandbox.yaml").unlink()
+
+
+def test_home_names_are_protected_when_home_is_writable(user, ws):
+    # A custom profile that writes the home: its rc files are still
+    # read-only, a missing one (~/.profile) gets a placeholder for the run.
+    cfgdir = user.home / ".config/comet"
+    cfgdir.mkdir(parents=True, exist_ok=True)
+    (cfgdir / "sandbox.yaml").write_text(
+        "profiles:\n  homew:\n    extends: workspace\n    write: [\"~\"]\n")
+    bashrc = user.home / ".bashrc"
+    bashrc.write_text("# rc\n")
+    for p in (user.home / ".config", cfgdir, cfgdir / "sandbox.yaml", bashrc):
+        os.chown(p, user.uid, user.gid)
+    profile = user.home / ".profile"
+    try:
+        r = sh(user, ws, f"echo evil >> {bashrc} || echo refused1; echo evil > {profile} || echo refused2;"
+                         f" echo ok > {user.home}/plain.txt", profile="homew")
+        assert "refused1" in r.stdout and "refused2" in r.stdout, (r.stdout, r.stderr)
+        assert bashrc.read_text() == "# rc\n"
+        assert not profile.exists()  # the placeholder is gone again
+        assert (user.home / "plain.txt").read_text() == "ok\n"  # the home is writable
+    finally:
+        (cfgdir / "sandbox.yaml").unlink()
+        (user.home / "plain.txt").unlink(missing_ok=True)

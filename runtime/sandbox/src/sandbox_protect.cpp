@@ -1,0 +1,157 @@
+// What the sandbox protects because the host reads it (sandbox_protect.hpp).
+#include "sandbox_protect.hpp"
+
+#include "sandbox_parts.hpp"
+
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "comet/base/sys.hpp"
+#include "comet/capability/git_config.hpp"
+
+namespace comet::runtime::sandbox_parts {
+
+namespace cap = comet::capability;
+
+// The git directory a `.git` entry at `at` names: itself when a directory,
+// the "gitdir: X" of a file (X relative to the file's directory); "" else.
+std::string git_dir_of(const std::string& at) {
+  struct stat st;
+  if (::lstat(at.c_str(), &st) < 0) return "";
+  if (S_ISDIR(st.st_mode)) return at;
+  if (!S_ISREG(st.st_mode)) return "";
+  auto text = read_file(at);
+  if (!text.ok() || text->rfind("gitdir: ", 0) != 0) return "";
+  std::string d = text->substr(8);
+  while (!d.empty() && (d.back() == '\n' || d.back() == '\r' || d.back() == ' ')) d.pop_back();
+  if (d.empty()) return "";
+  return d[0] == '/' ? d : at.substr(0, at.rfind('/')) + "/" + d;
+}
+
+// What the host's git runs or reads because its config says so (a hooks
+// directory, a program or an included config file inside the workspace:
+// git_config.hpp): protected like the config's own `protect` entries. The
+// configs read (16 files at most; one that cannot be read adds nothing):
+// the repository the workspace is in (its own, or a parent's for a
+// subdirectory of a monorepo; a linked worktree's and the main one's:
+// config, config.worktree, and the commondir's), its modules' (with their
+// own worktree), the user's and the system's, and the files they include.
+// The modules' git directories the built-in `.git/modules/*/...` entries
+// do not reach (a module's module, a name with a "/"): their config,
+// config.worktree, hooks/ and info/ are protected too (red team round 8: a
+// second-level module's config and hooks were writable, and the host's
+// plain `git status` recursed into it).
+void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
+  const std::string top = ws + "/.git/modules";
+  std::vector<std::string> dirs;
+  sandbox_parts::git_dirs_below(top, 1, 256, dirs);
+  for (const std::string& m : dirs) {
+    if (m.find('/', top.size() + 1) == std::string::npos) continue;  // modules/X: built in
+    for (const char* f : {"/config", "/config.worktree"})
+      set.protect.push_back(cap::ConfigPath{m + f, "nested module", {}, true});
+    for (const char* f : {"/hooks", "/info"})
+      set.protect.push_back(cap::ConfigPath{m + f, "nested module", {}});
+  }
+}
+
+void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
+                              cap::ProfileSet& set) {
+  protect_nested_modules(ws, set);
+  struct Todo {
+    std::string file, worktree;
+  };
+  std::vector<Todo> todo;
+  // The repository holding the workspace: the nearest .git at or above it.
+  for (std::string r = ws;; r = r.substr(0, r.rfind('/'))) {
+    const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
+    if (!gd.empty()) {
+      const std::string root = r.empty() ? "/" : r;
+      std::vector<std::string> dirs = {gd};
+      if (auto c = read_file(gd + "/commondir"); c.ok()) {
+        std::string cd = *c;
+        while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+        if (!cd.empty()) dirs.push_back(cd[0] == '/' ? cd : gd + "/" + cd);
+      }
+      for (const std::string& d : dirs)
+        for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, root});
+      break;
+    }
+    if (r.empty() || r == "/") break;
+  }
+  // The modules of the workspace's own repository: .git/modules/NAME.
+  if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      const std::string md = ws + "/.git/modules/" + n;
+      todo.push_back({md + "/config", ws + "/" + n});
+      todo.push_back({md + "/config.worktree", ws + "/" + n});
+    }
+    ::closedir(d);
+  }
+  // ~/.config/git/config too when XDG_CONFIG_HOME says otherwise: the
+  // host's git may run without it (red team round 7)
+  for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
+                               ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
+    todo.push_back({f, ws});
+  // $XDG_CONFIG_HOME/git when it is elsewhere (inside the workspace, say):
+  // the host's git reads its config there (red team round 8)
+  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
+    set.protect.push_back(cap::ConfigPath{ctx.config_home + "/git", "XDG_CONFIG_HOME", {}});
+  std::vector<std::string> seen;
+  for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
+    const Todo t = todo[i];  // a copy: todo grows below
+    if (std::find(seen.begin(), seen.end(), t.file) != seen.end()) continue;
+    auto text = read_file(t.file);
+    if (!text.ok() || text->size() > (1 << 20)) continue;
+    seen.push_back(t.file);
+    const auto refs = cap::git_config_refs(*text);
+    const std::string dir = t.file.substr(0, t.file.rfind('/'));
+    for (const cap::GitConfigRef& r : refs) {
+      for (const std::string& p : cap::git_config_paths({r}, t.worktree, dir, ctx.home)) {
+        set.protect.push_back(cap::ConfigPath{
+            p, t.file + " (" + r.key + ")", {}, r.kind != cap::GitConfigRef::Kind::hooks_dir});
+        if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back({p, t.worktree});
+      }
+    }
+  }
+}
+
+// A symlink inside a protected directory of the workspace leads out of it:
+// the link cannot change (it is read-only), but what it names could, in a
+// writable tree (red team round 8: `.git/hooks/pre-commit ->
+// ../../scripts/pre-commit.sh`, `.claude/settings.json -> ../cfg/x.json`).
+// The targets are protected too (4 levels, 512 entries per protected
+// directory), and so is the way to them (red team round 9): each further
+// link of a chain is pinned (`-> ../hop`, `hop -> cfg/x.json`), and a
+// target under a missing directory protects the first missing one (an
+// empty placeholder: it cannot be made to hold the target).
+void protect_link_targets(const std::string& dir, int depth, int& budget,
+                          std::vector<std::string>& out, std::vector<std::string>& pins) {
+  if (depth > 4 || budget <= 0) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> subdirs;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    if (--budget <= 0) break;
+    const std::string path = dir + "/" + e->d_name;
+    if (e->d_type == DT_DIR) {
+      subdirs.push_back(path);
+      continue;
+    }
+    if (e->d_type != DT_LNK) continue;
+    PathWalk w = walk_path(path);
+    for (std::size_t i = 1; i < w.links.size(); i++) pins.push_back(w.links[i]);
+    out.push_back(w.first_missing.empty() ? w.real : w.first_missing);
+  }
+  ::closedir(d);
+  for (const std::string& sub : subdirs) protect_link_targets(sub, depth + 1, budget, out, pins);
+}
+
+}  // namespace comet::runtime::sandbox_parts

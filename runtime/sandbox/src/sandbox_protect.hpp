@@ -1,0 +1,27 @@
+// What the sandbox protects because the host reads it (sandbox_cli.cpp's
+// prepare and plan): the paths git's config names, the modules' git
+// directories, and where a symlink in a protected directory leads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comet/capability/profile.hpp"
+
+namespace comet::runtime::sandbox_parts {
+
+// The git directory a `.git` entry at `at` names ("" if none).
+std::string git_dir_of(const std::string& at);
+
+// Adds to set.protect what the host's git runs or reads because its config
+// says so, and the modules' git directories the built-in entries miss.
+void protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
+                              capability::ProfileSet& set);
+
+// Where the symlinks inside the protected directory DIR lead (4 levels,
+// BUDGET entries): OUT gets what to protect, PINS the further links of
+// chains, to pin (sandbox_protect.cpp).
+void protect_link_targets(const std::string& dir, int depth, int& budget,
+                          std::vector<std::string>& out, std::vector<std::string>& pins);
+
+}  // namespace comet::runtime::sandbox_parts
