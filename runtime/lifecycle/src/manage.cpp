@@ -14,6 +14,7 @@
 #include "comet/host/cgroups.hpp"
 #include "comet/host/state_store.hpp"
 #include "comet/lifecycle/container.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/oci/spec.hpp"
 
 namespace comet::runtime {
@@ -85,7 +86,7 @@ nlohmann::ordered_json stats(const ContainerRecord& rec) {
 Status ps_container(const Globals& g, const std::string& id, const std::string& format,
                     const std::vector<std::string>& ps_args) {
   TRY(Opened c, open_container(g, id));
-  auto pids = cgroup_pids(c.rec.cgroup_dirs);
+  auto pids = container_pids(c.rec);
   if (c.status == oci::ContainerStatus::kStopped) pids.clear();
   std::sort(pids.begin(), pids.end());
   if (format == "json") {

@@ -48,6 +48,9 @@ struct ChildContext {
     bool userns = false;  // the container has its own user ns (new or joined)
     bool cgroupns = false;
     int exec_ns_flags = 0;  // exec: CLONE_NEW* where the init's ns differs from ours
+    // Rootless: the maps are written by this user (or newuidmap), which
+    // needs the child's /proc files to be its own: dumpable until sync 2.
+    bool maps_need_dumpable = false;
   } ns;
 
   // files and mounts
