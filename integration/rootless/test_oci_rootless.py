@@ -260,6 +260,7 @@ def test_verbs_in_delegated_cgroup(user, delegated, where):
 
 
 def test_delegated_cgroup_without_the_controller_refuses_the_limit(user, delegated):
+    # errors.md: rootless-limit-controller
     top, wrap = delegated
     if "pids" in (top / "cgroup.controllers").read_text().split():
         pytest.skip("the delegated subtree offers pids")
@@ -291,6 +292,7 @@ def test_subordinate_ranges_through_newuidmap(user):
 
 
 def test_range_not_granted_is_refused_in_one_line(user):
+    # errors.md: rootless-idmap-refused
     def maps(conf):
         conf["linux"]["uidMappings"] = [{"containerID": 0, "hostID": user.uid, "size": 1},
                                         {"containerID": 1, "hostID": 100, "size": 10}]
@@ -302,9 +304,41 @@ def test_range_not_granted_is_refused_in_one_line(user):
     assert_nothing_left(user)
 
 
+def two_ranges(user):
+    def maps(conf):
+        for key, own in (("uidMappings", user.uid), ("gidMappings", user.gid)):
+            conf["linux"][key] = [{"containerID": 0, "hostID": own, "size": 1},
+                                  {"containerID": 1, "hostID": 400000, "size": 10}]
+    return maps
+
+
+def test_no_newuidmap_is_one_line(user):
+    # errors.md: rootless-idmap-helper (COMET_FAULT: as on a host without uidmap)
+    b = bundle(user, ["true"], two_ranges(user))
+    res = user.run([RT, "run", "h" + secrets.token_hex(3)], cwd=str(b),
+                   env={"COMET_FAULT": "idmap-no-helper"})
+    assert res.returncode == 1
+    line = one_line(res.stderr)
+    assert "linux.uidMappings maps more than this user's own id, which needs newuidmap: " \
+           "not found (install the uidmap package)" in line, line
+    assert_nothing_left(user)
+
+
+def test_no_subordinate_range_is_one_line():
+    # errors.md: rootless-idmap-subid
+    with OrdinaryUser(setuid_helpers=True, subids=False) as bare:
+        b = bundle(bare, ["true"], two_ranges(bare))
+        res = rt(bare, "run", "s" + secrets.token_hex(3), bundle_dir=b)
+        assert res.returncode == 1
+        line = one_line(res.stderr)
+        assert f"/etc/subuid has no range for uid {bare.uid}" in line, line
+        assert_nothing_left(bare)
+
+
 # -- a host that refuses user namespaces -----------------------------------------
 
 def test_userns_refused_names_the_cause(user):
+    # errors.md: rootless-userns
     tmp = Path(tempfile.mkdtemp(prefix="comet-deny-userns-"))
     try:
         os.chmod(tmp, 0o755)
@@ -323,6 +357,7 @@ def test_userns_refused_names_the_cause(user):
 
 # -- rootless podman -------------------------------------------------------------
 
+PACK_CAPS = json.dumps({"egress": [], "determinism_tier": "read-only"})
 PODMAN_CONF = """[containers]
 default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
 [engine]
@@ -372,6 +407,17 @@ def test_rootless_podman_run_exec_stop(user):
     res = podman("run", "--rm", "--cgroups=disabled", "--network", "none", "localhost/bb:rl",
                  "cat", "/proc/self/cgroup")
     assert res.returncode == 0, res.stderr
+    # A pack's capabilities by annotation (docs/policy.md): the exec lock
+    # refuses the shell's fork, the runtime's own init makes the status 3;
+    # a clean command's status passes through.
+    caps = '"org.soyaos.comet.capabilities=' + PACK_CAPS.replace('"', '""') + '"'
+    for script, status in (("sleep 0; exit 0", 3), ("echo clean; exit 5", 5)):
+        res = podman("run", "--rm", "--network", "none", "--annotation", caps,
+                     "--annotation", "org.soyaos.comet.pack=rl-test@0.0.1", "localhost/bb:rl",
+                     "sh", "-c", "read -t 0.2 _ < /dev/ptmx; " + script)
+        assert res.returncode == status, res.stdout + res.stderr
+        if status == 3:
+            assert "can't fork" in res.stderr, res.stderr
     # Only podman's own pause process (it holds its user namespace) is left,
     # once conmon has run the --rm cleanup it started.
     def left():
