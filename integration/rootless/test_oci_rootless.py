@@ -172,6 +172,26 @@ def test_verbs_without_cgroup(user):
     assert_nothing_left(user)
 
 
+def test_pack_fs_events_off_recorded_enforcement_kept(user):
+    """fs.read/fs.write events need CAP_BPF: as a user, create warns once and
+    state records it; the pack's confinement layers are still there."""
+    def caps(conf):
+        conf["annotations"] = {"org.soyaos.comet.capabilities":
+                               json.dumps({"egress": [], "determinism_tier": "read-only"})}
+    b = bundle(user, ["sh", "-c", "read -t 5 _ < /dev/ptmx; exit 0"], caps)
+    cid = "f" + secrets.token_hex(3)
+    try:
+        res = rt_detached(user, "create", cid, bundle_dir=b)
+        assert res.returncode == 0, res.stderr
+        assert res.stderr.count("fs.read/fs.write violation events are off") == 1, res.stderr
+        st = json.loads(rt(user, "state", cid).stdout)
+        assert st["org.soyaos.comet.rootless"]["fs-events"] == "off (no CAP_BPF)"
+        assert "landlock:exec" in st["org.soyaos.comet.layers"], st
+    finally:
+        rt(user, "delete", "--force", cid)
+    assert_nothing_left(user)
+
+
 def test_run_exit_status_and_default_root(user):
     b = bundle(user, ["sh", "-c", "exit 3"])
     res = rt(user, "run", "r" + secrets.token_hex(3), bundle_dir=b)
