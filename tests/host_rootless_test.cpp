@@ -71,7 +71,8 @@ TEST(RootlessLimits, MissingControllerRefuses) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message(),
             "rootless: linux.resources.pids needs the pids controller, which the delegated "
-            "cgroup /cg/u/x does not offer (cgroup.controllers: hugetlb)");
+            "cgroup /cg/u/x does not have (its controllers: hugetlb; the delegating manager "
+            "enables them in the parent's cgroup.subtree_control)");
   plan.hierarchies[0].controllers.push_back("pids");
   EXPECT_TRUE(check_rootless_limits(plan, "", &r).ok());
 }

@@ -165,6 +165,9 @@ def test_verbs_without_cgroup(user):
         pause = rt(user, "pause", cid)
         assert pause.returncode != 0
         assert "no cgroup to freeze" in one_line(pause.stderr)
+        upd = rt(user, "update", "--memory", str(64 << 20), cid)
+        assert upd.returncode != 0
+        assert "linux.resources.memory needs a cgroup" in one_line(upd.stderr)
         assert rt(user, "kill", cid, "KILL").returncode == 0
         assert rt(user, "delete", "--force", cid).returncode == 0
     finally:
@@ -282,8 +285,8 @@ def test_verbs_in_delegated_cgroup(user, delegated, where):
 def test_delegated_cgroup_without_the_controller_refuses_the_limit(user, delegated):
     # errors.md: rootless-limit-controller
     top, wrap = delegated
-    if "pids" in (top / "cgroup.controllers").read_text().split():
-        pytest.skip("the delegated subtree offers pids")
+    if "pids" in (top / "session" / "cgroup.subtree_control").read_text().split():
+        pytest.skip("the session gives its children pids")
 
     def limit(conf):
         conf["linux"]["resources"] = {"pids": {"limit": 50}}

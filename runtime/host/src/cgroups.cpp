@@ -224,7 +224,9 @@ RootlessCgroup plan_rootless_cgroups(const std::string& cgroups_path, const std:
     h.mountpoint = root;
     h.v2 = true;
     h.dir = join_path(root, rel);
-    h.controllers = cgroup2_controllers(join_path(root, parent_of(rel)));
+    // What the new directory will have: its parent's subtree_control (the
+    // delegating manager enables controllers there).
+    h.controllers = cgroup2_controllers(join_path(root, parent_of(rel)), "cgroup.subtree_control");
     out.plan.hierarchies.push_back(std::move(h));
     out.plan.v2_only = true;
     out.plan.freezer_dir = out.plan.hierarchies[0].dir;
@@ -236,9 +238,9 @@ RootlessCgroup plan_rootless_cgroups(const std::string& cgroups_path, const std:
   return out;
 }
 
-std::vector<std::string> cgroup2_controllers(const std::string& dir) {
+std::vector<std::string> cgroup2_controllers(const std::string& dir, const char* file) {
   std::vector<std::string> out;
-  auto c = read_file(dir + "/cgroup.controllers");
+  auto c = read_file(dir + "/" + file);
   if (!c.ok()) return out;
   for (auto& s : split(*c, ' ')) {
     std::string t = s;

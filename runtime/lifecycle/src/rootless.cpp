@@ -51,7 +51,8 @@ Status check_rootless_limits(const CgroupPlan& plan, const std::string& note,
       for (auto& c : h.controllers) have += (have.empty() ? "" : " ") + c;
       return refusal(
           field_of(ctl) + " needs the " + ctl + " controller, which the delegated " + "cgroup " +
-          h.dir + " does not offer (cgroup.controllers: " + (have.empty() ? "none" : have) + ")");
+          h.dir + " does not have (its controllers: " + (have.empty() ? "none" : have) +
+          "; the delegating manager enables them in the parent's cgroup.subtree_control)");
     }
   }
   return ok();

@@ -59,8 +59,10 @@ RootlessCgroup plan_rootless_cgroups(const std::string& cgroups_path, const std:
 // "cpu", "cpuset", "pids", "io", "hugetlb", plus "unified:KEY" and
 // "network"/"rdma"). Device rules are not limits: see docs/rootless.md.
 std::vector<std::string> limit_controllers(const oci::Resources& res);
-// The controllers available in a cgroup2 directory (its cgroup.controllers).
-std::vector<std::string> cgroup2_controllers(const std::string& dir);
+// The controllers of a cgroup2 directory: FILE cgroup.controllers (what it
+// has), or cgroup.subtree_control (what its children get).
+std::vector<std::string> cgroup2_controllers(const std::string& dir,
+                                             const char* file = "cgroup.controllers");
 
 // v1 controllers RES needs ("memory", "pids", ...).
 std::vector<std::string> needed_v1_controllers(const oci::Resources* res);
