@@ -158,6 +158,26 @@ TEST(DefaultSpec, MatchesRuncSpec) {
   EXPECT_EQ(json::parse(to_json(default_spec())), runc);
 }
 
+// `runc spec --rootless` (run as root, so its mappings name id 0).
+TEST(DefaultSpec, RootlessMatchesRuncRootless) {
+  Spec s = default_spec();
+  to_rootless(s, 0, 0);
+  EXPECT_EQ(json::parse(to_json(s)), json::parse(slurp(kData / "good/runc-rootless.json")));
+}
+
+TEST(DefaultSpec, RootlessMapsTheCaller) {
+  Spec s = default_spec();
+  to_rootless(s, 1000, 1001);
+  ASSERT_TRUE(s.linux_);
+  ASSERT_EQ(s.linux_->uid_mappings.size(), 1u);
+  EXPECT_EQ(s.linux_->uid_mappings[0].host_id, 1000u);
+  EXPECT_EQ(s.linux_->gid_mappings[0].host_id, 1001u);
+  EXPECT_FALSE(has_namespace(s, "network"));
+  EXPECT_TRUE(has_namespace(s, "user"));
+  EXPECT_FALSE(s.linux_->resources);
+  EXPECT_EQ(validate_error(s), "");
+}
+
 TEST(DefaultSpec, ParsedRuncSpecSerialisesIdentically) {
   EXPECT_EQ(to_json(parse_file("runc-spec.json")), to_json(default_spec()));
 }

@@ -41,8 +41,15 @@ def _subid_start() -> int:
 
 
 class OrdinaryUser:
-    def __init__(self, prefix: str = "cmtrl"):
+    def __init__(self, prefix: str = "cmtrl", setuid_helpers: bool = False, subids: bool = True):
+        """setuid_helpers: keep the capability bounding set, as a login
+        shell has it, so that the setuid newuidmap/newgidmap can work (a
+        setuid-root program gains no capability outside the bounding set):
+        rootless podman and ID mappings of more than the user's own id need
+        them. By default it is emptied: the user can gain nothing."""
         self.name = f"{prefix}{secrets.token_hex(3)}"
+        self.setuid_helpers = setuid_helpers
+        self.subids = subids  # False: no line in /etc/subuid, /etc/subgid
         self.base = Path(tempfile.mkdtemp(prefix="comet-rootless-", dir="/tmp"))
         os.chmod(self.base, 0o755)
         self.home = self.base / "home"
@@ -58,8 +65,9 @@ class OrdinaryUser:
             pw = pwd.getpwnam(self.name)
             self.uid, self.gid = pw.pw_uid, pw.pw_gid
             rng = f"{self.subid}-{self.subid + SUBID_COUNT - 1}"
-            subprocess.run(["usermod", "--add-subuids", rng, "--add-subgids", rng, self.name],
-                           check=True, capture_output=True)
+            if self.subids:
+                subprocess.run(["usermod", "--add-subuids", rng, "--add-subgids", rng, self.name],
+                               check=True, capture_output=True)
             for d in (self.home, self.runtime_dir):
                 d.mkdir(mode=0o700)
                 os.chown(d, self.uid, self.gid)
@@ -124,8 +132,9 @@ class OrdinaryUser:
         return env
 
     def argv(self, argv: list[str]) -> list[str]:
+        bounding = [] if self.setuid_helpers else ["--bounding-set=-all"]
         return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--init-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--"] + [str(a) for a in argv]
+                "--inh-caps=-all", *bounding, "--"] + [str(a) for a in argv]
 
     def run(self, argv: list[str], *, env: dict | None = None, cwd: str | None = None,
             timeout: float = 60, input: str | bytes | None = None, text: bool = True):

@@ -69,4 +69,23 @@ Spec default_spec() {
   return s;
 }
 
+void to_rootless(Spec& spec, uint32_t uid, uint32_t gid) {
+  Linux& l = spec.linux_ ? *spec.linux_ : spec.linux_.emplace();
+  std::erase_if(l.namespaces,
+                [](const Namespace& n) { return n.type == "network" || n.type == "user"; });
+  l.namespaces.push_back({"user", ""});
+  l.uid_mappings = {IdMapping{0, uid, 1}};
+  l.gid_mappings = {IdMapping{0, gid, 1}};
+  for (Mount& m : spec.mounts) {
+    if (m.destination == "/sys" || m.destination == "/sys/") {
+      m = Mount{"/sys", "none", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"}, false};
+      continue;
+    }
+    std::erase_if(m.options, [](const std::string& o) {
+      return o.rfind("gid=", 0) == 0 || o.rfind("uid=", 0) == 0;
+    });
+  }
+  l.resources.reset();
+}
+
 }  // namespace comet::oci

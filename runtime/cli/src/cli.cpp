@@ -14,6 +14,7 @@
 #include "comet/egress/egress.hpp"
 #include "comet/host/log.hpp"
 #include "comet/host/selfexe.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/reporting/violations.hpp"
 #include "verbs.hpp"
 
@@ -53,12 +54,19 @@ namespace {
 
 void add_global_flags(CLI::App& app, Globals& g) {
   app.set_version_flag("--version,-v", version_text());
+  // An ordinary user's containers live in its own runtime dir (user_dirs.hpp),
+  // as runc's in $XDG_RUNTIME_DIR/runc.
+  if (rootless()) g.root = user_dirs().runtime;
   app.add_option("--root", g.root, "root directory for container state")->capture_default_str();
   app.add_option("--log", g.log, "log file (default: stderr)");
   app.add_option("--log-format", g.log_format, "log format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_flag("--debug", g.debug, "enable debug logging");
+  app.add_option("--cgroup-manager", g.cgroup_manager,
+                 "cgroupfs, or disabled: no cgroup (podman --cgroups=disabled; docs/rootless.md)")
+      ->check(CLI::IsMember({"cgroupfs", "systemd", "disabled"}))
+      ->capture_default_str();
   app.add_flag("--systemd-cgroup", g.systemd_cgroup,
                "use the systemd cgroup driver (not available on hosts without systemd)");
   app.require_subcommand(1);
@@ -79,7 +87,8 @@ std::optional<int> check_verb(CLI::App& app, int argc, char** argv, const Global
       break;
     }
     if (is_help_or_version(a)) break;
-    if (a.find('=') == std::string::npos && (a == "--root" || a == "--log" || a == "--log-format"))
+    if (a.find('=') == std::string::npos &&
+        (a == "--root" || a == "--log" || a == "--log-format" || a == "--cgroup-manager"))
       i++;
   }
   bool help_or_version = false;
@@ -132,6 +141,11 @@ std::optional<int> set_up(Options& o) {
   if (!log::init(o.g.log, o.g.log_format == "json", o.g.debug)) {
     std::fprintf(stderr, "comet-runtime: cannot open log file %s\n", o.g.log.c_str());
     return 1;
+  }
+  // The default per-user root: made 0700 and checked to be this user's.
+  if (rootless() && o.g.root == user_dirs().runtime) {
+    Status st = ensure_private_dir(o.g.root);
+    if (!st.ok()) return fail(st.error());
   }
   if (!o.events_target.empty()) {
     if (o.events_target.rfind("unix:", 0) != 0 && o.events_target[0] != '/') {

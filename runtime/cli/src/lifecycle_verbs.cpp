@@ -1,5 +1,7 @@
 // The OCI lifecycle verbs (verbs.hpp): create run start state kill delete
 // list pause resume spec features.
+#include <unistd.h>
+
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include "comet/base/sys.hpp"
 #include "comet/host/state_store.hpp"
 #include "comet/lifecycle/container.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/oci/spec.hpp"
 #include "verbs.hpp"
 
@@ -50,6 +53,8 @@ int print_state(const Globals& g, const std::string& id) {
     j["created"] = rec->created;
     j["owner"] = rec->owner;
     if (!rec->layers.empty()) j["org.soyaos.comet.layers"] = rec->layers;
+    // docs/rootless.md: what this user's container runs without.
+    if (!rec->rootless.empty()) j["org.soyaos.comet.rootless"] = rec->rootless;
   }
   std::cout << j.dump(2) << "\n";
   return 0;
@@ -112,9 +117,15 @@ CLI::App* add_create(CLI::App& app, const Verb& v, Options& o) {
   return c;
 }
 
+// A layer this user cannot have (rootless.hpp) exits 125, other errors 1.
+static int create_failed(const Error& e) {
+  fail(e);
+  return is_refusal(e) ? kExitRefused : 1;
+}
+
 int run_create(CLI::App&, Options& o) {
   auto r = create_container(o.g, o.create);
-  return r.ok() ? 0 : fail(r.error());
+  return r.ok() ? 0 : create_failed(r.error());
 }
 
 CLI::App* add_run(CLI::App& app, const Verb& v, Options& o) {
@@ -126,7 +137,7 @@ CLI::App* add_run(CLI::App& app, const Verb& v, Options& o) {
 
 int run_run(CLI::App&, Options& o) {
   auto r = run_container(o.g, o.create, o.detach);
-  if (!r.ok()) return fail(r.error());
+  if (!r.ok()) return create_failed(r.error());
   return *r;
 }
 
@@ -205,16 +216,18 @@ int run_resume(CLI::App&, Options& o) {
 CLI::App* add_spec(CLI::App& app, const Verb& v, Options& o) {
   auto* c = app.add_subcommand(v.name, v.help);
   c->add_option("--bundle,-b", o.spec_bundle, "directory to write config.json into");
-  c->add_flag("--rootless", o.rootless, "rootless spec (not supported)");
+  c->add_flag("--rootless", o.rootless,
+              "a spec for an ordinary user, as runc spec --rootless (docs/rootless.md)");
   return c;
 }
 
 int run_spec(CLI::App&, Options& o) {
-  if (o.rootless) return fail(Error::msg("spec --rootless: rootless containers are not supported"));
   std::string path =
       o.spec_bundle.empty() ? "config.json" : join_path(o.spec_bundle, "config.json");
   if (path_exists(path)) return fail(Error::msg("File " + path + " exists. Remove it first"));
-  return status_exit(write_file_atomic(path, oci::to_json(oci::default_spec(), 2) + "\n", 0644));
+  oci::Spec spec = oci::default_spec();
+  if (o.rootless) oci::to_rootless(spec, ::geteuid(), ::getegid());
+  return status_exit(write_file_atomic(path, oci::to_json(spec, 2) + "\n", 0644));
 }
 
 CLI::App* add_features(CLI::App& app, const Verb& v, Options&) {

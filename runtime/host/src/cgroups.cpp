@@ -172,6 +172,93 @@ Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::stri
   return plan;
 }
 
+namespace {
+
+// The caller's cgroup2 path ("0::/a/b"), "/" when unknown.
+std::string own_cgroup2() {
+  for (auto& [ctrls, path] : self_cgroups())
+    if (ctrls.empty() && !path.empty()) return path;
+  return "/";
+}
+
+std::string parent_of(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == 0 || s == std::string::npos ? "/" : p.substr(0, s);
+}
+
+// Can this user make REL (a cgroup2 path) and clone a process into it from
+// OWN? Its nearest existing ancestor must be a writable cgroup2 directory,
+// and cgroup.procs of the common ancestor of OWN and REL writable.
+bool delegated(const std::string& root, const std::string& own, const std::string& rel) {
+  std::string anc = parent_of(rel);
+  while (anc != "/" && !path_exists(join_path(root, anc))) anc = parent_of(anc);
+  const std::string dir = join_path(root, anc);
+  if (!is_cgroup2_dir(dir) || ::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+    return false;
+  std::string common = own;
+  while (common != "/" && !(rel == common || rel.rfind(common + "/", 0) == 0))
+    common = parent_of(common);
+  const std::string procs = join_path(join_path(root, common), "cgroup.procs");
+  return ::faccessat(AT_FDCWD, procs.c_str(), W_OK, AT_EACCESS) == 0;
+}
+
+}  // namespace
+
+RootlessCgroup plan_rootless_cgroups(const std::string& cgroups_path, const std::string& id) {
+  RootlessCgroup out;
+  const std::string root = cgroup2_mountpoint();
+  if (root.empty()) {
+    out.note = "none (no cgroup2 hierarchy)";
+    return out;
+  }
+  const std::string own = own_cgroup2();
+  std::vector<std::string> candidates;
+  if (!cgroups_path.empty() && cgroups_path.find("..") == std::string::npos &&
+      cgroups_path.find(':') == std::string::npos)
+    candidates.push_back(
+        clean_path(cgroups_path[0] == '/' ? cgroups_path : join_path(own, cgroups_path)));
+  candidates.push_back(clean_path(join_path(own, id)));
+  for (const std::string& rel : candidates) {
+    if (rel == "/" || !delegated(root, own, rel)) continue;
+    CgroupHierarchy h;
+    h.mountpoint = root;
+    h.v2 = true;
+    h.dir = join_path(root, rel);
+    // What the new directory will have: its parent's subtree_control (the
+    // delegating manager enables controllers there).
+    h.controllers = cgroup2_controllers(join_path(root, parent_of(rel)), "cgroup.subtree_control");
+    out.plan.hierarchies.push_back(std::move(h));
+    out.plan.v2_only = true;
+    out.plan.freezer_dir = out.plan.hierarchies[0].dir;
+    out.plan.freezer_v2 = true;
+    out.note = out.plan.freezer_dir + " (delegated)";
+    return out;
+  }
+  out.note = "none (not delegated)";
+  return out;
+}
+
+std::vector<std::string> cgroup2_controllers(const std::string& dir, const char* file) {
+  std::vector<std::string> out;
+  auto c = read_file(dir + "/" + file);
+  if (!c.ok()) return out;
+  for (auto& s : split(*c, ' ')) {
+    std::string t = s;
+    while (!t.empty() && (t.back() == '\n')) t.pop_back();
+    if (!t.empty()) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<std::string> limit_controllers(const oci::Resources& r) {
+  std::vector<std::string> n;
+  for (auto& c : needed_v1_controllers(&r)) n.push_back(c == "blkio" ? "io" : c);
+  for (auto& [k, v] : r.unified) n.push_back("unified:" + k);
+  if (r.has_network) n.push_back("network");
+  if (r.has_rdma) n.push_back("rdma");
+  return n;
+}
+
 static Status copy_cpuset_parent(const std::string& dir) {
   // v1 cpuset: a new group starts with empty cpus/mems and refuses tasks.
   std::string parent = dir.substr(0, dir.rfind('/'));
@@ -346,7 +433,7 @@ static Status apply_devices_v1(const CgroupPlan& plan, const oci::Resources& r) 
   return ok();
 }
 
-Status apply_resources(const CgroupPlan& plan, const oci::Resources& r) {
+Status apply_resources(const CgroupPlan& plan, const oci::Resources& r, bool device_filter) {
   if (r.has_network) return Error::msg("linux.resources.network: not supported by this runtime");
   if (r.has_rdma) return Error::msg("linux.resources.rdma: not supported by this runtime");
   const CgroupHierarchy* v2 = nullptr;
@@ -377,9 +464,9 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& r) {
   } else {
     TRYV(apply_v1(plan, r));
   }
-  if (v2)
+  if (device_filter && v2)
     TRYV(apply_devices_v2(*v2, r));
-  else
+  else if (device_filter)
     TRYV(apply_devices_v1(plan, r));
   for (auto& hp : r.hugepage_limits) {
     if (auto* h = plan.find("hugetlb")) {

@@ -90,6 +90,7 @@ Status ContainerDir::save(const ContainerRecord& r) const {
             {"helper_pids", r.helper_pids},
             {"helper_starts", r.helper_starts},
             {"layers", r.layers},
+            {"rootless", r.rootless},
             {"cleanup_paths", r.cleanup_paths},
             {"terminal", r.terminal},
             {"egress_resolver_pid", r.egress_resolver_pid},
@@ -127,6 +128,7 @@ Result<ContainerRecord> ContainerDir::load() const {
     r.helper_pids = j.value("helper_pids", std::vector<int>{});
     r.helper_starts = j.value("helper_starts", std::vector<unsigned long long>{});
     r.layers = j.value("layers", std::vector<std::string>{});
+    r.rootless = j.value("rootless", std::map<std::string, std::string>{});
     r.cleanup_paths = j.value("cleanup_paths", std::vector<std::string>{});
     r.terminal = j.value("terminal", false);
     r.egress_resolver_pid = j.value("egress_resolver_pid", 0);

@@ -12,8 +12,21 @@
 
 namespace comet::runtime {
 
+bool in_user_namespace() noexcept {
+  static const bool in = [] {
+    auto map = read_file("/proc/self/uid_map");
+    if (!map) return false;
+    std::vector<std::string> f;
+    for (auto& w : split(*map, ' '))
+      if (!w.empty() && w != "\n") f.push_back(w);
+    while (!f.empty() && !f.back().empty() && f.back().back() == '\n') f.back().pop_back();
+    return !(f.size() == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295");
+  }();
+  return in;
+}
+
 bool rootless() noexcept {
-  return ::geteuid() != 0;
+  return ::geteuid() != 0 || in_user_namespace();
 }
 
 namespace {
@@ -33,7 +46,10 @@ std::string home_dir() {
 }
 
 UserDirs compute() {
-  if (!rootless())
+  // runc's shouldHonorXDGRuntimeDir(): uid 0 of a user namespace keeps the
+  // root dirs only when USER says root.
+  const char* user = std::getenv("USER");
+  if (!rootless() || (::geteuid() == 0 && user && std::string(user) == "root"))
     return {"/run/comet-runtime", "/var/lib/comet-runtime", "/var/cache/comet-runtime"};
   const std::string uid = std::to_string(::geteuid());
   UserDirs d;

@@ -327,10 +327,13 @@ using namespace child;
   // flock() belongs to the open file description we share with the parent.
   ::close(ctx.fds.lock_fd);
   // Nobody in the container may open our /proc/PID/{exe,fd,mem} while we
-  // still run the runtime's code (CVE-2019-5736 class).
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // still run the runtime's code (CVE-2019-5736 class). Rootless, an
+  // ordinary user writes our id maps: dumpable until then (runc does the
+  // same); no process of the container exists before sync 2.
+  if (!ctx.ns.maps_need_dumpable) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   enter_namespaces();  // sync 1, sync 2
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const bool mntns = ctx.ns.new_ns_flags & CLONE_NEWNS;
   if (mntns) prepare_rootfs_mount();
   open_dev_null("fstat /dev/null");

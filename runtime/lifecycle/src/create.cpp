@@ -26,13 +26,16 @@
 #include "comet/capability/policy.hpp"
 #include "comet/egress/egress.hpp"
 #include "comet/host/cgroups.hpp"
+#include "comet/host/id_maps.hpp"
 #include "comet/host/log.hpp"
 #include "comet/host/state_store.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/lifecycle/confine.hpp"
 #include "comet/lifecycle/container.hpp"
 #include "comet/lifecycle/helper_confine.hpp"
 #include "comet/lifecycle/hooks.hpp"
 #include "comet/lifecycle/plan.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/lifecycle/sync.hpp"
 #include "comet/lifecycle/trampoline.hpp"
 #include "comet/oci/spec.hpp"
@@ -69,19 +72,6 @@ FsView fs_view_of(const capability::Capabilities& caps, const std::string& rootf
     v.image_top.push_back(dst.substr(b, e == std::string::npos ? std::string::npos : e - b));
   }
   return v;
-}
-
-Status write_id_map(int procfd, int pid, const char* file, const std::vector<oci::IdMapping>& m) {
-  std::string text;
-  for (auto& e : m)
-    text += std::to_string(e.container_id) + " " + std::to_string(e.host_id) + " " +
-            std::to_string(e.size) + "\n";
-  std::string rel = std::to_string(pid) + "/" + file;
-  int fd = ::openat(procfd, rel.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return Error::sys(errno, "open /proc/" + rel);
-  UniqueFd owner(fd);
-  if (::write(fd, text.data(), text.size()) < 0) return Error::sys(errno, "write /proc/" + rel);
-  return ok();
 }
 
 std::string hook_state(const std::string& id, int pid, const std::string& bundle,
@@ -198,6 +188,7 @@ struct Creation {
   std::vector<std::string> egress_upstreams;
   // plan
   ChildContext ctx;
+  std::map<std::string, std::string> rootless_notes;  // rootless.hpp: for state
   // make_state_dir
   ContainerDir dir;
   egress::Handles egress_handles;  // before cleanup: its destructor reads it
@@ -232,7 +223,7 @@ struct Creation {
 Status load_config(Creation& c) {
   const CreateOptions& o = c.o;
   TRYV(validate_id(o.id));
-  if (c.g.systemd_cgroup)
+  if (c.g.systemd_cgroup || c.g.cgroup_manager == "systemd")
     return Error::msg(
         "systemd cgroup driver requested (--systemd-cgroup), but systemd is not "
         "running on this host; use the cgroupfs driver");
@@ -290,6 +281,27 @@ Status prepare_egress(Creation& c) {
   return {};
 }
 
+// Where the container's cgroup is (docs/rootless.md, "The cgroup rule"):
+// root's plan; an ordinary user's delegated cgroup2 directory or none; none
+// with --cgroup-manager disabled. Without a cgroup a limit is refused (exit
+// 125), never dropped; state records why there is none.
+Status plan_cgroup(Creation& c) {
+  const oci::Linux& lx = c.lx();
+  const oci::Resources* res = lx.resources ? &*lx.resources : nullptr;
+  if (c.g.cgroup_manager == "disabled") {
+    c.rootless_notes[kNoteCgroup] = "none (--cgroup-manager disabled)";
+    return check_rootless_limits(c.ctx.fs.cgroups, c.rootless_notes[kNoteCgroup], res);
+  }
+  if (!rootless()) {
+    TRY(c.ctx.fs.cgroups, plan_cgroups(lx.cgroups_path, c.o.id, res));
+    return {};
+  }
+  RootlessCgroup rc = plan_rootless_cgroups(lx.cgroups_path, c.o.id);
+  c.ctx.fs.cgroups = std::move(rc.plan);
+  c.rootless_notes[kNoteCgroup] = rc.note;
+  return check_rootless_limits(c.ctx.fs.cgroups, rc.note, res);
+}
+
 // The ChildContext: the spec's plan, its seccomp filter, the confinement
 // and the cgroups.
 Status plan(Creation& c) {
@@ -303,9 +315,14 @@ Status plan(Creation& c) {
     ctx.confine.landlock_no_symlinks = true;  // fs events (docs/events.md)
     ctx.confine.layers.push_back("landlock:no-symlinks");
   }
-  TRY(ctx.fs.cgroups,
-      plan_cgroups(lx.cgroups_path, c.o.id, lx.resources ? &*lx.resources : nullptr));
-  return {};
+  if (rootless()) {
+    // The child stays dumpable until an ordinary user wrote its maps
+    // (id_maps.hpp). In a user namespace already (rootless podman runs us
+    // in its own) there is no mknod: device nodes are bound from the host.
+    ctx.ns.maps_need_dumpable = true;
+    if (in_user_namespace()) ctx.ns.userns = true;
+  }
+  return plan_cgroup(c);
 }
 
 // The state dir, locked, with the config, the resolver's resolv.conf and
@@ -413,9 +430,12 @@ Status plan_own_init(Creation& c) {
 }
 
 Status make_cgroups(Creation& c) {
+  if (c.ctx.fs.cgroups.hierarchies.empty()) return {};  // rootless, none delegated
   TRYV(create_cgroups(c.ctx.fs.cgroups));
   c.cleanup.cgroup_dirs = c.ctx.fs.cgroups.dirs();
-  if (c.lx().resources) TRYV(apply_resources(c.ctx.fs.cgroups, *c.lx().resources));
+  // Rootless: the device rules are not attached (docs/rootless.md).
+  if (c.lx().resources)
+    TRYV(apply_resources(c.ctx.fs.cgroups, *c.lx().resources, /*device_filter=*/!rootless()));
   return {};
 }
 
@@ -442,6 +462,7 @@ Status watch_fs_events(Creation& c) {
     // What this kernel or caller cannot do (no CAP_BPF, BTF, bpffs or
     // cgroup2): the mounts still enforce, only these events are missing.
     log::warn("fs.read/fs.write violation events are off for " + c.o.id + ": " + w.error().what());
+    if (rootless()) c.rootless_notes[kNoteFsEvents] = "off (no CAP_BPF)";
   } else {
     return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
   }
@@ -485,6 +506,7 @@ Status save_record(Creation& c) {
   rec.freezer_v2 = c.ctx.fs.cgroups.freezer_v2;
   rec.terminal = c.spec.process->terminal;
   rec.layers = c.ctx.confine.layers;
+  rec.rootless = c.rootless_notes;
   rec.reporter_pid = c.reporter.pid;  // stopped at delete (ops.cpp)
   rec.reporter_start = c.reporter.start_time;
   TRYV(c.dir.save(rec));
@@ -500,7 +522,12 @@ Status clone_child(Creation& c) {
   // RCU grace period. v1 hierarchies still need a cgroup.procs write.
   for (auto& h : ctx.fs.cgroups.hierarchies)
     if (h.v2) c.v2dir.reset(::open(h.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  TRY(c.pid, clone_into(clone_flags, c.v2dir.get()));
+  auto pid = clone_into(clone_flags, c.v2dir.get());
+  // EACCES into a cgroup is the cgroup's; the rest is the user namespace's.
+  if (!pid.ok() && rootless() && (clone_flags & CLONE_NEWUSER) &&
+      !(pid.error().err() == EACCES && c.v2dir.valid()))
+    return refusal(userns_refusal(pid.error().err()));
+  TRY(c.pid, std::move(pid));
   if (c.pid == 0) {
     c.sync_parent.reset();
     child_main(ctx);
@@ -514,7 +541,7 @@ Status clone_child(Creation& c) {
 }
 
 // sync 1: the id maps of a new user namespace.
-Status write_id_maps(Creation& c) {
+Status write_maps(Creation& c) {
   const ChildContext& ctx = c.ctx;
   if (!(ctx.ns.new_ns_flags & CLONE_NEWUSER)) return {};
   if (ctx.ns.slow_path) {
@@ -522,8 +549,7 @@ Status write_id_maps(Creation& c) {
     if (!m.ok()) return c.failed(m.error());
   }
   const int pid = static_cast<int>(c.pid);
-  TRYV(write_id_map(c.proc_fd.get(), pid, "uid_map", c.lx().uid_mappings));
-  TRYV(write_id_map(c.proc_fd.get(), pid, "gid_map", c.lx().gid_mappings));
+  TRYV(write_id_maps(c.proc_fd.get(), pid, c.lx().uid_mappings, c.lx().gid_mappings));
   if (ctx.ns.slow_path && send_msg(c.sfd(), MsgType::kMapsDone))
     return c.failed(Error::msg("container init died"));
   return {};
@@ -692,7 +718,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(save_record(c));
   TRYV(clone_child(c));
   /* sync 1 */
-  TRYV(write_id_maps(c));
+  TRYV(write_maps(c));
   TRYV(place_and_go(c));  // sync 2
   TRYV(learn_init(c));
   /* sync 3: hooks in the runtime namespace */

@@ -13,7 +13,9 @@
 #include "comet/base/sys.hpp"
 #include "comet/host/cgroups.hpp"
 #include "comet/host/state_store.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/lifecycle/container.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/oci/spec.hpp"
 
 namespace comet::runtime {
@@ -85,7 +87,7 @@ nlohmann::ordered_json stats(const ContainerRecord& rec) {
 Status ps_container(const Globals& g, const std::string& id, const std::string& format,
                     const std::vector<std::string>& ps_args) {
   TRY(Opened c, open_container(g, id));
-  auto pids = cgroup_pids(c.rec.cgroup_dirs);
+  auto pids = container_pids(c.rec);
   if (c.status == oci::ContainerStatus::kStopped) pids.clear();
   std::sort(pids.begin(), pids.end());
   if (format == "json") {
@@ -138,6 +140,28 @@ Status ps_container(const Globals& g, const std::string& id, const std::string& 
   return ok();
 }
 
+// Rootless (docs/rootless.md): the cgroup create chose, or none; nothing
+// is joined later. A limit it cannot hold is refused, the device rules are
+// not attached (no eBPF for an ordinary user).
+static Status update_rootless(Opened& c, const oci::Resources& upd, const oci::Resources& merged,
+                              oci::Spec spec) {
+  CgroupPlan plan;
+  for (const std::string& d : c.rec.cgroup_dirs) {
+    CgroupHierarchy h;
+    h.mountpoint = cgroup2_mountpoint();
+    h.v2 = true;
+    h.dir = d;
+    h.controllers = cgroup2_controllers(d);
+    plan.hierarchies.push_back(std::move(h));
+  }
+  plan.v2_only = !plan.hierarchies.empty();
+  auto note = c.rec.rootless.find(kNoteCgroup);
+  TRYV(check_rootless_limits(plan, note == c.rec.rootless.end() ? "none" : note->second, &upd));
+  if (!plan.hierarchies.empty()) TRYV(apply_resources(plan, upd, /*device_filter=*/false));
+  spec.linux_->resources = merged;
+  return write_file_atomic(c.dir.file("config.json"), oci::to_json(spec, 2), 0600, Sync::none);
+}
+
 Status update_container(const Globals& g, const std::string& id,
                         const std::string& resources_json) {
   TRY(Opened c, open_container(g, id));
@@ -158,6 +182,7 @@ Status update_container(const Globals& g, const std::string& id,
   if (!upd.hugepage_limits.empty()) merged.hugepage_limits = upd.hugepage_limits;
   if (!upd.devices.empty()) merged.devices = upd.devices;
   for (auto& [k, v] : upd.unified) merged.unified[k] = v;
+  if (rootless()) return update_rootless(c, upd, merged, std::move(spec));
   // A limit on a controller the container has not joined yet: join it now,
   // moving every process of the container there.
   TRY(CgroupPlan plan, plan_cgroups(spec.linux_->cgroups_path, id, &merged));

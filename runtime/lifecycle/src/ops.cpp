@@ -20,6 +20,7 @@
 #include "comet/host/state_store.hpp"
 #include "comet/lifecycle/container.hpp"
 #include "comet/lifecycle/hooks.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/reporting/fswatch.hpp"
 #include "comet/reporting/violations.hpp"
@@ -72,7 +73,7 @@ void kill_everything(const ContainerRecord& rec) {
     p.wait_exit(5000);
   }
   for (int round = 0; round < 50; round++) {
-    auto pids = cgroup_pids(rec.cgroup_dirs);
+    auto pids = container_pids(rec);
     if (pids.empty()) break;
     for (int pid : pids) ::kill(pid, SIGKILL);
     if (!rec.freezer_dir.empty() && cgroup_frozen(rec.freezer_dir, rec.freezer_v2))
@@ -167,7 +168,7 @@ Status kill_container(const Globals& g, const std::string& id, int sig, bool all
     return Error::msg("container not running");
   }
   if (all) {
-    for (int pid : cgroup_pids(l.rec.cgroup_dirs)) ::kill(pid, sig);
+    for (int pid : container_pids(l.rec)) ::kill(pid, sig);
     if (sig == SIGKILL && l.status == oci::ContainerStatus::kPaused)
       (void)freeze(l.rec.freezer_dir, l.rec.freezer_v2, false);
     return ok();
@@ -263,6 +264,12 @@ Status pause_container(const Globals& g, const std::string& id, bool pause) {
     return Error::msg("container not running");
   if (!pause && l.status != oci::ContainerStatus::kPaused)
     return Error::msg("container not paused");
+  if (l.rec.freezer_dir.empty())
+    return Error::msg(
+        std::string(pause ? "pause" : "resume") + " " + id +
+        ": the container has no cgroup to freeze (cgroup: " +
+        (l.rec.rootless.count(kNoteCgroup) ? l.rec.rootless.at(kNoteCgroup) : std::string("none")) +
+        "; docs/rootless.md)");
   return freeze(l.rec.freezer_dir, l.rec.freezer_v2, pause);
 }
 

@@ -25,6 +25,8 @@
 //                         exited before start"
 //   pivot-root-einval     the init's pivot_root fails with EINVAL, as on an
 //                         initramfs root (child.cpp; --no-pivot unaffected)
+//   idmap-no-helper       newuidmap/newgidmap are not found, as on a host
+//                         without the uidmap package (host/src/id_maps.cpp)
 // and the error table's: socketpair-emfile, clone3-eagain, memfd-enosys,
 // sync-econnreset, sync-out-of-order, seccomp-export-enomem,
 // seccomp-load-einval, sethostname-eperm, init-close-fifo, freezer-stuck,

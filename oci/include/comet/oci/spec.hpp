@@ -252,6 +252,17 @@ std::string to_json(const Spec& spec, int indent = 2);
 // The config.json `runc spec` writes (rootless = false), with args `sh`.
 Spec default_spec();
 
+// What `runc spec --rootless` makes of a spec (runc's specconv.ToRootless):
+// no network namespace (the user could not configure one), a new user
+// namespace mapping container 0 to the caller's UID and GID (one id each:
+// what an ordinary user may write without newuidmap), /sys bind-mounted
+// (rbind,nosuid,noexec,nodev,ro: sysfs cannot be mounted without a network
+// namespace of the user's own), no uid=/gid= mount options (ids outside the
+// mapping cannot be given), and no linux.resources (no cgroup to hold them).
+// default_spec() through it is tests/data/oci/good/runc-rootless.json with
+// UID and GID 0.
+void to_rootless(Spec& spec, uint32_t uid, uint32_t gid);
+
 // Lookup helpers.
 bool has_namespace(const Spec& spec, std::string_view type);
 const Namespace* find_namespace(const Spec& spec, std::string_view type);

@@ -42,6 +42,28 @@ struct CgroupPlan {
 // pure v1 host every hierarchy is joined, as runc does.
 Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
                                 const oci::Resources* res = nullptr);
+// An ordinary user's cgroup (docs/rootless.md), as runc and crun choose it
+// under a delegating manager: cgroupsPath when it lies in a cgroup2 subtree
+// this user may write (delegated), else "<id>" below the caller's own
+// cgroup when that one is delegated, else none. Only cgroup2: v1
+// hierarchies are never delegated. A delegated directory is one whose
+// parent this user can write and where this user can also write
+// cgroup.procs of the common ancestor of its own cgroup and the new one
+// (what the kernel checks to move or clone a process there).
+struct RootlessCgroup {
+  CgroupPlan plan;   // empty: no cgroup
+  std::string note;  // for state: "DIR (delegated)" or "none (not delegated)"
+};
+RootlessCgroup plan_rootless_cgroups(const std::string& cgroups_path, const std::string& id);
+// The controllers RES's limits need, by their cgroup2 names ("memory",
+// "cpu", "cpuset", "pids", "io", "hugetlb", plus "unified:KEY" and
+// "network"/"rdma"). Device rules are not limits: see docs/rootless.md.
+std::vector<std::string> limit_controllers(const oci::Resources& res);
+// The controllers of a cgroup2 directory: FILE cgroup.controllers (what it
+// has), or cgroup.subtree_control (what its children get).
+std::vector<std::string> cgroup2_controllers(const std::string& dir,
+                                             const char* file = "cgroup.controllers");
+
 // v1 controllers RES needs ("memory", "pids", ...).
 std::vector<std::string> needed_v1_controllers(const oci::Resources* res);
 // Drops the v1 hierarchies that hold no controller RES needs (cgroup2 is
@@ -52,7 +74,10 @@ bool is_cgroup2_dir(const std::string& dir);
 
 // mkdir every directory (v1 cpuset gets its parent's cpus/mems first).
 Status create_cgroups(const CgroupPlan& plan);
-Status apply_resources(const CgroupPlan& plan, const oci::Resources& res);
+// DEVICE_FILTER false: the device rules are not attached (an ordinary user
+// cannot load the eBPF program; docs/rootless.md).
+Status apply_resources(const CgroupPlan& plan, const oci::Resources& res,
+                       bool device_filter = true);
 Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2 = false);
 // rmdir every directory, retrying briefly while the last tasks leave.
 Status destroy_cgroups(const std::vector<std::string>& dirs);

@@ -37,7 +37,10 @@ struct ContainerRecord {
   bool freezer_v2 = false;
   std::vector<int> helper_pids;  // per-container helpers, killed at delete
   std::vector<unsigned long long> helper_starts;
-  std::vector<std::string> layers;         // active hardening layers, for state/inspect
+  std::vector<std::string> layers;  // active hardening layers, for state/inspect
+  // Rootless (docs/rootless.md): what this user could not have, for state:
+  // {"cgroup": "none (not delegated)", "fs-events": "off (no CAP_BPF)"}.
+  std::map<std::string, std::string> rootless;
   std::vector<std::string> cleanup_paths;  // things delete must remove (netns mounts, ...)
   bool terminal = false;
   // Egress (egress/egress.hpp Handles): what delete tears down.

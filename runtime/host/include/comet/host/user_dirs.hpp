@@ -2,7 +2,9 @@
 // whether this user can have a user namespace at all.
 //
 //   as root:  /run/comet-runtime, /var/lib/comet-runtime, /var/cache/comet-runtime
-//   as user:  $XDG_RUNTIME_DIR/comet-runtime (else /tmp/comet-runtime-UID),
+//   as user:  $XDG_RUNTIME_DIR/comet-runtime (else /tmp/comet-runtime-UID);
+//             also as uid 0 of a user namespace (rootless podman), as runc
+//             does unless USER=root,
 //             $XDG_DATA_HOME/comet-runtime (else ~/.local/share/comet-runtime),
 //             $XDG_CACHE_HOME/comet-runtime (else ~/.cache/comet-runtime)
 //
@@ -16,8 +18,14 @@
 
 namespace comet::runtime {
 
-// True when the runtime runs without root on the host (effective uid != 0).
+// True when the runtime runs without root on the host: an effective uid
+// other than 0, or uid 0 of a user namespace that is not the initial one
+// (rootless podman runs the OCI runtime inside its user namespace, as
+// runc's userns.RunningInUserNS() sees it).
 bool rootless() noexcept;
+// True when this process is in a user namespace other than the initial one
+// (/proc/self/uid_map is not "0 0 4294967295").
+bool in_user_namespace() noexcept;
 
 struct UserDirs {
   std::string runtime;  // state of running containers and sandboxes (tmpfs)

@@ -52,6 +52,9 @@ struct ChildContext {
     // own uid and gid (host ids, >= 0) onto themselves in the user
     // namespace clone(2) made, setgroups denied (map_own_ids in child.cpp).
     long self_map_uid = -1, self_map_gid = -1;
+    // Rootless: the maps are written by this user (or newuidmap), which
+    // needs the child's /proc files to be its own: dumpable until sync 2.
+    bool maps_need_dumpable = false;
   } ns;
 
   // files and mounts

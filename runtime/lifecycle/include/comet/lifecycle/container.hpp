@@ -18,6 +18,9 @@ struct Globals {
   std::string log_format = "text";
   bool debug = false;
   bool systemd_cgroup = false;
+  // crun's --cgroup-manager: cgroupfs (the default), systemd (refused: no
+  // systemd here), disabled (no cgroup at all: podman --cgroups=disabled).
+  std::string cgroup_manager = "cgroupfs";
 };
 
 struct CreateOptions {
