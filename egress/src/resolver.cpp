@@ -649,7 +649,7 @@ void say(int fd, const std::string& s) {
 constexpr int kJudgeReadyMs = 2500;
 
 // The wire judge (judge.hpp) as this process's child, forked before the
-// resolver opens anything, holding only the container's namespace, its
+// resolver confines itself, holding only the container's namespace, its
 // ready pipe and the init's pidfd. It dies with the resolver
 // (PR_SET_PDEATHSIG), and exits by itself with the init.
 Status start_judge(const ResolverConfig& cfg, const ResolverFds& fds) {
@@ -704,8 +704,11 @@ Status start_judge(const ResolverConfig& cfg, const ResolverFds& fds) {
 int resolver_main(const ResolverConfig& cfg, const ResolverFds& fds) noexcept {
   try {
     Resolver r(cfg, fds);
-    Status st = wants_judge(cfg.egress) ? start_judge(cfg, fds) : ok();
-    if (st.ok()) st = r.setup();
+    // The resolver's listeners first (a namespace another pack's resolver
+    // holds fails there, with its own message), then the judge, which
+    // closes every fd of the resolver's in its copy.
+    Status st = r.setup();
+    if (st.ok() && wants_judge(cfg.egress)) st = start_judge(cfg, fds);
     if (st.ok() && cfg.confine) {
       st = cfg.confine(cfg.companion_pid);
       if (!st.ok()) st = std::move(st).error().wrap("confine the resolver");
