@@ -1,11 +1,12 @@
 """The wire judge's cost (docs/egress.md, "Host, port and protocol on the
 wire"), side by side with the filter off: `bench/egress.py --wire`.
 
-Two engine-style pod namespaces joined to the test internet (inet.py), one
-pack container in each, both allowed good.front.test:9443:https and
-good.front.test:9081:http; in the second, the judge's nat chain and the
-output chain are deleted before the agent starts ("no filter": the same
-container, the same resolver, the kernel path only). A real TLS front
+An engine-style pod namespace joined to the test internet (inet.py) with
+one pack container, allowed good.front.test:9443:https and
+good.front.test:9081:http. "No filter" is the same namespace with an
+`accept` inserted at the head of the judge's nat chain and of the output
+chain (one rule each; removed again for the judged rounds), so the rounds
+interleave on the same container, resolver and path. A real TLS front
 (integration/egress/cdn_server.py) serves the name. From each pod's
 namespace, interleaved rounds of:
   - connect + TLS 1.3 handshake (Python's ssl), N sequential: median;
@@ -76,8 +77,13 @@ elif mode == "conc":
 
 
 def run(sh, cmd_prefix, *args, timeout=300):
-    return subprocess.run([*cmd_prefix, sys.executable, "-c", CLIENT, *map(str, args)],
-                          check=True, capture_output=True, text=True, timeout=timeout).stdout.split()
+    r = subprocess.run([*cmd_prefix, sys.executable, "-c", CLIENT, *map(str, args)],
+                       capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        rules = subprocess.run([*cmd_prefix, "nft", "list", "ruleset"], capture_output=True,
+                               text=True).stdout
+        raise RuntimeError(f"{cmd_prefix} {args[0]}: {r.stderr.strip().splitlines()[-3:]}\n{rules}")
+    return r.stdout.split()
 
 
 def wire_bench(net, work: Path, root: Path, netprobe: Path, probe: Path, make_pack, set_args, env,
@@ -106,35 +112,53 @@ def wire_bench(net, work: Path, root: Path, netprobe: Path, probe: Path, make_pa
         time.sleep(0.5)
         egress = [f"{{host: {FRONT_NAME}, port: 9443, protocol: https}}",
                   f"{{host: {FRONT_NAME}, port: 9081, protocol: http}}"]
-        ns = {}
-        for judged in (True, False):
-            pod = Pod(net).__enter__()
-            pods.append(pod)
-            bundle = make_pack(work, f"wire{int(judged)}", egress, netprobe, probe)
-            cfg = json.loads((bundle / "config.json").read_text())
-            for x in cfg["linux"]["namespaces"]:
-                if x["type"] == "network":
-                    x["path"] = pod.path
-            (bundle / "config.json").write_text(json.dumps(cfg))
-            set_args(bundle, [["resolve", FRONT_NAME], ["waitfile", "/workdir/never"]])
-            cid = f"bench-wire-{int(judged)}"
-            sh(comet, "--root", root, "create", "--bundle", bundle, cid, env=env())
-            table = json.loads((root / cid / "state.json").read_text())["egress_table"]
-            if not judged:
+        pod = Pod(net).__enter__()  # one pod: every pod of inet.py has the same addresses
+        pods.append(pod)
+        bundle = make_pack(work, "wire", egress, netprobe, probe)
+        cfg = json.loads((bundle / "config.json").read_text())
+        for x in cfg["linux"]["namespaces"]:
+            if x["type"] == "network":
+                x["path"] = pod.path
+        (bundle / "config.json").write_text(json.dumps(cfg))
+        set_args(bundle, [["resolve", FRONT_NAME], ["waitfile", "/workdir/never"]])
+        cid = "bench-wire"
+        with open(work / f"{cid}.out", "w") as out:  # helpers outlive create: no pipe
+            subprocess.run([str(comet), "--root", str(root), "create", "--bundle", str(bundle),
+                            cid], stdout=out, stderr=subprocess.STDOUT, check=True, env=env(),
+                           timeout=60)
+        procs.append(cid)
+        table = json.loads((root / cid / "state.json").read_text())["egress_table"]
+        subprocess.run([str(comet), "--root", str(root), "start", cid], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        ns = ["ip", "netns", "exec", pod.ns]
+        time.sleep(1.0)  # the agent has resolved (pinned) the name
+
+        # "No filter": an accept in front of the judge's nat chain and of the
+        # output chain (one rule each), removed again for the judged rounds.
+        bypass: list[str] = []
+
+        def judged_mode(on: bool):
+            if on:
+                for chain, h in zip(("judge", "output"), bypass):
+                    sh(*ns, "nft", "delete", "rule", "inet", table, chain, "handle", h)
+                bypass.clear()
+            elif not bypass:
                 for chain in ("judge", "output"):
-                    sh("ip", "netns", "exec", pod.ns, "nft", "delete", "chain", "inet", table, chain)
-            sh(comet, "--root", root, "start", cid)
-            procs.append(cid)
-            ns[judged] = ["ip", "netns", "exec", pod.ns]
-        time.sleep(1.0)  # both agents have resolved (pinned) the name
+                    o = sh(*ns, "nft", "--echo", "--handle", "insert", "rule", "inet", table,
+                           chain, "accept").stdout
+                    bypass.append(o.rsplit("# handle", 1)[1].split()[0])
+
         ca = certs / f"{FRONT_NAME}.pem"
         hs, bulk = {True: [], False: []}, {True: [], False: []}
         for r in range(rounds):
             for judged in ((True, False) if r % 2 == 0 else (False, True)):
-                hs[judged].append(float(run(sh, ns[judged], "hs", FRONT, FRONT_NAME, ca, n)[0]))
-                bulk[judged].append(float(run(sh, ns[judged], "bulk", FRONT, FRONT_NAME, ca,
-                                              mib)[0]))
-        conc = {j: run(sh, ns[j], "conc", FRONT, FRONT_NAME, ca, 200) for j in (True, False)}
+                judged_mode(judged)
+                hs[judged].append(float(run(sh, ns, "hs", FRONT, FRONT_NAME, ca, n)[0]))
+                bulk[judged].append(float(run(sh, ns, "bulk", FRONT, FRONT_NAME, ca, mib)[0]))
+        conc = {}
+        for j in (True, False):
+            judged_mode(j)
+            conc[j] = run(sh, ns, "conc", FRONT, FRONT_NAME, ca, 200)
         return {"hs": hs, "bulk": bulk, "conc": conc}
     finally:
         for cid in procs:

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "comet/base/fd.hpp"
@@ -28,27 +29,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kBuf = 256 * 1024;  // per direction, per connection
+constexpr std::size_t kBuf = 128 * 1024;  // per direction, per connection (allocated on use)
 constexpr std::size_t kMaxConns = 1024;
 constexpr int kConnectMs = 30000;  // the far end's connect
 constexpr int kOrigDst6 = 80;      // IP6T_SO_ORIGINAL_DST
 constexpr uint64_t kListen4 = ~0ULL, kListen6 = ~0ULL - 1, kInit = ~0ULL - 2;
 
-// Bytes waiting to be written, consumed from the front.
+// Bytes waiting to be written, consumed from the front. The storage is
+// allocated on first use and never zero-filled (a value-initialised
+// vector cost a memset of every read on the bulk path).
 struct Buf {
-  std::vector<uint8_t> d;
-  std::size_t head = 0;
-  std::size_t size() const { return d.size() - head; }
-  const uint8_t* data() const { return d.data() + head; }
-  void consume(std::size_t n) {
-    head += n;
-    if (head == d.size()) {
-      d.clear();
-      head = 0;
-    } else if (head > 64 * 1024 && head * 2 > d.size()) {
-      d.erase(d.begin(), d.begin() + static_cast<long>(head));
+  std::unique_ptr<uint8_t[]> d;
+  std::size_t head = 0, tail = 0;
+  std::size_t size() const { return tail - head; }
+  const uint8_t* data() const { return d.get() + head; }
+  // Room for up to `want` more bytes at the end (compacting first when the
+  // end is reached); how many fit is returned in `want`.
+  uint8_t* space(std::size_t& want) {
+    if (!d) d.reset(new uint8_t[kBuf]);
+    if (kBuf - tail < want && head > 0) {
+      std::memmove(d.get(), d.get() + head, size());
+      tail -= head;
       head = 0;
     }
+    want = std::min(want, kBuf - tail);
+    return d.get() + tail;
+  }
+  void commit(std::size_t n) { tail += n; }
+  void consume(std::size_t n) {
+    head += n;
+    if (head == tail) head = tail = 0;
   }
 };
 
@@ -398,12 +408,13 @@ namespace {
 // recv() into the end of b, at most `room` bytes: the count, 0 at EOF, -1
 // with errno.
 ssize_t recv_into(int fd, Buf& b, std::size_t room) {
-  std::size_t old = b.d.size();
-  b.d.resize(old + room);
-  ssize_t n = ::recv(fd, b.d.data() + old, room, MSG_DONTWAIT);
-  int e = errno;
-  b.d.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
-  errno = e;
+  uint8_t* p = b.space(room);
+  if (room == 0) {
+    errno = EAGAIN;
+    return -1;
+  }
+  ssize_t n = ::recv(fd, p, room, MSG_DONTWAIT);
+  if (n > 0) b.commit(static_cast<std::size_t>(n));
   return n;
 }
 bool again(int e) {
@@ -413,7 +424,7 @@ bool again(int e) {
 
 void Judge::on_agent(uint64_t id, Conn& c, uint32_t ev) {
   if ((ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !c.agent_eof) {
-    std::size_t room = std::min<std::size_t>(kBuf - std::min(kBuf, c.up.size()), 64 * 1024);
+    std::size_t room = kBuf - std::min(kBuf, c.up.size());
     if (room > 0) {
       ssize_t n = recv_into(c.agent.get(), c.up, room);
       if (n == 0) c.agent_eof = true;
@@ -447,7 +458,7 @@ void Judge::on_far(uint64_t id, Conn& c, uint32_t ev) {
     return pump(id, c);
   }
   if ((ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !c.far_eof) {
-    std::size_t room = std::min<std::size_t>(kBuf - std::min(kBuf, c.down.size()), 64 * 1024);
+    std::size_t room = kBuf - std::min(kBuf, c.down.size());
     if (room > 0) {
       ssize_t n = recv_into(c.far.get(), c.down, room);
       if (n == 0) c.far_eof = true;
