@@ -120,7 +120,8 @@ def wire_bench(net, work: Path, root: Path, netprobe: Path, probe: Path, make_pa
             if x["type"] == "network":
                 x["path"] = pod.path
         (bundle / "config.json").write_text(json.dumps(cfg))
-        set_args(bundle, [["resolve", FRONT_NAME], ["waitfile", "/workdir/never"]])
+        # the agent stays (the judge lives as long as the container): 20 waits of 20 s
+        set_args(bundle, [["resolve", FRONT_NAME]] + [["waitfile", "/workdir/never"]] * 20)
         cid = "bench-wire"
         with open(work / f"{cid}.out", "w") as out:  # helpers outlive create: no pipe
             subprocess.run([str(comet), "--root", str(root), "create", "--bundle", str(bundle),
@@ -131,7 +132,10 @@ def wire_bench(net, work: Path, root: Path, netprobe: Path, probe: Path, make_pa
         subprocess.run([str(comet), "--root", str(root), "start", cid], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         ns = ["ip", "netns", "exec", pod.ns]
-        time.sleep(1.0)  # the agent has resolved (pinned) the name
+        deadline = time.time() + 20  # until the agent's lookup has pinned the name
+        while FRONT not in sh(*ns, "nft", "list", "set", "inet", table, "judge4").stdout:
+            assert time.time() < deadline, "the agent's lookup pinned nothing"
+            time.sleep(0.1)
 
         # "No filter": an accept in front of the judge's nat chain and of the
         # output chain (one rule each), removed again for the judged rounds.
@@ -152,11 +156,17 @@ def wire_bench(net, work: Path, root: Path, netprobe: Path, probe: Path, make_pa
         hs, bulk = {True: [], False: []}, {True: [], False: []}
         for r in range(rounds):
             for judged in ((True, False) if r % 2 == 0 else (False, True)):
+                # a lookup through the container's resolver renews the pin
+                # (it lives max(TTL, 60 s) + 5 s; a run takes longer)
+                subprocess.run([*ns, "busybox", "nslookup", FRONT_NAME, "127.0.0.1"],
+                               capture_output=True, timeout=30)
                 judged_mode(judged)
                 hs[judged].append(float(run(sh, ns, "hs", FRONT, FRONT_NAME, ca, n)[0]))
                 bulk[judged].append(float(run(sh, ns, "bulk", FRONT, FRONT_NAME, ca, mib)[0]))
         conc = {}
         for j in (True, False):
+            subprocess.run([*ns, "busybox", "nslookup", FRONT_NAME, "127.0.0.1"],
+                           capture_output=True, timeout=30)
             judged_mode(j)
             conc[j] = run(sh, ns, "conc", FRONT, FRONT_NAME, ca, 200)
         return {"hs": hs, "bulk": bulk, "conc": conc}
