@@ -278,6 +278,8 @@ def main():
     ap.add_argument("--loads", type=int, default=20)
     ap.add_argument("--bulk-rounds", type=int, default=15,
                     help="interleaved rounds of the two bulk measures without the helper")
+    ap.add_argument("--wire", action="store_true",
+                    help="only the wire judge's figures (bench/egress_wire.py)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/egress.py must run as root")
@@ -290,6 +292,13 @@ def main():
         sh("cc", "-static", "-O2", "-o", probe, PROBE_SRC)
         sh("cc", "-static", "-O2", "-o", netprobe, NETPROBE_SRC)
         net = Internet(work).start()
+        if a.wire:
+            sys.path.insert(0, str(REPO / "bench"))
+            import egress_wire  # noqa: E402
+            egress_wire.report(egress_wire.wire_bench(net, work, root, netprobe, probe, make_pack,
+                                                      set_args, env, COMET, REPO, a.rounds, a.n,
+                                                      a.mib))
+            return
         # Names for the distinct-name DNS runs (x<i>.cdn.test -> 10.213.1.<i>).
         base = net.hosts.read_text()
         extra = "".join(f"10.213.{1 + i // 250}.{i % 250 + 1} x{i}.cdn.test\n" for i in range(a.n))

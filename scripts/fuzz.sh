@@ -23,7 +23,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-25}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(oci_config soyapack_manifest profile_merge seccomp_compile dns_message
+((${#targets[@]})) || targets=(oci_config soyapack_manifest profile_merge seccomp_compile dns_message wire
   auto_allow_shell)
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "usage: $0 [SECONDS] [TARGET...]" >&2

@@ -160,6 +160,25 @@ TEST(CapabilityLint, WildcardHostWarnsAndFailsUnderStrict) {
                   .empty());
 }
 
+TEST(CapabilityLint, TcpOnWebPortsOnlyUnderStrict) {
+  const std::string body =
+      "capabilities:\n  egress:\n    - {host: api.test, port: 443, protocol: tcp}\n"
+      "    - {host: web.test, port: 80, protocol: tcp}\n"
+      "    - {host: db.test, port: 5432, protocol: tcp}\n"
+      "    - {host: api.test, port: 443, protocol: https}\n"
+      "  determinism_tier: read-only\n";
+  EXPECT_TRUE(run(body, "egress-tcp-on-web-port").empty());
+  auto f = run(body, "egress-tcp-on-web-port", true);
+  EXPECT_EQ(messages(f),
+            "capabilities.egress[0] api.test:443:tcp is checked by address only; use protocol "
+            "https so the name is checked on the wire\n"
+            "capabilities.egress[1] web.test:80:tcp is checked by address only; use protocol "
+            "http so the name is checked on the wire\n");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].path, "capabilities.egress[0].protocol");
+}
+
 TEST(CapabilityLint, IpLiteral) {
   auto f =
       run("capabilities:\n  egress:\n    - {host: 192.168.1.1, port: 443, protocol: https}\n"
@@ -522,7 +541,7 @@ TEST(CapabilityLint, RuleTableAndDocsAgree) {
     EXPECT_TRUE(ids.count(id)) << id;
   }
   EXPECT_EQ(find_rule("no-such-rule"), nullptr);
-  EXPECT_EQ(lint_rules().size(), 16u);
+  EXPECT_EQ(lint_rules().size(), 17u);
 }
 
 TEST(CapabilityLint, ValidateRefusesExactlyTheValidateRules) {

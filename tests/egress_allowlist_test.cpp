@@ -36,7 +36,8 @@ TEST(EgressAllowlist, ExactAndWildcardNames) {
 
 TEST(EgressAllowlist, ServicesPerName) {
   Allowlist a(issue_pack());
-  EXPECT_EQ(a.services("api.test"), (std::vector<Service>{{kTcp, 443}, {kTcp, 8080}}));
+  // https and http: judged on the wire (judge.hpp)
+  EXPECT_EQ(a.services("api.test"), (std::vector<Service>{{kTcp, 443, true}, {kTcp, 8080, true}}));
   EXPECT_EQ(a.services("a.cdn.test"), (std::vector<Service>{{kTcp, 8443}}));
   EXPECT_EQ(a.services("feed.test"), (std::vector<Service>{{kUdp, 9000}}));
   EXPECT_TRUE(a.services("names.test").empty());  // dns: resolvable, opens nothing
@@ -49,7 +50,7 @@ TEST(EgressAllowlist, LiteralsAndModes) {
   ASSERT_EQ(l.size(), 1u);
   EXPECT_EQ(l[0].address, "10.9.9.9");
   EXPECT_FALSE(l[0].v6);
-  EXPECT_EQ(l[0].service, (Service{kTcp, 443}));
+  EXPECT_EQ(l[0].service, (Service{kTcp, 443, true}));
   EXPECT_FALSE(a.any());
   EXPECT_FALSE(a.none());
   Egress any;

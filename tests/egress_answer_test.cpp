@@ -98,7 +98,7 @@ TEST(EgressAnswer, AllowedAnswerIsPinnedForItsServices) {
   EXPECT_EQ(d.reply.answers[0].ttl, 30u);
   ASSERT_EQ(d.pins.size(), 1u);
   EXPECT_EQ(d.pins[0].address, "10.77.0.10");
-  EXPECT_EQ(d.pins[0].service, (Service{kTcp, 443}));
+  EXPECT_EQ(d.pins[0].service, (Service{kTcp, 443, true}));  // https: judged
   EXPECT_EQ(d.pins[0].timeout_s, 65u);  // max(30, 60) + 5: never shorter than the TTL
   // a long TTL: timeout = TTL + slack
   auto d2 = answer(pack(), q, upstream_for(q, {a("api.test", {10, 77, 0, 10}, 600)}));
@@ -136,7 +136,7 @@ TEST(EgressAnswer, CnameChainOnlyWhenEveryNameIsAllowed) {
   ASSERT_EQ(ok.reply.answers.size(), 2u);
   ASSERT_EQ(ok.pins.size(), 1u);
   EXPECT_EQ(ok.pins[0].address, "10.77.0.20");
-  EXPECT_EQ(ok.pins[0].service, (Service{kTcp, 443}));  // the asked name's entries
+  EXPECT_EQ(ok.pins[0].service, (Service{kTcp, 443, true}));  // the asked name's entries
   auto bad =
       answer(pack(), q,
              upstream_for(q, {cname("api.test", "evil.test"), a("evil.test", {10, 77, 0, 66})}));

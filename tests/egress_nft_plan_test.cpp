@@ -57,9 +57,10 @@ TEST(EgressNftPlan, IssuePackGolden) {
   // The order that makes it fail closed.
   auto at = [&](const std::string& s) { return text.find(s); };
   ASSERT_NE(at("policy drop"), std::string::npos);
-  EXPECT_LT(at("ct state established,related accept"), at("@allow4"));
-  EXPECT_LT(at("th dport { 53, 853 } log prefix \"comet-dns\""), at("@allow4"));
-  EXPECT_LT(at("oif \"lo\" log prefix \"comet-egress\""), at("@allow4"));
+  // (in the output chain: the judge's nat chain, before it, returns on @allow4)
+  EXPECT_LT(at("ct state established,related accept"), at("@allow4 accept"));
+  EXPECT_LT(at("th dport { 53, 853 } log prefix \"comet-dns\""), at("@allow4 accept"));
+  EXPECT_LT(at("oif \"lo\" log prefix \"comet-egress\""), at("@allow4 accept"));
   EXPECT_LT(at("@allow6"), at("reject with tcp reset"));
   // Every refusal is logged to the resolver's NFLOG group first.
   for (const char* r : {"reject with tcp reset", "reject with icmpx type port-unreachable",
@@ -78,9 +79,39 @@ TEST(EgressNftPlan, LiteralsAreElementsWithoutTimeout) {
                        {"api.test", 443, Protocol::https}}));
   std::string text = ruleset_text(a, "comet");
   golden("literals.nft", text);
-  EXPECT_NE(text.find("elements = { 10.1.2.3 . tcp . 8080 }"), std::string::npos);
+  // An http literal is judged on the wire: an element of the judge set.
+  EXPECT_NE(text.find("set judge4 {\n\t\ttype ipv4_addr . inet_service\n\t\tflags "
+                      "timeout\n\t\telements = { 10.1.2.3 . 8080 }"),
+            std::string::npos);
   EXPECT_NE(text.find("elements = { fd00::7 . udp . 5353 }"), std::string::npos);
   EXPECT_EQ(text.find(". 53 }"), std::string::npos);
+}
+
+TEST(EgressNftPlan, JudgedEntriesGoToTheJudge) {
+  // https/http: the nat chain redirects the judge set to the judge; only a
+  // marked socket may reach its elements; a direct connect to the judge's
+  // port is not DNAT-ed and meets "oif lo drop".
+  std::string text = ruleset_text(Allowlist(entries({{"api.test", 443, Protocol::https}})), "t");
+  auto at = [&](const std::string& s) {
+    auto p = text.find(s);
+    EXPECT_NE(p, std::string::npos) << s;
+    return p;
+  };
+  at("type nat hook output priority -100; policy accept;");
+  EXPECT_LT(at("meta mark 0x636d6a67 return"), at("ip daddr . tcp dport @judge4 redirect to :54"));
+  EXPECT_LT(at("ip daddr 127.0.0.1 tcp dport 54 ct status dnat accept"),
+            at("oif \"lo\" log prefix \"comet-egress\""));
+  EXPECT_LT(at("meta mark 0x636d6a67 ip daddr . tcp dport @judge4 accept"),
+            at("meta l4proto tcp log prefix"));
+  // Only tcp and udp entries: no judge at all.
+  std::string plain = ruleset_text(Allowlist(entries({{"db.test", 5432, Protocol::tcp}})), "t");
+  EXPECT_EQ(plain.find("judge"), std::string::npos);
+  // Pins of a judged service go to the judge set, without the protocol.
+  Pin p{"10.0.0.1", false, Service{kTcp, 443, true}, 65};
+  Pin q{"10.0.0.1", false, Service{kTcp, 5432, false}, 65};
+  EXPECT_EQ(add_elements_text("t", {p, q}),
+            "add element inet t allow4 { 10.0.0.1 . tcp . 5432 timeout 65s }\n"
+            "add element inet t judge4 { 10.0.0.1 . 443 timeout 65s }\n");
 }
 
 TEST(EgressNftPlan, OpenAndNone) {

@@ -130,6 +130,11 @@ class Linter {
         add("egress-ip-literal", path + ".host",
             path + " uses the IP literal " + e.host + "; name the host instead");
       }
+      if (o_.strict && e.protocol == Protocol::tcp && (e.port == 80 || e.port == 443)) {
+        add("egress-tcp-on-web-port", path + ".protocol",
+            path + " " + to_string(e) + " is checked by address only; use protocol " +
+                (e.port == 443 ? "https" : "http") + " so the name is checked on the wire");
+      }
     }
   }
 

@@ -27,6 +27,13 @@ const std::vector<RuleInfo> kRules = {
     {"egress-ip-literal", W, false, false, false, "an IP address instead of a host name",
      "IP literals are accepted but discouraged: the pack breaks when the service moves, and an "
      "address says nothing to a reviewer about who is on the other end. Name the host."},
+    {"egress-tcp-on-web-port", E, true, false, false,
+     "a tcp entry on port 80 or 443 (--strict only)",
+     "A tcp entry allows any bytes to the address and port, checked by address only. Behind a "
+     "CDN or a cloud load balancer that address serves many names, and the agent can reach any "
+     "of them by naming it in the TLS SNI or the HTTP Host (domain fronting). An https or http "
+     "entry is judged on the wire: the SNI or every request's Host must name the entry's host "
+     "(docs/egress.md). Use protocol https (443) or http (80)."},
     {"egress-any-needs-unrestricted", E, false, false, true,
      "egress \"*\" without the unrestricted tier",
      "egress: [\"*\"] makes the pack a black box, and only the unrestricted tier says so honestly "

@@ -41,6 +41,9 @@ bool is_ipv6_literal(std::string_view s) {
 }
 
 namespace {
+bool judged(capability::Protocol p) {
+  return p == capability::Protocol::https || p == capability::Protocol::http;
+}
 bool is_literal(std::string_view host) {
   return is_ipv4_literal(host) || is_ipv6_literal(host);
 }
@@ -63,7 +66,7 @@ std::vector<Service> Allowlist::services(std::string_view name) const {
     uint8_t l4 = 0;
     if (is_literal(e.host) || !l4_of(e.protocol, &l4)) continue;
     if (!capability::host_matches(e.host, name)) continue;
-    out.push_back(Service{l4, static_cast<uint16_t>(e.port)});
+    out.push_back(Service{l4, static_cast<uint16_t>(e.port), judged(e.protocol)});
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -76,7 +79,8 @@ std::vector<LiteralRule> Allowlist::literals() const {
     uint8_t l4 = 0;
     if (!is_literal(e.host) || !l4_of(e.protocol, &l4)) continue;
     std::string h = capability::normalize_host(e.host);
-    out.push_back(LiteralRule{h, is_ipv6_literal(h), Service{l4, static_cast<uint16_t>(e.port)}});
+    out.push_back(LiteralRule{h, is_ipv6_literal(h),
+                              Service{l4, static_cast<uint16_t>(e.port), judged(e.protocol)}});
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

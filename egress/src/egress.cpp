@@ -122,6 +122,7 @@ Result<Helper> start_resolver(const SetupRequest& req, const std::string& table,
   cfg.on_refused = req.on_dns_refused;
   cfg.on_blocked = req.on_egress_blocked;
   cfg.on_exit = req.on_resolver_exit;
+  cfg.on_wire_refused = req.on_wire_refused;
   cfg.confine = req.confine_resolver;
   UniqueFd host_ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!host_ns.valid()) return Error::sys(errno, "open /proc/self/ns/net");
@@ -354,8 +355,17 @@ Status teardown(const Handles& h) {
   auto note = [&](Status st) {
     if (first.ok() && !st.ok()) first = std::move(st);
   };
+  // The wire judge is the resolver's child (judge.hpp): found before the
+  // resolver goes (it would die of PR_SET_PDEATHSIG, but not before this
+  // returns), killed and waited for after it.
+  std::vector<std::pair<int, unsigned long long>> judges;
+  if (h.resolver_pid > 0 && start_time(h.resolver_pid) == h.resolver_start)
+    for (int c : children_of(h.resolver_pid)) judges.emplace_back(c, start_time(c));
   if (h.resolver_pid > 0 && !kill_verified(h.resolver_pid, h.resolver_start))
     note(Error::msg("egress: the resolver " + std::to_string(h.resolver_pid) + " did not exit"));
+  for (auto [pid, start] : judges)
+    if (!kill_verified(pid, start))
+      note(Error::msg("egress: the wire judge " + std::to_string(pid) + " did not exit"));
   if (h.net_pid > 0 && !kill_verified(h.net_pid, h.net_start))
     note(Error::msg("egress: the network helper " + std::to_string(h.net_pid) + " did not exit"));
   if (!h.netns_path.empty() && !h.table.empty()) {

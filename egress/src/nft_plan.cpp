@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "comet/egress/judge.hpp"
 #include "comet/egress/nflog.hpp"
 
 namespace comet::egress {
@@ -15,18 +16,21 @@ Mode mode_of(const Allowlist& a) {
 
 namespace {
 
+// A judged service's element has no protocol: the judge set is TCP only.
 std::string element(const std::string& addr, const Service& s) {
+  if (s.judged) return addr + " . " + std::to_string(s.port);
   return addr + " . " + std::string(l4_name(s.l4)) + " . " + std::to_string(s.port);
 }
 
-std::string set_block(std::string_view name, bool v6, const std::vector<LiteralRule>& lits) {
+std::string set_block(std::string_view name, bool v6, bool judged,
+                      const std::vector<LiteralRule>& lits) {
   std::string s = "\tset " + std::string(name) + " {\n";
-  s += v6 ? "\t\ttype ipv6_addr . inet_proto . inet_service\n"
-          : "\t\ttype ipv4_addr . inet_proto . inet_service\n";
+  std::string key = judged ? " . inet_service\n" : " . inet_proto . inet_service\n";
+  s += (v6 ? "\t\ttype ipv6_addr" : "\t\ttype ipv4_addr") + key;
   s += "\t\tflags timeout\n";
   std::vector<std::string> elems;
   for (const auto& l : lits)
-    if (l.v6 == v6) elems.push_back(element(l.address, l.service));
+    if (l.v6 == v6 && l.service.judged == judged) elems.push_back(element(l.address, l.service));
   if (!elems.empty()) {
     s += "\t\telements = { ";
     for (std::size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + elems[i];
@@ -73,15 +77,47 @@ std::string ruleset_text(const Allowlist& a, std::string_view table, bool replac
     return s;
   }
   auto lits = a.literals();
-  s += set_block(kSet4, false, lits);
+  const bool judge = wants_judge(a.egress());
+  char mark_buf[16];
+  std::snprintf(mark_buf, sizeof mark_buf, "0x%08x", kJudgeMark);
+  const std::string mark = mark_buf;
+  s += set_block(kSet4, false, false, lits);
   s += "\n";
-  s += set_block(kSet6, true, lits);
+  s += set_block(kSet6, true, false, lits);
   s += "\n";
+  if (judge) {
+    s += set_block(kJudgeSet4, false, true, lits);
+    s += "\n";
+    s += set_block(kJudgeSet6, true, true, lits);
+    s += "\n";
+    // Before the filter (dstnat): what the agent sends to a judged
+    // (address, port) goes to the judge instead; what a tcp or udp entry
+    // allows as such, and the judge's own connections, stay as they are.
+    s += "\tchain judge {\n";
+    s += "\t\ttype nat hook output priority -100; policy accept;\n";
+    s += "\t\tmeta mark " + mark + " return\n";
+    s += "\t\tip daddr . meta l4proto . th dport @" + std::string(kSet4) + " return\n";
+    s += "\t\tip6 daddr . meta l4proto . th dport @" + std::string(kSet6) + " return\n";
+    s += "\t\tip daddr . tcp dport @" + std::string(kJudgeSet4) +
+         " redirect to :" + std::to_string(kJudgePort) + "\n";
+    s += "\t\tip6 daddr . tcp dport @" + std::string(kJudgeSet6) +
+         " redirect to :" + std::to_string(kJudgePort) + "\n";
+    s += "\t}\n\n";
+  }
   s += "\tchain output {\n";
   s += "\t\ttype filter hook output priority filter; policy drop;\n";
   s += "\t\tct state invalid drop\n";
   s += "\t\tct state established,related accept\n";
   s += kDnsOnlyToResolver;
+  // Only what the judge chain redirected reaches the judge (a direct
+  // connect to its port is not NATed: dropped below). Not by oif: a
+  // packet re-routed by the nat chain keeps the hook's original output
+  // device (nft's oif is the one the hook started with).
+  if (judge) {
+    const std::string port = std::to_string(kJudgePort);
+    s += "\t\tip daddr 127.0.0.1 tcp dport " + port + " ct status dnat accept\n";
+    s += "\t\tip6 daddr ::1 tcp dport " + port + " ct status dnat accept\n";
+  }
   s += "\t\toif \"lo\" " + log_stmt(kNflogPrefixEgress) + "drop\n";
   s += "\t\ticmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept\n";
   // The kernel's own multicast listener reports: no socket sent them, so
@@ -90,6 +126,12 @@ std::string ruleset_text(const Allowlist& a, std::string_view table, bool replac
   s += kNoOtherDns;
   s += "\t\tip daddr . meta l4proto . th dport @" + std::string(kSet4) + " accept\n";
   s += "\t\tip6 daddr . meta l4proto . th dport @" + std::string(kSet6) + " accept\n";
+  if (judge) {
+    s +=
+        "\t\tmeta mark " + mark + " ip daddr . tcp dport @" + std::string(kJudgeSet4) + " accept\n";
+    s += "\t\tmeta mark " + mark + " ip6 daddr . tcp dport @" + std::string(kJudgeSet6) +
+         " accept\n";
+  }
   s += "\t\tmeta l4proto tcp " + log_stmt(kNflogPrefixEgress) + "reject with tcp reset\n";
   s += "\t\tmeta l4proto udp " + log_stmt(kNflogPrefixEgress) +
        "reject with icmpx type port-unreachable\n";
@@ -123,18 +165,20 @@ namespace {
 std::string elements_cmd(std::string_view verb, std::string_view table,
                          const std::vector<Pin>& pins, bool timeouts) {
   std::string out;
-  for (bool v6 : {false, true}) {
-    std::string list;
-    for (const Pin& p : pins) {
-      if (p.v6 != v6) continue;
-      if (!list.empty()) list += ", ";
-      list += element(p.address, p.service);
-      if (timeouts) list += " timeout " + std::to_string(p.timeout_s) + "s";
+  for (bool judged : {false, true})
+    for (bool v6 : {false, true}) {
+      std::string list;
+      for (const Pin& p : pins) {
+        if (p.v6 != v6 || p.service.judged != judged) continue;
+        if (!list.empty()) list += ", ";
+        list += element(p.address, p.service);
+        if (timeouts) list += " timeout " + std::to_string(p.timeout_s) + "s";
+      }
+      if (list.empty()) continue;
+      out += std::string(verb) + " element inet " + std::string(table) + " " +
+             std::string(judged ? (v6 ? kJudgeSet6 : kJudgeSet4) : (v6 ? kSet6 : kSet4)) + " { " +
+             list + " }\n";
     }
-    if (list.empty()) continue;
-    out += std::string(verb) + " element inet " + std::string(table) + " " +
-           std::string(v6 ? kSet6 : kSet4) + " { " + list + " }\n";
-  }
   return out;
 }
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -59,6 +60,26 @@ bool kill_verified(int pid, unsigned long long start, int timeout_ms) {
   // Our own child (run in the foreground): reap it.
   ::waitpid(pid, nullptr, WNOHANG);
   return r > 0;
+}
+
+std::vector<int> children_of(int pid) {
+  std::vector<int> out;
+  std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return out;
+  buf[n] = 0;
+  for (char* p = buf; *p;) {
+    char* end = nullptr;
+    long v = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (v > 0) out.push_back(static_cast<int>(v));
+    p = end;
+  }
+  return out;
 }
 
 Result<int> wait_child(pid_t pid, int timeout_ms) {

@@ -6,7 +6,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -643,12 +646,69 @@ void say(int fd, const std::string& s) {
   ::close(fd);
 }
 
+constexpr int kJudgeReadyMs = 2500;
+
+// The wire judge (judge.hpp) as this process's child, forked before the
+// resolver confines itself, holding only the container's namespace, its
+// ready pipe and the init's pidfd. It dies with the resolver
+// (PR_SET_PDEATHSIG), and exits by itself with the init.
+Status start_judge(const ResolverConfig& cfg, const ResolverFds& fds) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys(errno, "pipe for the judge");
+  UniqueFd rd(p[0]), wr(p[1]);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return Error::sys(errno, "fork the judge");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != parent) ::_exit(1);
+    int keep[] = {fds.netns, fds.init_pidfd, wr.get()};
+    std::sort(std::begin(keep), std::end(keep));
+    close_fds_except(keep, 3);
+    ::prctl(PR_SET_NAME, "comet-judge", 0, 0, 0);
+    JudgeConfig jc;
+    jc.egress = cfg.egress;
+    jc.on_refused = cfg.on_wire_refused;
+    jc.on_exit = cfg.on_exit;
+    jc.confine = cfg.confine;
+    ::_exit(judge_main(jc, JudgeFds{fds.netns, wr.get(), fds.init_pidfd}));
+  }
+  wr.reset();
+  std::string got;
+  auto end = Clock::now() + std::chrono::milliseconds(kJudgeReadyMs);
+  while (got.find('\n') == std::string::npos) {
+    int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count());
+    struct pollfd pf = {rd.get(), POLLIN, 0};
+    if (left <= 0 || ::poll(&pf, 1, left) <= 0) {
+      got = "E the judge did not start within " + std::to_string(kJudgeReadyMs) + " ms\n";
+      break;
+    }
+    char b[512];
+    ssize_t n = ::read(rd.get(), b, sizeof b);
+    if (n <= 0) {
+      got = "E the judge exited before it was ready\n";
+      break;
+    }
+    got.append(b, static_cast<std::size_t>(n));
+  }
+  if (got.rfind("R\n", 0) == 0) return ok();
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  std::string why = got.rfind("E ", 0) == 0 ? got.substr(2, got.find('\n') - 2) : got;
+  return Error::msg("wire judge: " + why);
+}
+
 }  // namespace
 
 int resolver_main(const ResolverConfig& cfg, const ResolverFds& fds) noexcept {
   try {
     Resolver r(cfg, fds);
+    // The resolver's listeners first (a namespace another pack's resolver
+    // holds fails there, with its own message), then the judge, which
+    // closes every fd of the resolver's in its copy.
     Status st = r.setup();
+    if (st.ok() && wants_judge(cfg.egress)) st = start_judge(cfg, fds);
     if (st.ok() && cfg.confine) {
       st = cfg.confine(cfg.companion_pid);
       if (!st.ok()) st = std::move(st).error().wrap("confine the resolver");

@@ -52,6 +52,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -873,6 +874,175 @@ static void cmd_listen(const char *port_s, const char *secs_s) {
   close(u);
 }
 
+
+/* --- the wire judge (docs/egress.md, "on the wire") ---------------------------- */
+
+static int hexval(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Connects to IP:PORT, sends HEX (whole, or one byte per send with
+ * TCP_NODELAY and 1 ms between), then waits up to 3 s for the first reply
+ * bytes: "ok" with the first ones in hex, "EOF", or the errno of the recv
+ * (ECONNRESET when the judge refused). */
+static void cmd_send(const char *ip, const char *port_s, const char *hex, const char *mode) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s %s", ip, port_s, mode);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  if (target(ip, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("send", arg, why, NULL);
+    return;
+  }
+  size_t n = strlen(hex) / 2;
+  unsigned char *b = malloc(n + 1);
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(hexval(hex[2 * i]) * 16 + hexval(hex[2 * i + 1]));
+  int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = connect_timeout(s, (struct sockaddr *)&sa, len, 2000);
+  if (e) {
+    out("send", arg, ename(e), NULL);
+    close(s);
+    free(b);
+    return;
+  }
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int bytewise = !strcmp(mode, "bytewise");
+  for (size_t i = 0; i < n;) {
+    ssize_t w = send(s, b + i, bytewise ? 1 : n - i, MSG_NOSIGNAL);
+    if (w < 0) {
+      out("send", arg, ename(errno), "\"during\":\"send\"");
+      close(s);
+      free(b);
+      return;
+    }
+    i += (size_t)w;
+    if (bytewise) usleep(1000);
+  }
+  free(b);
+  unsigned char r[64];
+  struct pollfd pf = {s, POLLIN, 0};
+  if (poll(&pf, 1, 3000) <= 0) {
+    out("send", arg, "TIMEOUT", NULL);
+    close(s);
+    return;
+  }
+  ssize_t got = recv(s, r, sizeof r, 0);
+  int err = errno;
+  close(s);
+  if (got < 0) {
+    out("send", arg, ename(err), NULL);
+    return;
+  }
+  if (got == 0) {
+    out("send", arg, "EOF", NULL);
+    return;
+  }
+  char extra[200] = "\"reply\":\"";
+  size_t o = strlen(extra);
+  for (ssize_t i = 0; i < got && i < 16; i++) o += (size_t)snprintf(extra + o, sizeof extra - o, "%02x", r[i]);
+  snprintf(extra + o, sizeof extra - o, "\"");
+  out("send", arg, "ok", extra);
+}
+
+/* Connects and sends nothing: how the connection ends within SECS, and
+ * after how many ms. */
+static void cmd_idle(const char *ip, const char *port_s, const char *secs_s) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s", ip, port_s);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  if (target(ip, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("idle", arg, why, NULL);
+    return;
+  }
+  int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  double t0 = now_us();
+  int e = connect_timeout(s, (struct sockaddr *)&sa, len, 2000);
+  if (e) {
+    out("idle", arg, ename(e), NULL);
+    close(s);
+    return;
+  }
+  struct pollfd pf = {s, POLLIN, 0};
+  const char *res = "TIMEOUT";
+  if (poll(&pf, 1, atoi(secs_s) * 1000) > 0) {
+    char c;
+    ssize_t r = recv(s, &c, 1, 0);
+    res = r < 0 ? ename(errno) : r == 0 ? "EOF" : "DATA";
+  }
+  char extra[64];
+  snprintf(extra, sizeof extra, "\"ms\":%.0f", (now_us() - t0) / 1000);
+  close(s);
+  out("idle", arg, res, extra);
+}
+
+/* Two HTTP/1.1 requests on one keep-alive connection, Host H1 then H2;
+ * the first response's status line, then how the second ended. */
+static void cmd_http2(const char *ip, const char *port_s, const char *h1, const char *h2) {
+  char arg[300];
+  snprintf(arg, sizeof arg, "%s:%s %s,%s", ip, port_s, h1, h2);
+  struct sockaddr_storage sa;
+  socklen_t len;
+  char why[64];
+  if (target(ip, atoi(port_s), &sa, &len, why, sizeof why) < 0) {
+    out("http2", arg, why, NULL);
+    return;
+  }
+  int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = connect_timeout(s, (struct sockaddr *)&sa, len, 2000);
+  if (e) {
+    out("http2", arg, ename(e), NULL);
+    close(s);
+    return;
+  }
+  char req[512], resp[4096], extra[1024];
+  const char *hosts[2] = {h1, h2};
+  char results[2][200];
+  for (int k = 0; k < 2; k++) {
+    snprintf(req, sizeof req, "GET /%d HTTP/1.1\r\nHost: %s\r\n\r\n", k, hosts[k]);
+    strcpy(results[k], "-");
+    if (send(s, req, strlen(req), MSG_NOSIGNAL) < 0) {
+      snprintf(results[k], sizeof results[k], "%s", ename(errno));
+      break;
+    }
+    /* the response: head, then Content-Length bytes */
+    size_t have = 0;
+    long want = -1;
+    for (;;) {
+      struct pollfd pf = {s, POLLIN, 0};
+      if (poll(&pf, 1, 3000) <= 0) {
+        strcpy(results[k], "TIMEOUT");
+        break;
+      }
+      ssize_t r = recv(s, resp + have, sizeof resp - 1 - have, 0);
+      if (r <= 0) {
+        snprintf(results[k], sizeof results[k], "%s", r < 0 ? ename(errno) : "EOF");
+        break;
+      }
+      have += (size_t)r;
+      resp[have] = 0;
+      char *end = strstr(resp, "\r\n\r\n");
+      if (end && want < 0) {
+        char *cl = strcasestr(resp, "content-length:");
+        want = (end - resp) + 4 + (cl ? atol(cl + 15) : 0);
+      }
+      if (want >= 0 && (long)have >= want) {
+        char *eol = strstr(resp, "\r\n");
+        *eol = 0;
+        snprintf(results[k], sizeof results[k], "%s", resp);
+        break;
+      }
+    }
+    if (strncmp(results[k], "HTTP/", 5)) break;
+  }
+  close(s);
+  snprintf(extra, sizeof extra, "\"first\":\"%s\",\"second\":\"%s\"", results[0], results[1]);
+  out("http2", arg, "ok", extra);
+}
+
 int main(int argc, char **argv) {
   int i = 2; /* argv[1]: the pack's entrypoint */
   while (i < argc) {
@@ -897,6 +1067,9 @@ int main(int argc, char **argv) {
       else if (!strcmp(a[0], "connbench") && n >= 4) cmd_connbench(a[1], a[2], a[3]);
       else if (!strcmp(a[0], "bulk") && n >= 4) cmd_bulk(a[1], a[2], a[3]);
       else if (!strcmp(a[0], "dnsbench") && n >= 3) cmd_dnsbench(a[1], a[2]);
+      else if (!strcmp(a[0], "send") && n >= 5) cmd_send(a[1], a[2], a[3], a[4]);
+      else if (!strcmp(a[0], "idle") && n >= 4) cmd_idle(a[1], a[2], a[3]);
+      else if (!strcmp(a[0], "http2") && n >= 5) cmd_http2(a[1], a[2], a[3], a[4]);
       else out(a[0], "", "EINVAL", "\"why\":\"unknown command or missing arguments\"");
     }
     i = end + 1;

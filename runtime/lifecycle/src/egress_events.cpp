@@ -96,6 +96,20 @@ void report_egress_violations(egress::SetupRequest& er, const std::string& state
   er.on_egress_blocked = [out, pack, cid, ipid](const egress::Blocked& b) {
     out->report(blocked_event(b, cid, pack, ipid));
   };
+  // Connections the wire judge refused (egress/judge.hpp): "tls sni=NAME
+  // via ADDR:PORT" and the like; the agent saw a reset.
+  er.on_wire_refused = [out, pack, cid, ipid](const egress::WireRefusal& w) {
+    violations::Event e;
+    e.container = cid;
+    e.pack = pack;
+    e.surface = "egress";
+    e.requested = w.requested;
+    e.syscall = "tcp";
+    e.err = ECONNRESET;
+    int owner = violations::socket_owner(ipid, w.agent, /*tcp=*/true);
+    e.pid = owner > 0 ? owner : ipid;
+    out->report(e);
+  };
   er.on_resolver_exit = [out] { out->finish(); };
 }
 

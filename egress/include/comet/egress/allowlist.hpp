@@ -1,7 +1,8 @@
 // A pack's egress list as the enforcement sees it: which names the resolver
 // may answer, and which (L4 protocol, port) pairs an address answered for a
 // name opens. Pure. Protocol names (docs/egress.md):
-//   https, http, tcp   TCP to the port
+//   https, http        TCP to the port, judged on the wire (judge.hpp)
+//   tcp                TCP to the port
 //   udp                UDP to the port
 //   dns                the name may be resolved through the runtime's
 //                      resolver; opens no connection at all
@@ -24,6 +25,9 @@ inline constexpr uint8_t kUdp = 17;
 struct Service {
   uint8_t l4 = kTcp;  // IPPROTO_TCP / IPPROTO_UDP
   uint16_t port = 0;
+  // https and http: the connection is judged on the wire (judge.hpp), its
+  // address goes to the judge set instead of the allow set.
+  bool judged = false;
   auto operator<=>(const Service&) const = default;
 };
 

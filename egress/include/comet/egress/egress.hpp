@@ -10,7 +10,8 @@
 //        in a dedicated thread (nft_load.hpp)
 //     2. a netns the runtime made: a network helper for connectivity
 //        (nethelper.hpp: slirp4netns, or pasta when asked for)
-//     3. the resolver (resolver.hpp), a separate process
+//     3. the resolver (resolver.hpp), a separate process, and with an
+//        https or http entry its child the wire judge (judge.hpp)
 //   at delete               teardown(): the resolver, the helper, our table in
 //                           an engine's netns; idempotent, for --force too.
 // Any failure in setup() is a create error (fail closed).
@@ -88,6 +89,7 @@ struct SetupRequest {
   std::function<void(const DnsRefusal&)> on_dns_refused;
   std::function<void(const Blocked&)> on_egress_blocked;
   std::function<void()> on_resolver_exit;
+  std::function<void(const WireRefusal&)> on_wire_refused;    // the judge's (judge.hpp)
   std::function<Status(int companion_pid)> confine_resolver;  // ResolverConfig::confine
 };
 

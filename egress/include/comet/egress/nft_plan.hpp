@@ -14,14 +14,20 @@
 //       ct state invalid drop
 //       ct state established,related accept
 //       oif lo to 127.0.0.1 port 53 (udp, tcp) accept    the resolver
+//       oif lo, tcp to the judge's port, redirected there  the judge (judge.hpp)
 //       oif lo drop                                      nothing else local
 //       icmpv6 neighbour/router solicitation, advert     IPv6 needs them
 //       port 53 and 853 anywhere else drop               no DNS, no DoT
 //       daddr . l4proto . dport in the set accept
+//       the judge's own (mark) to daddr . dport in the judge set accept
 //       tcp: reject with tcp reset                       connect: ECONNREFUSED
 //       udp: reject with icmp port-unreachable           (send: EPERM, the
 //                                                        next recv ECONNREFUSED)
 //       anything else: reject admin-prohibited
+//
+//     chain judge  hook output, type nat (only with an https or http entry):
+//       the judge's own connections (mark), what the allow set takes: as is
+//       daddr . tcp dport in the judge set: redirect to :kJudgePort
 //
 // Open (egress: ["*"]): policy accept, but DNS still only to the resolver.
 // None (egress: []): policy drop, loopback only. Loaded only into an
@@ -42,6 +48,12 @@ Mode mode_of(const Allowlist& a);
 
 inline constexpr std::string_view kSet4 = "allow4";
 inline constexpr std::string_view kSet6 = "allow6";
+// https and http entries (judge.hpp): (address . port), redirected to the
+// judge; only the judge's marked sockets may then reach them.
+inline constexpr std::string_view kJudgeSet4 = "judge4";
+inline constexpr std::string_view kJudgeSet6 = "judge6";
+inline constexpr uint16_t kJudgePort = 54;          // 127.0.0.1 and ::1, beside the resolver's 53
+inline constexpr uint32_t kJudgeMark = 0x636d6a67;  // "cmjg": SO_MARK needs CAP_NET_ADMIN
 inline constexpr std::string_view kResolverAddress = "127.0.0.1";
 
 // The whole script, for a table named `table` (family inet). With

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
@@ -23,6 +24,8 @@ unsigned long long start_time(int pid);
 // do not check), then wait up to timeout_ms for it to be gone. Never
 // blocks longer; returns true when it is gone.
 bool kill_verified(int pid, unsigned long long start, int timeout_ms = 2000);
+// The children of `pid` (/proc/PID/task/PID/children), empty when unreadable.
+std::vector<int> children_of(int pid);
 // Wait up to timeout_ms for the child `pid` to exit; its status, or an
 // error (ETIMEDOUT after killing it).
 Result<int> wait_child(pid_t pid, int timeout_ms);

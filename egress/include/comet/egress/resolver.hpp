@@ -25,6 +25,7 @@
 #include "comet/base/result.hpp"
 #include "comet/capability/manifest.hpp"
 #include "comet/egress/answer.hpp"
+#include "comet/egress/judge.hpp"
 #include "comet/egress/nflog.hpp"
 
 namespace comet::egress {
@@ -74,6 +75,10 @@ struct ResolverConfig {
   // the NFLOG group, nflog.hpp); set: the resolver binds the group.
   std::function<void(const Blocked&)> on_blocked;
   std::function<void()> on_exit;
+  // With an https or http entry the resolver first forks the wire judge
+  // (judge.hpp), its child, which reports its refusals here (in its own
+  // process) and runs `confine` and `on_exit` as well.
+  std::function<void(const WireRefusal&)> on_wire_refused;
   // Called in the resolver once its listeners, NFLOG socket and nft context
   // exist, before it reports ready, with companion_pid: gives up what it no
   // longer needs (runtime/helper_confine.hpp). An error fails the start.

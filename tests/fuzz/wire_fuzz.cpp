@@ -1,0 +1,87 @@
+// wire: the wire judge's first-flight parsers (egress/wire.hpp) on
+// arbitrary bytes, which is what an agent can send.
+//
+// Invariants (beyond "no crash, no sanitizer report"):
+//   1. client_hello() decides only once: when a prefix is decided, every
+//      longer input is decided the same way (more bytes never turn a
+//      refusal into an SNI, nor change the name).
+//   2. An SNI it returns is lowercase LDH, 1..255 octets, no empty label.
+//   3. HttpRequests forwards only a prefix of its input, never a byte
+//      before the first head was judged, and the same bytes and hosts
+//      whether the input comes whole or one byte at a time.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comet/egress/wire.hpp"
+#include "fuzz_check.hpp"
+
+namespace wire = comet::egress::wire;
+
+namespace {
+
+struct HttpRun {
+  std::string forwarded;
+  std::vector<std::string> hosts;
+  int end = 0;
+};
+
+HttpRun http(const uint8_t* d, size_t n, size_t step) {
+  HttpRun r;
+  wire::HttpRequests h;
+  std::string have;
+  size_t given = 0;
+  for (int guard = 0; guard < 1 << 20; ++guard) {
+    wire::HttpStep s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
+    if (s.what == wire::Http::forward) {
+      FUZZ_CHECK(s.n > 0 && s.n <= have.size(), "forward beyond the input");
+      FUZZ_CHECK(!r.hosts.empty(), "a byte forwarded before any head was judged");
+      r.forwarded += have.substr(0, s.n);
+      have.erase(0, s.n);
+      continue;
+    }
+    if (s.what == wire::Http::host) {
+      r.hosts.push_back(s.host);
+      h.accept_head();
+      continue;
+    }
+    if (s.what != wire::Http::need_more) {
+      r.end = static_cast<int>(s.what);
+      return r;
+    }
+    if (given >= n) return r;
+    size_t k = std::min(step, n - given);
+    have.append(reinterpret_cast<const char*>(d + given), k);
+    given += k;
+  }
+  return r;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  wire::TlsResult all = wire::client_hello(data, size);
+  if (all.what == wire::Tls::sni) {
+    FUZZ_CHECK(!all.name.empty() && all.name.size() <= 255, all.name);
+    for (char c : all.name) FUZZ_CHECK(!(c >= 'A' && c <= 'Z'), all.name);
+    FUZZ_CHECK(all.name.find("..") == std::string::npos && all.name.back() != '.', all.name);
+  }
+  for (size_t n : {size / 4, size / 2, size - (size ? 1 : 0)}) {
+    wire::TlsResult part = wire::client_hello(data, n);
+    if (part.what == wire::Tls::need_more) continue;
+    FUZZ_CHECK(part.what == all.what && part.name == all.name,
+               "a decided prefix changed its verdict with more bytes");
+  }
+  if (size <= 4096) {
+    HttpRun whole = http(data, size, size ? size : 1);
+    HttpRun bytes = http(data, size, 1);
+    FUZZ_CHECK(
+        whole.forwarded == bytes.forwarded && whole.hosts == bytes.hosts && whole.end == bytes.end,
+        "whole and byte-by-byte input judged differently");
+    FUZZ_CHECK(
+        std::string(reinterpret_cast<const char*>(data), whole.forwarded.size()) == whole.forwarded,
+        "forwarded bytes are not a prefix of the input");
+  }
+  return 0;
+}
