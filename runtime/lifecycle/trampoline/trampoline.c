@@ -1,5 +1,11 @@
 /* The exec trampoline (CVE-2019-5736 hardening).
  *
+ * Why one file of about 1000 lines (docs/architecture.md): it is one
+ * freestanding translation unit, built -nostdlib -static with no linker
+ * script and embedded as one image; its roles (the trampoline, a pack's
+ * PID 1, the git rule's maker of names) share the raw syscall wrappers and
+ * fixed buffers, and a second unit would need a link step of its own.
+ *
  * The runtime never execve()s a container's program itself: it execveat()s
  * this tiny static binary from a sealed memfd, which then execs the target.
  * So if the target is a script with "#!/proc/self/exe", the kernel resolves
