@@ -85,3 +85,15 @@ def test_ordinary_symlinks_in_the_workspace_stay_replaceable(sbx, workdir):
     res, _ = sbx(ws, "ln -sfn d2 cur && echo swapped")
     assert "swapped" in res.out, res.out + res.err
     assert os.readlink(ws / "cur") == "d2"
+
+
+def test_a_relative_xdg_config_home_is_protected_in_the_workspace(sbx, workdir):
+    # git reads $XDG_CONFIG_HOME/git/config from its working directory when
+    # the variable is relative: the host's git in the workspace would obey
+    # a cfg/git/config the command wrote (red team round 9).
+    ws = make_repo(workdir)
+    res, _ = sbx(ws, "mkdir -p cfg/git; printf '[core]\\n\\tfsmonitor = touch PWNED\\n' "
+                     "> cfg/git/config; echo w=$?", extra_env={"XDG_CONFIG_HOME": "cfg"})
+    assert res.rc == 0, res.err
+    assert "w=0" not in res.out, res.out
+    assert not (ws / "cfg" / "git" / "config").exists()

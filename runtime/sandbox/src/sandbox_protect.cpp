@@ -103,6 +103,11 @@ void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& 
   // the host's git reads its config there (red team round 8)
   if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
     set.protect.push_back(cap::ConfigPath{ctx.config_home + "/git", "XDG_CONFIG_HOME", {}});
+  // A relative one names a place under git's working directory: the
+  // workspace's, for the host's git run there (red team round 9).
+  if (!ctx.config_home_relative.empty())
+    set.protect.push_back(cap::ConfigPath{
+        clean_path(ws + "/" + ctx.config_home_relative + "/git"), "XDG_CONFIG_HOME", {}});
   std::vector<std::string> seen;
   for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
     const Todo t = todo[i];  // a copy: todo grows below
