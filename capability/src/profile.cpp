@@ -95,6 +95,8 @@ const std::vector<std::string> kProtectedWorkspace = {
     ".git/modules/*/commondir",
     ".git/modules/*/hooks/",
     ".git/modules/*/info/",
+    ".git/modules/*/remotes/",  // red team round 9: a module's fetch or push redirected
+    ".git/modules/*/branches/",
     ".git/worktrees/*/gitdir",
     ".git/worktrees/*/commondir",
     ".git/worktrees/*/config.worktree",

@@ -97,3 +97,19 @@ def test_a_relative_xdg_config_home_is_protected_in_the_workspace(sbx, workdir):
     assert res.rc == 0, res.err
     assert "w=0" not in res.out, res.out
     assert not (ws / "cfg" / "git" / "config").exists()
+
+
+def test_a_modules_legacy_remote_files_are_protected(sbx, workdir):
+    # .git/modules/NAME/remotes/R and branches/R (legacy remotes git still
+    # obeys): a fetch or push of the module redirected (red team round 9).
+    ws = make_repo(workdir)
+    mod = ws / ".git" / "modules" / "lib"
+    mod.mkdir(parents=True)
+    (mod / "config").write_text("[core]\n\tbare = false\n")
+    res, _ = sbx(ws, "mkdir -p .git/modules/lib/remotes .git/modules/lib/branches; "
+                     "echo 'URL: /tmp/evil' > .git/modules/lib/remotes/origin; echo r=$?; "
+                     "echo '/tmp/evil' > .git/modules/lib/branches/origin; echo b=$?")
+    assert res.rc == 0, res.err
+    assert "r=0" not in res.out and "b=0" not in res.out, res.out
+    assert not (mod / "remotes" / "origin").exists()
+    assert not (mod / "branches" / "origin").exists()

@@ -43,7 +43,7 @@ std::string git_dir_of(const std::string& at) {
 // own worktree), the user's and the system's, and the files they include.
 // The modules' git directories the built-in `.git/modules/*/...` entries
 // do not reach (a module's module, a name with a "/"): their config,
-// config.worktree, hooks/ and info/ are protected too (red team round 8: a
+// config.worktree, hooks/, info/, remotes/ and branches/ are protected too (red team round 8: a
 // second-level module's config and hooks were writable, and the host's
 // plain `git status` recursed into it).
 void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
@@ -54,7 +54,7 @@ void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
     if (m.find('/', top.size() + 1) == std::string::npos) continue;  // modules/X: built in
     for (const char* f : {"/config", "/config.worktree"})
       set.protect.push_back(cap::ConfigPath{m + f, "nested module", {}, true});
-    for (const char* f : {"/hooks", "/info"})
+    for (const char* f : {"/hooks", "/info", "/remotes", "/branches"})
       set.protect.push_back(cap::ConfigPath{m + f, "nested module", {}});
   }
 }
