@@ -13,6 +13,7 @@
 #include "comet/base/sys.hpp"
 #include "comet/host/log.hpp"
 #include "comet/host/state_store.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/reporting/violations.hpp"
 
 namespace comet::runtime::violations {
@@ -110,9 +111,11 @@ void flag_at_delete(const std::string& state_dir,
   flag_pack(annotations, count_events(state_dir));
 }
 
+// Per user: root's /var/lib/comet-runtime/flags, an ordinary user's (or a
+// rootless engine's) $XDG_DATA_HOME/comet-runtime/flags (user_dirs.hpp).
 std::string flags_dir() {
   std::string dir = switches::flags_dir();
-  return dir.empty() ? "/var/lib/comet-runtime/flags" : dir;
+  return dir.empty() ? user_dirs().data + "/flags" : dir;
 }
 
 namespace {
