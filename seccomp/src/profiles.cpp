@@ -263,6 +263,29 @@ void refuse_setid_modes(oci::Seccomp& p, const Deny& deny) {
   }
 }
 
+namespace {
+
+// The unix-socket rule's notifications (runtime/reporting unix_rule.hpp).
+// A process that shares its fd table without being a thread of the same
+// group could swap a socket under the rule's CONTINUE; threads it can see.
+// That clone is refused with EINVAL (not a violation: as for an impossible
+// flag combination).
+void add_unix_rule(oci::Seccomp& p) {
+  p.syscalls.push_back(::comet::seccomp::deny(
+      {"clone"}, EINVAL, {masked(kCloneFlagsArg, kCloneFiles | kCloneThread, kCloneFiles)}));
+  oci::SeccompSyscall c;
+  c.names = {"sendmsg", "sendmmsg"};
+  c.action = "SCMP_ACT_NOTIFY";
+  p.syscalls.push_back(std::move(c));
+  oci::SeccompSyscall t;
+  t.names = {"sendto"};
+  t.action = "SCMP_ACT_NOTIFY";
+  t.args = {arg(4, 0, "SCMP_CMP_NE")};
+  p.syscalls.push_back(std::move(t));
+}
+
+}  // namespace
+
 oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
   try {
     oci::Seccomp p;
@@ -344,23 +367,7 @@ oci::Seccomp lockdown_profile(const LockdownOptions& o) noexcept {
     // kernel's (CONTINUE would re-read it). Only datagram sends can carry
     // an address to a unix path: sendto's is an argument (NULL: not
     // notified), sendmsg's and sendmmsg's are behind a pointer.
-    if (o.unix_rule && o.notify) {
-      // A process that shares its fd table without being a thread of the
-      // same group could swap a socket under the rule's CONTINUE; threads
-      // it can see (unix_rule.hpp). Not a violation: EINVAL, as for an
-      // impossible flag combination.
-      p.syscalls.push_back(::comet::seccomp::deny(
-          {"clone"}, EINVAL, {masked(kCloneFlagsArg, kCloneFiles | kCloneThread, kCloneFiles)}));
-      oci::SeccompSyscall c;
-      c.names = {"sendmsg", "sendmmsg"};
-      c.action = "SCMP_ACT_NOTIFY";
-      p.syscalls.push_back(std::move(c));
-      oci::SeccompSyscall t;
-      t.names = {"sendto"};
-      t.action = "SCMP_ACT_NOTIFY";
-      t.args = {arg(4, 0, "SCMP_CMP_NE")};
-      p.syscalls.push_back(std::move(t));
-    }
+    if (o.unix_rule && o.notify) add_unix_rule(p);
     // The git rule (runtime/create_rule.hpp): every call that makes a name
     // or opens for writing notifies; the reporter has the sandbox's init
     // judge the name and make the call (CONTINUE would let another thread
