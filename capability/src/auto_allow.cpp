@@ -28,7 +28,7 @@ void check_command(Analysis& an, const Unwrapped& u, const std::string& n,
   if (n == "chmod" || n == "chown" || n == "chgrp") rule_chmod(an, u, cwd);
   if (n == "dd") rule_dd(an, u);
   if (is_mkfs(n)) an.hit("mkfs", n + " formats or repartitions a disk");
-  if (one_of(n, {"sudo", "su", "doas", "pkexec", "run0"}))
+  if (one_of(n, {"sudo", "sudoedit", "su", "doas", "pkexec", "run0"}))
     an.hit("sudo", n + " runs a command as another user");
   if (is_shutdown(u)) an.hit("shutdown", n + " stops or restarts the machine");
   rule_protected_args(an, u, cwd);
@@ -132,6 +132,29 @@ bool data_only(const std::string& n) {
                     "type", "whereis", "whatis", "apropos", "git",   "jq"});
 }
 
+// What a download may be piped into: commands that read stdin as data
+// (python3 -m json.tool, jq, checksums, decompressors, pagers, tee).
+bool consumes_data(const Unwrapped& u, const std::string& n) {
+  if (data_only(n) && n != "git") return true;
+  if (one_of(n, {"tee",     "cut",    "tr",     "sha256sum", "sha512sum", "sha1sum", "md5sum",
+                 "b2sum",   "base64", "gunzip", "zcat",      "xz",        "unxz",    "bzip2",
+                 "bunzip2", "zstd",   "od",     "hexdump",   "xxd",       "file",    "cmp",
+                 "diff",    "column", "fold",   "nl",        "gpg",       "sponge",  "pv",
+                 "yq",      "gzip",   "tar",    "unzip",     "less",      "more"}))
+    return true;
+  // An interpreter given its program inline (python3 -c, perl -e, node -e,
+  // python3 -m json.tool): stdin is the program's data, as before; a
+  // program file (bash /dev/stdin) is not.
+  if (!is_interpreter(n) || is_shell(n)) return false;
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const std::string& a = u.argv[i].text;
+    if (a.size() < 2 || a[0] != '-') return false;
+    if (a[1] != '-' && a.find_first_of("cmeE", 1) != std::string::npos) return true;
+    if (a == "--eval" || a == "--command") return true;
+  }
+  return false;
+}
+
 // A name the floor has a rule for, or a shell.
 bool floor_command(const std::string& n) {
   return n == "git" || n.rfind("git-", 0) == 0 || is_mkfs(n) || is_shell(n) ||
@@ -204,7 +227,31 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
     for (const std::string& sub : r.target.subs) analyse_script(an, sub, cwd, depth + 1);
   }
   if (an.done()) return;
-  Unwrapped u = unwrap(s.words);
+  // Bash expands braces before it runs anything: `{git,push,-f}` is
+  // `git push -f` (red team round 10). Each such word becomes its words.
+  std::vector<Word> words;
+  for (const Word& w : s.words) {
+    std::vector<std::string> alts;
+    if (!w.brace || w.expansion || w.quoted) {
+      words.push_back(w);
+    } else if (!brace_expand(w.text, alts)) {
+      // Too many words: an argument stays one word whose value is not
+      // known (the path rules ask); a command word cannot be read.
+      if (words.empty()) {
+        an.unanalysable = "a command spelled by a brace expansion of too many words";
+        return;
+      }
+      words.push_back(w);
+    } else {
+      for (std::string& a : alts) {
+        Word one = w;
+        one.text = std::move(a);
+        one.brace = false;
+        words.push_back(std::move(one));
+      }
+    }
+  }
+  Unwrapped u = unwrap(std::move(words));
   if (u.argv.empty()) return;
   if (u.argv[0].expansion) {
     an.unanalysable = "runs a command named by an expansion (" + u.argv[0].text + ")";
@@ -226,6 +273,18 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
   }
   check_command(an, u, n, cwd, depth);
   if (an.done()) return;
+  // xargs: the words that decide (a +refspec, a protected name) come from
+  // stdin (red team round 10: `echo +HEAD:main | xargs git push origin`).
+  if (u.args_unknown && (n == "git" || !data_only(n))) {
+    an.unanalysable = n + " with arguments read from stdin (xargs)";
+    return;
+  }
+  // A script from a process substitution on stdin (`bash < <(curl ...)`).
+  for (const Redirect& r : s.redirects)
+    if (r.op == "<" && r.target.process_sub && !data_only(n)) {
+      an.unanalysable = n + " reads what a command prints (" + r.target.text + ")";
+      return;
+    }
   // A shell that reads its commands from a here-string: what it runs.
   if (runs_stdin(u)) {
     for (const Redirect& r : s.redirects)
@@ -253,13 +312,18 @@ void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cw
     bool downloaded = false;
     for (const Stage& st : p.stages) {
       if (downloaded) {
+        // Anything but a command known to treat its stdin as data (sed's e,
+        // awk's system(), bash /dev/stdin: red team round 10).
         for (const Simple& s : st.simples) {
-          if (runs_stdin(unwrap(s.words))) {
-            an.hit("pipe-to-shell", "a download is piped into " +
-                                        base_name(unwrap(s.words).argv[0].text) +
-                                        ", which runs it");
-          }
+          Unwrapped su = unwrap(s.words);
+          if (su.argv.empty()) continue;
+          const std::string cn = base_name(su.argv[0].text);
+          if (runs_stdin(su) || !consumes_data(su, cn))
+            an.hit("pipe-to-shell", "a download is piped into " + cn + ", which may run it");
         }
+        for (const Script& g : st.groups)
+          if (!g.pipelines.empty())
+            an.hit("pipe-to-shell", "a download is piped into a group of commands");
       }
       if (stage_downloads(st)) downloaded = true;
     }

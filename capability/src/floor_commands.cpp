@@ -541,8 +541,13 @@ bool is_shutdown(const Unwrapped& u) {
     return true;
   if (n == "systemctl") {
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
-      if (one_of(u.argv[i].text, {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate",
-                                  "hybrid-sleep", "soft-reboot", "rescue", "emergency"}))
+      // `systemctl start poweroff.target`, `isolate reboot.target` too
+      // (red team round 10).
+      std::string a = u.argv[i].text;
+      if (a.size() > 7 && a.compare(a.size() - 7, 7, ".target") == 0) a.resize(a.size() - 7);
+      if (one_of(a, {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
+                     "soft-reboot", "rescue", "emergency", "suspend-then-hibernate", "ctrl-alt-del",
+                     "shutdown", "sleep"}))
         return true;
     }
   }

@@ -45,45 +45,6 @@ bool git_control_path(const std::string& p) {
   return false;
 }
 
-// Bash's brace expansion of one word ("a{b,c}d" -> "abd" "acd"), lexically,
-// appended to `out`; a `{` without a top-level comma stays as it is. False
-// when it would make more than kMaxBraceWords words: `{a,b,c,d}` ten times
-// is a million (fuzz_auto_allow_shell: a timeout), so such a word counts as
-// one whose paths are not known.
-constexpr std::size_t kMaxBraceWords = 1024;
-
-bool brace_expand(const std::string& t, std::vector<std::string>& out, int depth = 0) {
-  if (depth > 8) {
-    out.push_back(t);
-    return out.size() <= kMaxBraceWords;
-  }
-  for (std::size_t open = t.find('{'); open != std::string::npos; open = t.find('{', open + 1)) {
-    int level = 0;
-    std::vector<std::size_t> commas;
-    std::size_t close = std::string::npos;
-    for (std::size_t i = open; i < t.size(); ++i) {
-      if (t[i] == '{') ++level;
-      if (t[i] == '}' && --level == 0) {
-        close = i;
-        break;
-      }
-      if (t[i] == ',' && level == 1) commas.push_back(i);
-    }
-    if (close == std::string::npos) break;
-    if (commas.empty()) continue;
-    std::size_t from = open + 1;
-    commas.push_back(close);
-    for (std::size_t c : commas) {
-      const std::string alt = t.substr(0, open) + t.substr(from, c - from) + t.substr(close + 1);
-      if (!brace_expand(alt, out, depth + 1)) return false;
-      from = c + 1;
-    }
-    return true;
-  }
-  out.push_back(t);
-  return out.size() <= kMaxBraceWords;
-}
-
 // A pathname pattern (an unquoted glob) that could name `entry` or a path
 // below it (components matched one by one, as the shell does: a leading
 // dot only explicitly). A `*` component of an entry matches anything.
@@ -175,6 +136,45 @@ void hit_protected(Analysis& an, const std::string& what, const std::string& tar
 }
 
 }  // namespace
+
+// Bash's brace expansion of one word ("a{b,c}d" -> "abd" "acd"), lexically,
+// appended to `out`; a `{` without a top-level comma stays as it is. False
+// when it would make more than kMaxBraceWords words: `{a,b,c,d}` ten times
+// is a million (fuzz_auto_allow_shell: a timeout), so such a word counts as
+// one whose paths are not known.
+constexpr std::size_t kMaxBraceWords = 1024;
+
+bool brace_expand(const std::string& t, std::vector<std::string>& out, int depth) {
+  if (depth > 8) {
+    out.push_back(t);
+    return out.size() <= kMaxBraceWords;
+  }
+  for (std::size_t open = t.find('{'); open != std::string::npos; open = t.find('{', open + 1)) {
+    int level = 0;
+    std::vector<std::size_t> commas;
+    std::size_t close = std::string::npos;
+    for (std::size_t i = open; i < t.size(); ++i) {
+      if (t[i] == '{') ++level;
+      if (t[i] == '}' && --level == 0) {
+        close = i;
+        break;
+      }
+      if (t[i] == ',' && level == 1) commas.push_back(i);
+    }
+    if (close == std::string::npos) break;
+    if (commas.empty()) continue;
+    std::size_t from = open + 1;
+    commas.push_back(close);
+    for (std::size_t c : commas) {
+      const std::string alt = t.substr(0, open) + t.substr(from, c - from) + t.substr(close + 1);
+      if (!brace_expand(alt, out, depth + 1)) return false;
+      from = c + 1;
+    }
+    return true;
+  }
+  out.push_back(t);
+  return out.size() <= kMaxBraceWords;
+}
 
 void rule_protected_redirects(Analysis& an, const Simple& s,
                               const std::optional<std::string>& cwd) {

@@ -90,6 +90,10 @@ bool has_fork_bomb(std::string_view t);
 
 // --- floor_protected.cpp: protected-path-write ---------------------------------
 
+// Bash's brace expansion of one word, appended to out; false when it would
+// make too many words (floor_protected.cpp).
+bool brace_expand(const std::string& t, std::vector<std::string>& out, int depth = 0);
+
 void rule_protected_redirects(Analysis& an, const Simple& s, const std::optional<std::string>& cwd);
 void rule_git_dir_words(Analysis& an, const Unwrapped& u);
 void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);

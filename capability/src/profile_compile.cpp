@@ -509,8 +509,17 @@ class Planner {
     return order;
   }
 
-  // The mount that makes an entry what its op says.
+  // The mount that makes an entry what its op says. An engine's runtime
+  // socket or directory can go away between the plan and the mounts (its
+  // daemon stopped): then there is nothing to hide ("x-comet.if-exists").
   oci::Mount entry_mount(const Entry& e) const {
+    oci::Mount m = entry_mount_of(e);
+    if (e.why == "runtime socket dir" || e.why == "runtime socket")
+      m.options.push_back("x-comet.if-exists");
+    return m;
+  }
+
+  oci::Mount entry_mount_of(const Entry& e) const {
     const std::vector<std::string> ro = {"rbind", "rro", "rnosuid", "rnodev"};
     switch (e.op) {
       case Op::read:

@@ -113,3 +113,32 @@ def test_a_modules_legacy_remote_files_are_protected(sbx, workdir):
     assert "r=0" not in res.out and "b=0" not in res.out, res.out
     assert not (mod / "remotes" / "origin").exists()
     assert not (mod / "branches" / "origin").exists()
+
+
+def test_a_sigkill_during_start_up_leaves_no_placeholder(rt, workdir):
+    # Red team round 10: a SIGKILL of the runtime 5-35 ms into start-up left
+    # empty placeholders (.envrc, .vscode/, ...) in the workspace for good:
+    # one was made before the guardian knew what it was.
+    import signal
+    import subprocess
+    import time
+    ws = make_repo(workdir)
+    before = sorted(p.name for p in ws.iterdir())
+    gcfg = workdir / "empty.yaml"
+    gcfg.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    env["COMET_SANDBOX_GLOBAL_CONFIG"] = str(gcfg)
+    argv = [str(rt.binary), "--root", str(rt.root), "sandbox", "--workspace", str(ws), "--",
+            "/bin/sleep", "5"]
+    for i in range(24):
+        p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.002 * (i % 12 + 1))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            now = sorted(q.name for q in ws.iterdir())
+            if now == before:
+                break
+            time.sleep(0.05)
+        assert now == before, f"round {i}: left {sorted(set(now) - set(before))}"

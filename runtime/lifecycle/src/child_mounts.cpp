@@ -309,6 +309,10 @@ int copy_tree(int src, int dst) {
 }  // namespace
 
 void do_mount(int rootfd, const MountOp& op) {
+  if (op.opt.if_exists) {
+    UniqueFd there(openat2_in_root(rootfd, op.dest, O_PATH, kInRoot));
+    if (!there && errno == ENOENT) return;
+  }
   if (op.opt.bind) return mount_bind(rootfd, op);
   if (op.cgroup) return mount_cgroups(rootfd, op);
   UniqueFd fd(ensure_target(rootfd, op.dest, true));

@@ -68,6 +68,12 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       o.link = true;
       continue;
     }
+    // The sandbox's hiding of an engine's runtime socket (dir): nothing to
+    // do when it is gone by the time the mounts are made.
+    if (opt == "x-comet.if-exists") {
+      o.if_exists = true;
+      continue;
+    }
     if (opt == "idmap" || opt == "ridmap")
       return Error::msg("mount option \"" + opt + "\": idmapped mounts are not supported");
     bool rec = false;

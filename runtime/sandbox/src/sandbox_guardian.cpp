@@ -121,12 +121,16 @@ int guardian_main(void* arg) noexcept {
   for (int i = g->n - 1; i >= 0; i--) {
     const GuardEntry& e = g->e[i];
     std::uint64_t ino = __atomic_load_n(&e.ino, __ATOMIC_ACQUIRE);
-    if (e.kind == GuardEntry::kCgroup || ino == 0) continue;
+    const bool pending = __atomic_load_n(&e.pending, __ATOMIC_ACQUIRE) != 0;
+    if (e.kind == GuardEntry::kCgroup || (ino == 0 && !pending)) continue;
     struct stat st;
     if (raw(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(e.path), reinterpret_cast<long>(&st),
             AT_SYMLINK_NOFOLLOW) < 0)
       continue;
-    if (st.st_ino != ino || st.st_dev != e.dev) continue;
+    // Made, but killed before its identity was known: the name did not
+    // exist when the plan was made and the create is exclusive, so what is
+    // there, still empty, is ours.
+    if (ino != 0 && (st.st_ino != ino || st.st_dev != e.dev)) continue;
     if (e.kind == GuardEntry::kDir)
       raw(SYS_rmdir, reinterpret_cast<long>(e.path));  // ENOTEMPTY: not ours to remove
     else if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == e.size)

@@ -123,6 +123,12 @@ class Guardian {
     return ok();
   }
 
+  // The placeholder at index i (in add() order) is about to be made, or
+  // was not after all.
+  void making(size_t i, bool yes = true) {
+    if (block_) __atomic_store_n(&block_->e[i].pending, yes ? 1u : 0u, __ATOMIC_RELEASE);
+  }
+
   // The placeholder at index i (in add() order) was made: its identity.
   void made(size_t i) {
     struct stat st;
@@ -452,14 +458,20 @@ Status make_host_state(Launch& x) {
   }
   x.cleanup.made = adopted;
   for (size_t i = 0; i < steps.size(); i++) {
-    TRYV(make_placeholder(steps[i], x.l.owner_uid, x.l.owner_gid));
+    // The guardian knows it is being made, then what it is, before anything
+    // slower (the registry) can leave a window for a SIGKILL.
+    x.guardian.making(first_step + i);
+    if (Status made = make_placeholder(steps[i], x.l.owner_uid, x.l.owner_gid); !made.ok()) {
+      x.guardian.making(first_step + i, false);
+      return made;
+    }
+    x.guardian.made(first_step + i);
     struct stat st;
     if (::lstat(steps[i].path.c_str(), &st) == 0) {
       Made m{steps[i].path, steps[i].dir, st.st_dev, st.st_ino, steps[i].content};
       TRYV(x.registry.add(m));
       x.cleanup.made.push_back(std::move(m));
     }
-    x.guardian.made(first_step + i);
   }
   TRYV(x.registry.join());
   if (x.cg) {

@@ -23,6 +23,10 @@ struct GuardEntry {
   enum Kind : int { kCgroup, kDir, kFile } kind;
   std::uint64_t dev, ino;  // a placeholder we made (0: not made yet)
   std::uint64_t size;      // a file placeholder's: the size of its content
+  // Being made (set before the mkdir/open, cleared when it failed): a kill
+  // between the create and `ino` being known leaves an empty name that the
+  // guardian removes all the same (red team round 10).
+  std::uint32_t pending;
   char path[PATH_MAX];
 };
 

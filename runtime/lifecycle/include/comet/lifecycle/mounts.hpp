@@ -23,7 +23,8 @@ struct MountOptions {
   bool bind = false;
   bool recursive_bind = false;
   bool tmpcopyup = false;
-  bool link = false;  // "x-comet.link": a bind of a symlink onto itself (mount_link)
+  bool link = false;       // "x-comet.link": a bind of a symlink onto itself (mount_link)
+  bool if_exists = false;  // "x-comet.if-exists": skipped when the target is gone
 };
 
 // Parse an OCI mount option list with libmount's Linux option map.
