@@ -89,9 +89,9 @@ void check_resolved(const cap::ResolvedProfile& r) {
 
 const std::vector<cap::ResolveContext>& contexts() {
   static const std::vector<cap::ResolveContext> ctxs = {
-      {"/home/u/proj", "/home/u", "/tmp", "/home/u/.config", "/run/user/1000"},
+      {"/home/u/proj", "/home/u", "/tmp", "/home/u/.config", "/run/user/1000", -1, ""},
       // Partial context: profiles that need the workspace must fail closed.
-      {"", "/home/u", "/tmp", "", ""},
+      {"", "/home/u", "/tmp", "", "", -1, ""},
   };
   return ctxs;
 }

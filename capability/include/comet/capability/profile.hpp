@@ -133,12 +133,12 @@ struct ResolveContext {
   std::string home;         // absolute; "~"
   std::string tmp;          // absolute; "{tmp}"
   std::string config_home;  // $XDG_CONFIG_HOME; default home/.config
+  std::string runtime_dir;  // $XDG_RUNTIME_DIR; optional (user runtime sockets)
+  long long uid = -1;       // the invoking user; -1 unknown. /root is denied unless 0
   // A relative $XDG_CONFIG_HOME: git takes it from its own working
   // directory, so {workspace}/REL/git is where the host's git in the
   // workspace reads its config (protected; config_home stays the default).
-  std::string config_home_relative;
-  std::string runtime_dir;  // $XDG_RUNTIME_DIR; optional (user runtime sockets)
-  long long uid = -1;       // the invoking user; -1 unknown. /root is denied unless 0
+  std::string config_home_relative = {};
 };
 
 struct ResolvedProfile {
