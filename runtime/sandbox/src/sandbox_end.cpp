@@ -17,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "comet/base/fdpass.hpp"
 #include "comet/base/random.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/host/log.hpp"
@@ -72,21 +73,8 @@ static Result<UniqueFd> detached_tmpfs_rootless() {
     }
     auto m = make_detached_tmpfs();
     if (!m.ok()) ::_exit(m.error().err() & 0xff);
-    int fd = m->get();
-    char b = 'm';
-    struct iovec iov = {&b, 1};
-    alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-    struct msghdr msg = {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = buf;
-    msg.msg_controllen = sizeof buf;
-    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    if (::sendmsg(theirs.get(), &msg, MSG_NOSIGNAL) < 0) err = errno;
+    const int fd = m->get();
+    if (send_fds(theirs.get(), "m", 1, &fd, 1) < 0) err = errno;
     ::_exit(err & 0xff);
   }
   theirs.reset();
@@ -94,21 +82,9 @@ static Result<UniqueFd> detached_tmpfs_rootless() {
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   char b = 0;
-  struct iovec iov = {&b, 1};
-  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = buf;
-  msg.msg_controllen = sizeof buf;
-  if (::recvmsg(ours.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
-    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    if (c && c->cmsg_type == SCM_RIGHTS) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      return UniqueFd(fd);
-    }
-  }
+  UniqueFd got;
+  std::size_t n = 0;
+  if (recv_fds(ours.get(), &b, 1, &got, 1, &n, MSG_DONTWAIT) == 1 && n == 1) return got;
   const int err = WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : EIO;
   if (err & 128) return Error(err & 0x7f, "sandbox: " + userns_refusal(err & 0x7f));
   return Error::sys(err, "a tmpfs for the events (rootless)");
