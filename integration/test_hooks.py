@@ -227,3 +227,33 @@ def test_poststop_runs_on_forced_delete(rt, bundle, out):
     cid = rt.start_detached(b)
     rt.delete(cid, "--force").expect_ok()
     assert state(out, "poststop")["id"] == cid
+
+
+@pytest.mark.comet_only  # runc 1.1.5 runs poststart at create and only warns
+def test_failing_poststart_hook_fails_start_and_stops_the_container(rt, bundle, out):
+    # runtime-spec 1.3 (runtime.md, lifecycle step 9): a failing poststart
+    # hook is an error, and the container is stopped
+    b = bundle().probe("sleep", "30")
+    b.hook("poststart", "/bin/sh", ["sh", "-c", "echo poststart-said-no >&2; exit 5"])
+    cid = rt.new_id()
+    rt.create(cid, b).expect_ok()
+    res = rt.start(cid)
+    assert res.rc != 0, "start succeeded although its poststart hook failed"
+    assert "poststart" in res.error and "poststart-said-no" in res.error, res.error
+    assert rt.wait_status(cid, "stopped") == "stopped"
+
+
+@pytest.mark.comet_only  # runc 1.1.5 stops at the first failing poststop hook
+def test_failing_poststop_hook_warns_and_the_rest_still_run(rt, bundle, out):
+    b = bundle().probe("exit", "0")
+    b.hook("poststop", "/bin/sh", ["sh", "-c", f"touch {out}/first; exit 1"])
+    b.hook("poststop", "/bin/sh", ["sh", "-c", f"touch {out}/second; exit 2"])
+    b.hook("poststop", "/bin/sh", ["sh", "-c", f"touch {out}/third"])
+    cid = rt.new_id()
+    rt.create(cid, b).expect_ok()
+    rt.start(cid).expect_ok()
+    assert rt.wait_status(cid, "stopped") == "stopped"
+    res = rt.delete(cid)
+    assert res.rc == 0, res.error  # a poststop failure is a warning, not an error
+    assert sorted(os.listdir(out)) == ["first", "second", "third"]
+    assert res.error.count("poststop") >= 2, res.error

@@ -120,3 +120,16 @@ def test_container_mounts_do_not_leak_to_host(rt, bundle, workdir):
     host = open("/proc/self/mountinfo").read()
     assert str(b.rootfs) not in host
     assert rt.status(cid) == "running"
+
+
+@pytest.mark.parametrize("prop", ["unbindable", "runbindable"])
+def test_rootfs_propagation_unbindable_holds_inside(rt, bundle, prop):
+    # accepted and effective: "/" is unbindable in the container, so even
+    # with CAP_SYS_ADMIN it cannot be bind-mounted (EINVAL)
+    b = bundle().rootfs_propagation(prop).caps(["CAP_SYS_ADMIN"])
+    b.readonly(False)
+    seen = rt.run_probe(b, "mount", "/", "/mnt", "none", "bind").probe()
+    assert seen.get("errno") == "EINVAL", seen
+    b2 = bundle().rootfs_propagation(prop)
+    root = find_mount(parse_mountinfo(rt.run_probe(b2, "mounts").probe()["data"]), "/")
+    assert "unbindable" in root["optional"], root

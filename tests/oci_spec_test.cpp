@@ -242,7 +242,7 @@ TEST(Parse, FullConfigFields) {
   EXPECT_EQ(p.apparmor_profile, "comet-default");
   EXPECT_EQ(p.oom_score_adj, -500);
   EXPECT_EQ(p.selinux_label, "system_u:system_r:svirt_lxc_net_t:s0:c124,c675");
-  EXPECT_FALSE(p.has_io_priority || p.has_scheduler || p.has_exec_cpu_affinity);
+  EXPECT_FALSE(p.io_priority || p.scheduler || p.exec_cpu_affinity);
 
   ASSERT_TRUE(s.root);
   EXPECT_EQ(s.root->path, "/var/lib/comet/rootfs");
@@ -384,9 +384,11 @@ TEST(Parse, FullConfigFields) {
 TEST(Parse, PresenceFlagsAndUnknownFields) {
   Spec s = parse_file("good/presence.json");
   ASSERT_TRUE(s.process);
-  EXPECT_TRUE(s.process->has_io_priority);
-  EXPECT_TRUE(s.process->has_scheduler);
-  EXPECT_TRUE(s.process->has_exec_cpu_affinity);
+  ASSERT_TRUE(s.process->io_priority && s.process->scheduler && s.process->exec_cpu_affinity);
+  EXPECT_EQ(s.process->io_priority->io_class, "IOPRIO_CLASS_IDLE");
+  EXPECT_EQ(s.process->scheduler->policy, "SCHED_IDLE");
+  EXPECT_EQ(s.process->exec_cpu_affinity->initial, "0");
+  EXPECT_EQ(s.process->exec_cpu_affinity->final_cpus, "0-3");
   ASSERT_EQ(s.mounts.size(), 3u);
   EXPECT_TRUE(s.mounts[0].has_idmap);
   EXPECT_TRUE(s.mounts[1].has_idmap);
@@ -398,10 +400,9 @@ TEST(Parse, PresenceFlagsAndUnknownFields) {
 }
 
 TEST(Parse, EmptyPresenceObjectsRequestNothing) {
-  Spec s = parse_ok(R"({"ociVersion":"1.0.0","process":{"scheduler":{},"ioPriority":null},
+  Spec s = parse_ok(R"({"ociVersion":"1.0.0","process":{"ioPriority":null},
     "linux":{"intelRdt":{},"resources":{"network":{},"rdma":{}}}})");
-  EXPECT_FALSE(s.process->has_scheduler);
-  EXPECT_FALSE(s.process->has_io_priority);
+  EXPECT_FALSE(s.process->io_priority);
   EXPECT_FALSE(s.linux_->has_intel_rdt);
   EXPECT_FALSE(s.linux_->resources->has_network);
   EXPECT_FALSE(s.linux_->resources->has_rdma);

@@ -1,11 +1,16 @@
 // Pure parts of runtime/: mount option parsing (libmount's table), the mount
 // plan, the spec -> child plan, cgroup controller selection, signal names,
 // container ids. No root, no syscalls that change anything.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <linux/mount.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <cstdio>
+#include <cstdlib>
 
 #include "comet/base/sys.hpp"
 #include "comet/host/cgroups.hpp"
@@ -13,6 +18,7 @@
 #include "comet/lifecycle/container.hpp"
 #include "comet/lifecycle/mounts.hpp"
 #include "comet/lifecycle/plan.hpp"
+#include "comet/lifecycle/process_attrs.hpp"
 #include "comet/oci/spec.hpp"
 
 using namespace comet;
@@ -120,14 +126,12 @@ TEST(ChildPlan, RefusesWhatItCannotEnforce) {
     void (*mutate)(oci::Spec&);
     const char* error;
   } cases[] = {
-      {[](oci::Spec& s) { s.process->apparmor_profile = "x"; },
-       "process.apparmorProfile \"x\": AppArmor is not supported by this runtime"},
-      {[](oci::Spec& s) { s.process->selinux_label = "l"; },
-       "process.selinuxLabel \"l\": SELinux is not supported by this runtime"},
-      {[](oci::Spec& s) { s.process->has_scheduler = true; },
-       "process.scheduler: not supported by this runtime"},
+      {[](oci::Spec& s) { s.process->scheduler = oci::Scheduler{}; },
+       "process.scheduler.policy \"\": unknown policy (expected SCHED_OTHER, SCHED_FIFO, "
+       "SCHED_RR, SCHED_BATCH, SCHED_ISO, SCHED_IDLE or SCHED_DEADLINE)"},
       {[](oci::Spec& s) { s.linux_->has_intel_rdt = true; },
-       "linux.intelRdt: not supported by this runtime"},
+       "linux.intelRdt: this host has no resctrl filesystem (/sys/fs/resctrl: it needs a CPU "
+       "with Intel RDT or AMD PQoS and `mount -t resctrl resctrl /sys/fs/resctrl`)"},
       {[](oci::Spec& s) { s.process->rlimits[0].type = "RLIMIT_BOGUS"; },
        "process.rlimits[0].type: unknown rlimit \"RLIMIT_BOGUS\""},
       {[](oci::Spec& s) { s.process->cwd = "rel"; },
@@ -251,4 +255,170 @@ TEST(VisibleControls, CaretForTheTeeAndHexForLogs) {
   EXPECT_EQ(visible_controls("D\xf4\x90\x80\x80", true), "D\\xf4^?^?^?");
   // no carry: an incomplete sequence is shown as bytes
   EXPECT_EQ(visible_controls("x\xe2\x80", true), "x\\xe2^?");
+}
+
+// runtime-spec 1.2/1.3 process attributes (process_attrs.hpp): names to
+// kernel values, and every value the kernel would refuse with a bare EINVAL
+// refused with the field's name.
+TEST(ProcessAttrs, NamesBecomeKernelValues) {
+  oci::Spec s = oci::default_spec();
+  s.process->io_priority = oci::IoPriority{"IOPRIO_CLASS_BE", 3};
+  s.process->scheduler = oci::Scheduler{"SCHED_FIFO", 0, 10, {"SCHED_FLAG_RESET_ON_FORK"}, 0, 0, 0};
+  s.process->exec_cpu_affinity = oci::CpuAffinity{"0", "0-1,65"};
+  s.linux_->memory_policy = oci::MemoryPolicy{"MPOL_BIND", "0", {"MPOL_F_STATIC_NODES"}};
+  auto c = plan_child(s, inputs());
+  ASSERT_TRUE(c.ok()) << c.error().what();
+  const ProcessAttrs& a = c->proc.attrs;
+  EXPECT_EQ(a.ioprio, (2 << 13) | 3);
+  ASSERT_TRUE(a.sched);
+  EXPECT_EQ(a.sched->policy, 1u);
+  EXPECT_EQ(a.sched->priority, 10u);
+  EXPECT_EQ(a.sched->flags, 1u);
+  EXPECT_EQ(a.cpus_initial, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(a.cpus_final, (std::vector<uint64_t>{3, 2}));
+  EXPECT_EQ(a.mpol_mode, 2 | (1 << 15));
+  EXPECT_EQ(a.mpol_nodes, (std::vector<unsigned long>{1}));
+}
+
+TEST(ProcessAttrs, BadValuesAreRefusedByName) {
+  struct Case {
+    void (*mutate)(oci::Spec&);
+    const char* error;
+  } cases[] = {
+      {[](oci::Spec& s) {
+         s.process->io_priority = oci::IoPriority{"IOPRIO_CLASS_NONE", 0};
+       },
+       "process.ioPriority.class \"IOPRIO_CLASS_NONE\": unknown class (expected "
+       "IOPRIO_CLASS_RT, IOPRIO_CLASS_BE or IOPRIO_CLASS_IDLE)"},
+      {[](oci::Spec& s) {
+         s.process->io_priority = oci::IoPriority{"IOPRIO_CLASS_RT", 8};
+       },
+       "process.ioPriority.priority 8: out of range (0 to 7)"},
+      {[](oci::Spec& s) { s.process->scheduler = oci::Scheduler{"SCHED_RR", 0, 0, {}, 0, 0, 0}; },
+       "process.scheduler.priority 0: SCHED_RR needs a priority from 1 to 99"},
+      {[](oci::Spec& s) {
+         s.process->scheduler = oci::Scheduler{"SCHED_OTHER", 0, 5, {}, 0, 0, 0};
+       },
+       "process.scheduler.priority 5: only SCHED_FIFO and SCHED_RR take a priority"},
+      {[](oci::Spec& s) {
+         s.process->scheduler = oci::Scheduler{"SCHED_OTHER", 20, 0, {}, 0, 0, 0};
+       },
+       "process.scheduler.nice 20: out of range (-20 to 19)"},
+      {[](oci::Spec& s) {
+         s.process->scheduler = oci::Scheduler{"SCHED_BATCH", 0, 0, {}, 1000, 0, 0};
+       },
+       "process.scheduler: runtime, deadline and period are for SCHED_DEADLINE only"},
+      {[](oci::Spec& s) {
+         s.process->scheduler = oci::Scheduler{"SCHED_DEADLINE", 0, 0, {}, 5000, 1000, 0};
+       },
+       "process.scheduler: SCHED_DEADLINE needs 1024 <= runtime <= deadline <= period "
+       "(nanoseconds; period 0 means the deadline)"},
+      {[](oci::Spec& s) {
+         s.process->scheduler = oci::Scheduler{"SCHED_OTHER", 0, 0, {"SCHED_FLAG_X"}, 0, 0, 0};
+       },
+       "process.scheduler.flags \"SCHED_FLAG_X\": unknown flag (expected "
+       "SCHED_FLAG_RESET_ON_FORK, SCHED_FLAG_RECLAIM, SCHED_FLAG_DL_OVERRUN, "
+       "SCHED_FLAG_KEEP_POLICY, SCHED_FLAG_KEEP_PARAMS, SCHED_FLAG_UTIL_CLAMP_MIN or "
+       "SCHED_FLAG_UTIL_CLAMP_MAX)"},
+      {[](oci::Spec& s) {
+         s.process->exec_cpu_affinity = oci::CpuAffinity{"3-1", ""};
+       },
+       "process.execCPUAffinity.initial \"3-1\": a range that goes down (expected a list such "
+       "as \"0-3,7\")"},
+      {[](oci::Spec& s) {
+         s.process->exec_cpu_affinity = oci::CpuAffinity{"", "0,,1"};
+       },
+       "process.execCPUAffinity.final \"0,,1\": not a number, or above 8191 (expected a list "
+       "such as \"0-3,7\")"},
+      {[](oci::Spec& s) {
+         s.linux_->memory_policy = oci::MemoryPolicy{"MPOL_LOCAL", "0", {}};
+       },
+       "linux.memoryPolicy.nodes \"0\": MPOL_LOCAL takes no nodes"},
+      {[](oci::Spec& s) {
+         s.linux_->memory_policy = oci::MemoryPolicy{"MPOL_BIND", "", {}};
+       },
+       "linux.memoryPolicy.nodes: required for MPOL_BIND"},
+      {[](oci::Spec& s) {
+         s.linux_->memory_policy = oci::MemoryPolicy{
+             "MPOL_INTERLEAVE", "0", {"MPOL_F_STATIC_NODES", "MPOL_F_RELATIVE_NODES"}};
+       },
+       "linux.memoryPolicy.flags: MPOL_F_RELATIVE_NODES and MPOL_F_STATIC_NODES exclude each "
+       "other"},
+  };
+  for (auto& c : cases) {
+    oci::Spec s = oci::default_spec();
+    c.mutate(s);
+    auto r = plan_child(s, inputs());
+    ASSERT_FALSE(r.ok()) << c.error;
+    EXPECT_EQ(r.error().what(), std::string(c.error));
+  }
+}
+
+// AppArmor and SELinux as runc: applied where the host has the LSM, a
+// debug note where it does not.
+TEST(ProcessAttrs, LsmLabelsFollowTheHost) {
+  oci::Spec s = oci::default_spec();
+  s.process->apparmor_profile = "docker-default";
+  s.process->selinux_label = "system_u:system_r:container_t:s0";
+  s.linux_->mount_label = "system_u:object_r:container_file_t:s0";
+  auto none = plan_child(s, inputs());
+  ASSERT_TRUE(none.ok()) << none.error().what();
+  EXPECT_EQ(none->proc.attrs.apparmor_exec, "");
+  EXPECT_EQ(none->proc.attrs.selinux_exec, "");
+  EXPECT_EQ(none->proc.attrs.notes.size(), 3u);
+  PlanInputs in = inputs();
+  in.host.apparmor = true;
+  in.host.selinux = true;
+  auto with = plan_child(s, in);
+  ASSERT_TRUE(with.ok()) << with.error().what();
+  EXPECT_EQ(with->proc.attrs.apparmor_exec, "exec docker-default");
+  EXPECT_EQ(with->proc.attrs.selinux_exec, "system_u:system_r:container_t:s0");
+  EXPECT_TRUE(with->proc.attrs.notes.empty());
+  bool tmpfs_labelled = false;
+  for (const MountOp& op : with->fs.mounts) {
+    if (op.opt.bind || op.type == "proc" || op.type == "sysfs") {
+      EXPECT_EQ(op.opt.data.find("context="), std::string::npos) << op.dest;
+    } else if (op.type == "tmpfs") {
+      EXPECT_NE(op.opt.data.find("context=\"system_u:object_r:container_file_t:s0\""),
+                std::string::npos)
+          << op.dest << ": " << op.opt.data;
+      tmpfs_labelled = true;
+    }
+  }
+  EXPECT_TRUE(tmpfs_labelled);
+}
+
+// The procattr write, against a fake attr tree: AppArmor's own directory
+// first (5.8+), the shared attr/exec where it is missing.
+TEST(ProcessAttrs, ExecAttrIsWrittenWhereTheKernelReadsIt) {
+  char tmpl[] = "/tmp/comet-attr-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  auto slurp = [](const std::string& p) {
+    std::string s;
+    if (FILE* f = std::fopen(p.c_str(), "r")) {
+      char b[256];
+      size_t n = std::fread(b, 1, sizeof b, f);
+      s.assign(b, n);
+      std::fclose(f);
+    }
+    return s;
+  };
+  ASSERT_EQ(::system(("mkdir -p " + root + "/thread-self/attr/apparmor && touch " + root +
+                      "/thread-self/attr/apparmor/exec " + root + "/thread-self/attr/exec")
+                         .c_str()),
+            0);
+  int dir = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  EXPECT_EQ(write_exec_attr(dir, "apparmor", "exec p1"), 0);
+  EXPECT_EQ(slurp(root + "/thread-self/attr/apparmor/exec"), "exec p1");
+  EXPECT_EQ(slurp(root + "/thread-self/attr/exec"), "");
+  ::unlink((root + "/thread-self/attr/apparmor/exec").c_str());
+  ::rmdir((root + "/thread-self/attr/apparmor").c_str());
+  EXPECT_EQ(write_exec_attr(dir, "apparmor", "exec p2"), 0);
+  EXPECT_EQ(slurp(root + "/thread-self/attr/exec"), "exec p2");
+  ::unlink((root + "/thread-self/attr/exec").c_str());
+  EXPECT_EQ(write_exec_attr(dir, nullptr, "label"), ENOENT);
+  ::close(dir);
+  ASSERT_EQ(::system(("rm -rf " + root).c_str()), 0);
 }

@@ -90,6 +90,29 @@ void list(V& v, Of<Rlimit>) {
 }
 
 template <typename V>
+void list(V& v, Of<IoPriority>) {
+  v.field("class", &IoPriority::io_class, kAlways);
+  v.field("priority", &IoPriority::priority, kAlways);
+}
+
+template <typename V>
+void list(V& v, Of<Scheduler>) {
+  v.field("policy", &Scheduler::policy, kAlways);
+  v.field("nice", &Scheduler::nice, kOmitEmpty);
+  v.field("priority", &Scheduler::priority, kOmitEmpty);
+  v.field("flags", &Scheduler::flags, kOmitEmpty);
+  v.field("runtime", &Scheduler::runtime, kOmitEmpty);
+  v.field("deadline", &Scheduler::deadline, kOmitEmpty);
+  v.field("period", &Scheduler::period, kOmitEmpty);
+}
+
+template <typename V>
+void list(V& v, Of<CpuAffinity>) {
+  v.field("initial", &CpuAffinity::initial, kOmitEmpty);
+  v.field("final", &CpuAffinity::final_cpus, kOmitEmpty);
+}
+
+template <typename V>
 void list(V& v, Of<Process>) {
   v.field("terminal", &Process::terminal, kOmitEmpty);
   v.field("consoleSize", &Process::console_size, kOmitEmpty);
@@ -104,9 +127,9 @@ void list(V& v, Of<Process>) {
   v.field("apparmorProfile", &Process::apparmor_profile, kOmitEmpty);
   v.field("oomScoreAdj", &Process::oom_score_adj, kOmitEmpty);
   v.field("selinuxLabel", &Process::selinux_label, kOmitEmpty);
-  v.flag_object("ioPriority", &Process::has_io_priority);
-  v.flag_object("scheduler", &Process::has_scheduler);
-  v.flag_object("execCPUAffinity", &Process::has_exec_cpu_affinity);
+  v.field("ioPriority", &Process::io_priority, kOmitEmpty);
+  v.field("scheduler", &Process::scheduler, kOmitEmpty);
+  v.field("execCPUAffinity", &Process::exec_cpu_affinity, kOmitEmpty);
 }
 
 // ---------------------------------------------------------------------------
@@ -306,6 +329,13 @@ void list(V& v, Of<Personality>) {
 }
 
 template <typename V>
+void list(V& v, Of<MemoryPolicy>) {
+  v.field("mode", &MemoryPolicy::mode, kAlways);
+  v.field("nodes", &MemoryPolicy::nodes, kAlways);
+  v.field("flags", &MemoryPolicy::flags, kOmitEmpty);
+}
+
+template <typename V>
 void list(V& v, Of<Linux>) {
   // The last column is the Go struct order, in which the members are written.
   v.field("namespaces", &Linux::namespaces, kOmitEmpty, 5);
@@ -323,6 +353,7 @@ void list(V& v, Of<Linux>) {
   v.field("mountLabel", &Linux::mount_label, kOmitEmpty, 11);
   v.field("personality", &Linux::personality, kOmitEmpty, 12);
   v.flag_object("intelRdt", &Linux::has_intel_rdt);
+  v.field("memoryPolicy", &Linux::memory_policy, kOmitEmpty, 14);
 }
 
 template <typename V>

@@ -3,7 +3,8 @@
 // message names the field path and the offending value, lowercase.
 //
 // Not checked here: seccomp action/operator/arch names (seccomp/ does that),
-// apparmorProfile/selinuxLabel (the runtime refuses them), and anything that
+// ioPriority/scheduler/execCPUAffinity/memoryPolicy values (the lifecycle's
+// plan_process_attrs() does, beside the kernel values), and anything that
 // needs the host (does a namespace path exist, is it the host netns, ...).
 #include <algorithm>
 #include <array>

@@ -239,6 +239,24 @@ void set_rlimits() {
       die(errno, "error setting rlimit type %d", rl.resource);
 }
 
+// process.scheduler, ioPriority, execCPUAffinity.final, linux.memoryPolicy:
+// in the cgroup already, before the credentials change (SCHED_FIFO needs
+// CAP_SYS_NICE), all inherited by the process's children and across execve.
+void set_process_attrs() {
+  const ProcessAttrs& a = g_ctx->proc.attrs;
+  const char* what = "";
+  if (int e = apply_sched_attrs(a, &what)) die(e, "%s", what);
+  if (int e = apply_affinity(a.cpus_final))
+    die(e, "sched_setaffinity (process.execCPUAffinity.final)");
+}
+
+// execCPUAffinity.initial: first thing, before the cgroup (runc: the
+// runtime's own process, before it joins).
+void set_initial_affinity() {
+  if (int e = apply_affinity(g_ctx->proc.attrs.cpus_initial))
+    die(e, "sched_setaffinity (process.execCPUAffinity.initial)");
+}
+
 void join_session_keyring() {
   const ChildContext& ctx = *g_ctx;
   if (ctx.proc.new_keyring &&
@@ -272,6 +290,7 @@ void set_system() {
     die(errno, "setdomainname %s", ctx.proc.domainname.c_str());
   write_sysctls();
   set_rlimits();
+  set_process_attrs();
   if (ctx.proc.personality != 0xffffffff && ::personality(ctx.proc.personality) < 0)
     die(errno, "personality");
   join_session_keyring();
@@ -332,6 +351,7 @@ using namespace child;
   // same); no process of the container exists before sync 2.
   if (!ctx.ns.maps_need_dumpable) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  set_initial_affinity();
   enter_namespaces();  // sync 1, sync 2
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const bool mntns = ctx.ns.new_ns_flags & CLONE_NEWNS;
@@ -409,6 +429,7 @@ using namespace child;
   g_ctx = &ctx;
   ::close(ctx.fds.lock_fd);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  set_initial_affinity();
   expect(MsgType::kGo);  // the parent has placed us in the container's cgroups
   if (ctx.ns.exec_ns_flags && ::setns(ctx.fds.exec_pidfd, ctx.ns.exec_ns_flags) < 0)
     die(errno, "join the container's namespaces");
@@ -417,6 +438,7 @@ using namespace child;
   fork_after_pid_message();
   int slave = ctx.proc.terminal ? exec_console() : -1;
   set_rlimits();
+  set_process_attrs();
   if (ctx.proc.oom_score_adj) {
     std::string v = std::to_string(*ctx.proc.oom_score_adj);
     UniqueFd fd(::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));

@@ -471,6 +471,9 @@ void prepare_rootfs_mount() {
   // receives the host's mounts.
   unsigned long prop = ctx.fs.rootfs_propagation ? ctx.fs.rootfs_propagation : (MS_SLAVE | MS_REC);
   if (prop & MS_SHARED) prop = MS_SLAVE | MS_REC;
+  // unbindable: private until after the pivot (enter_root), or the rootfs
+  // itself could not be bound.
+  if (prop & MS_UNBINDABLE) prop = MS_PRIVATE | (prop & MS_REC);
   if (::mount(nullptr, "/", nullptr, prop, nullptr) < 0) die(errno, "set / propagation");
   // Non-recursive settings leave the rootfs's own mount as it was on the
   // host, maybe shared: make it private or pivot_root refuses it.
@@ -584,9 +587,15 @@ void enter_root(int rootfd) {
     if (::umount2(".", MNT_DETACH) < 0) die(errno, "detach the old root");
   }
   if (::chdir("/") < 0) die(errno, "chdir /");
+  // The configured propagation, on the container's root itself (runc does
+  // it here too): before the pivot it was set on the host root's copy, and
+  // the rootfs bind does not inherit "unbindable" from it.
   if (c.fs.rootfs_propagation & MS_SHARED) {
     if (::mount(nullptr, "/", nullptr, MS_SHARED | MS_REC, nullptr) < 0)
       die(errno, "make / rshared");
+  } else if (c.fs.rootfs_propagation &&
+             ::mount(nullptr, "/", nullptr, c.fs.rootfs_propagation, nullptr) < 0) {
+    die(errno, "set the propagation of /");
   }
   if (c.fs.rootfs_readonly && remount_bind("/", MS_RDONLY) < 0) die(errno, "remount / read-only");
 }

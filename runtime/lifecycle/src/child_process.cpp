@@ -329,6 +329,26 @@ struct AgentTail {
   pid_t init;  // own_init: the init that must be the agent's parent
 };
 
+// process.apparmorProfile / selinuxLabel: the label the kernel gives the
+// process at its execve (runc: "exec PROFILE" to the AppArmor attribute).
+// Through the host's procfs when we have it, else the container's /proc.
+void set_exec_labels() {
+  const ProcessAttrs& a = g_ctx->proc.attrs;
+  if (a.apparmor_exec.empty() && a.selinux_exec.empty()) return;
+  UniqueFd own;
+  int proc = g_ctx->fds.proc_fd;
+  if (proc < 0) {
+    own.reset(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    proc = own.get();
+  }
+  if (!a.apparmor_exec.empty())
+    if (int e = write_exec_attr(proc, "apparmor", a.apparmor_exec))
+      die(e, "apply the AppArmor profile (%s)", a.apparmor_exec.c_str());
+  if (!a.selinux_exec.empty())
+    if (int e = write_exec_attr(proc, nullptr, a.selinux_exec))
+      die(e, "apply the SELinux label %s", a.selinux_exec.c_str());
+}
+
 [[noreturn]] void agent_tail(const AgentTail& t) noexcept {
   const ChildContext& ctx = *g_ctx;
   const std::string& exe = t.exe;
@@ -340,6 +360,7 @@ struct AgentTail {
   }
   if (::syscall(SYS_close_range, 3 + ctx.proc.preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     die(errno, "close_range");
+  set_exec_labels();
   apply_confinement();
   if (ctx.confine.has_seccomp && !early_seccomp) load_seccomp();
   if (kept_admin) {

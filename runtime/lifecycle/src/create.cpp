@@ -252,7 +252,13 @@ Status load_config(Creation& c) {
   if (!spec.process->terminal && !o.console_socket.empty())
     return Error::msg("cannot use console socket if runc will not detach or allocate tty");
 
-  c.pin = PlanInputs{o.id, c.bundle, c.rootfs, o.no_pivot, o.no_new_keyring, o.preserve_fds};
+  c.pin = PlanInputs{o.id,
+                     c.bundle,
+                     c.rootfs,
+                     o.no_pivot,
+                     o.no_new_keyring,
+                     o.preserve_fds,
+                     detect_host_facilities()};
   // LISTEN_FDS (socket activation) passes through, as runc does.
   if (const char* lf = std::getenv("LISTEN_FDS")) {
     int n = std::atoi(lf);
@@ -306,6 +312,7 @@ Status plan_cgroup(Creation& c) {
 // and the cgroups.
 Status plan(Creation& c) {
   TRY(c.ctx, plan_child(c.spec, c.pin));
+  for (const std::string& n : c.ctx.proc.attrs.notes) log::debug(n);
   ChildContext& ctx = c.ctx;
   const oci::Linux& lx = c.lx();
   TRYV(compile_config_seccomp(lx, ctx));

@@ -178,9 +178,11 @@ Status plan(Execution& x, oci::Process proc) {
     return Error::msg(
         "annotation org.soyaos.comet.policy: git: only `comet-runtime sandbox` "
         "enforces the git rule (its init makes the calls)");
-  PlanInputs pin{x.o.id, x.rec().bundle, rootfs, false, true, x.o.preserve_fds};
+  PlanInputs pin{x.o.id,           x.rec().bundle,          rootfs, false, true,
+                 x.o.preserve_fds, detect_host_facilities()};
   TRY(x.ctx, plan_child(pspec, pin));
   ChildContext& ctx = x.ctx;
+  for (const std::string& n : ctx.proc.attrs.notes) log::debug(n);
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
   TRYV(compile_config_seccomp(

@@ -37,6 +37,10 @@ std::string features_json() {
   f.cgroup_v1 = true;
   f.cgroup_v2 = true;
   f.seccomp_enabled = true;
+  // AppArmor and SELinux as runc applies them (process_attrs.hpp): what the
+  // runtime supports, "irrelevant to the availability on the host".
+  f.apparmor = true;
+  f.selinux = true;
   f.seccomp_actions = seccomp::known_actions();
   f.seccomp_operators = seccomp::known_operators();
   f.seccomp_archs = seccomp::known_archs();

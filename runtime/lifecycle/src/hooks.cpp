@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "comet/base/fd.hpp"
+#include "comet/host/log.hpp"
 
 namespace comet::runtime {
 
@@ -87,6 +88,18 @@ Status run_hooks(const std::vector<oci::Hook>& hooks, const std::string& kind,
     if (!st.ok()) return std::move(st).error().wrap("error running " + kind + " hook");
   }
   return ok();
+}
+
+int run_hooks_warning(const std::vector<oci::Hook>& hooks, const std::string& kind,
+                      const std::string& state_json) noexcept {
+  int failed = 0;
+  for (auto& h : hooks) {
+    Status st = run_hook(h, state_json);
+    if (st.ok()) continue;
+    ++failed;
+    log::warn(std::move(st).error().wrap("error running " + kind + " hook").what());
+  }
+  return failed;
 }
 
 }  // namespace comet::runtime

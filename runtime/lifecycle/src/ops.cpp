@@ -155,8 +155,13 @@ Status start_container(const Globals& g, const std::string& id) {
   if (data != "0") return Error::msg(data);
   if (auto spec = saved_spec(l.dir); spec && spec->hooks && !spec->hooks->poststart.empty()) {
     std::string hs = state_doc(l, oci::ContainerStatus::kRunning);
+    // runtime-spec 1.3: a failing poststart hook fails `start`, and the
+    // container is stopped (runc: terminate the init, return the error).
     Status st = run_hooks(spec->hooks->poststart, "poststart", hs);
-    if (!st.ok()) log::warn(st.error().what());
+    if (!st.ok()) {
+      (void)p.send_signal(SIGKILL);
+      return st;
+    }
   }
   return ok();
 }
@@ -235,8 +240,7 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
     s.status = oci::ContainerStatus::kStopped;
     s.bundle = rec.bundle;
     s.annotations = rec.annotations;
-    Status hs = run_hooks(spec->hooks->poststop, "poststop", oci::to_json(s, -1));
-    if (!hs.ok()) log::warn(hs.error().what());
+    (void)run_hooks_warning(spec->hooks->poststop, "poststop", oci::to_json(s, -1));
   }
   // A pack an engine ran: its violations flag the version here (violations.hpp).
   violations::flag_at_delete(dir.path(), rec.annotations);

@@ -82,21 +82,13 @@ int namespace_flag(const std::string& type) {
 namespace {
 
 // Fields this runtime does not implement: refused, never ignored.
-Status refuse_unsupported(const oci::Process& p, const oci::Linux& lx) {
-  if (!p.apparmor_profile.empty())
-    return Error::msg("process.apparmorProfile \"" + p.apparmor_profile +
-                      "\": AppArmor is not supported by this runtime");
-  if (!p.selinux_label.empty())
-    return Error::msg("process.selinuxLabel \"" + p.selinux_label +
-                      "\": SELinux is not supported by this runtime");
-  if (!lx.mount_label.empty())
-    return Error::msg("linux.mountLabel \"" + lx.mount_label +
-                      "\": SELinux is not supported by this runtime");
-  if (p.has_io_priority) return Error::msg("process.ioPriority: not supported by this runtime");
-  if (p.has_scheduler) return Error::msg("process.scheduler: not supported by this runtime");
-  if (p.has_exec_cpu_affinity)
-    return Error::msg("process.execCPUAffinity: not supported by this runtime");
-  if (lx.has_intel_rdt) return Error::msg("linux.intelRdt: not supported by this runtime");
+Status refuse_unsupported(const oci::Process& p, const oci::Linux& lx, const HostFacilities& host) {
+  (void)p;
+  if (lx.has_intel_rdt && !host.resctrl)
+    return Error::msg(
+        "linux.intelRdt: this host has no resctrl filesystem (/sys/fs/resctrl: it needs a CPU "
+        "with Intel RDT or AMD PQoS and `mount -t resctrl resctrl /sys/fs/resctrl`)");
+  if (lx.has_intel_rdt) return Error::msg("linux.intelRdt: not supported by this runtime yet");
   return {};
 }
 
@@ -219,6 +211,24 @@ Status plan_limits(const oci::Process& p, const oci::Linux& lx, ChildContext& c)
   return {};
 }
 
+// linux.mountLabel: with SELinux, the label of every new filesystem that
+// takes one (`context=`, as runc's label.FormatMountLabel); without it, a
+// note (debug), as runc.
+Status plan_mount_label(const oci::Linux& lx, const HostFacilities& host, ChildContext& c) {
+  if (lx.mount_label.empty()) return {};
+  if (!host.selinux) {
+    c.proc.attrs.notes.push_back("linux.mountLabel \"" + lx.mount_label +
+                                 "\": SELinux is not enabled on this host, not applied");
+    return {};
+  }
+  for (MountOp& op : c.fs.mounts) {
+    if (op.opt.bind || op.cgroup || op.type == "proc" || op.type == "sysfs") continue;
+    op.opt.data +=
+        std::string(op.opt.data.empty() ? "" : ",") + "context=\"" + lx.mount_label + "\"";
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
@@ -226,7 +236,7 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
   const oci::Process& p = *spec.process;
   const oci::Linux empty_linux;
   const oci::Linux& lx = spec.linux_ ? *spec.linux_ : empty_linux;
-  TRYV(refuse_unsupported(p, lx));
+  TRYV(refuse_unsupported(p, lx, in.host));
   TRYV(plan_namespaces(lx, c));
   TRYV(plan_files(spec, lx, in, c));
   c.proc.hostname = spec.hostname;
@@ -235,6 +245,8 @@ Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in) {
   c.proc.set_domainname = !spec.domainname.empty();
   TRYV(plan_process(p, c));
   TRYV(plan_limits(p, lx, c));
+  TRY(c.proc.attrs, plan_process_attrs(p, lx, in.host));
+  TRYV(plan_mount_label(lx, in.host, c));
   c.proc.new_keyring = !in.no_new_keyring;
   c.proc.keyring_name = "_ses." + in.id;
   c.proc.terminal = p.terminal;

@@ -39,6 +39,29 @@ struct ConsoleSize {
   uint32_t width = 0;
 };
 
+// process.ioPriority: ioprio_set(2) of the container process.
+struct IoPriority {
+  std::string io_class;  // IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE
+  int32_t priority = 0;  // 0 (highest) .. 7
+};
+
+// process.scheduler: sched_setattr(2) of the container process.
+struct Scheduler {
+  std::string policy;  // SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_ISO, SCHED_IDLE,
+                       // SCHED_DEADLINE
+  int32_t nice = 0;
+  int32_t priority = 0;
+  std::vector<std::string> flags;  // SCHED_FLAG_*
+  uint64_t runtime = 0, deadline = 0, period = 0;
+};
+
+// process.execCPUAffinity: the runtime's process before it joins the
+// cgroup (initial), and the container process (final). cpuset lists: "0-3,7".
+struct CpuAffinity {
+  std::string initial;
+  std::string final_cpus;
+};
+
 struct Process {
   bool terminal = false;
   std::optional<ConsoleSize> console_size;
@@ -53,11 +76,9 @@ struct Process {
   std::string apparmor_profile;
   std::optional<int> oom_score_adj;
   std::string selinux_label;
-  // ioPriority, scheduler, execCPUAffinity (v1.2+): parsed so that an
-  // unsupported request is refused instead of silently ignored.
-  bool has_io_priority = false;
-  bool has_scheduler = false;
-  bool has_exec_cpu_affinity = false;
+  std::optional<IoPriority> io_priority;         // v1.2
+  std::optional<Scheduler> scheduler;            // v1.2
+  std::optional<CpuAffinity> exec_cpu_affinity;  // v1.2
 };
 
 struct Root {
@@ -202,6 +223,15 @@ struct Personality {
   std::vector<std::string> flags;
 };
 
+// linux.memoryPolicy: set_mempolicy(2) of the container process.
+struct MemoryPolicy {
+  std::string mode;   // MPOL_DEFAULT, MPOL_BIND, MPOL_INTERLEAVE, MPOL_WEIGHTED_INTERLEAVE,
+                      // MPOL_PREFERRED, MPOL_PREFERRED_MANY, MPOL_LOCAL
+  std::string nodes;  // "0-3,7"
+  std::vector<std::string> flags;  // MPOL_F_NUMA_BALANCING, MPOL_F_RELATIVE_NODES,
+                                   // MPOL_F_STATIC_NODES
+};
+
 struct TimeOffset {
   int64_t secs = 0;
   uint32_t nanosecs = 0;
@@ -222,6 +252,7 @@ struct Linux {
   std::string mount_label;
   std::optional<Personality> personality;
   bool has_intel_rdt = false;
+  std::optional<MemoryPolicy> memory_policy;  // v1.3
 };
 
 struct Spec {

@@ -15,6 +15,7 @@
 #include "comet/base/result.hpp"
 #include "comet/host/cgroups.hpp"
 #include "comet/lifecycle/mounts.hpp"
+#include "comet/lifecycle/process_attrs.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
@@ -100,6 +101,7 @@ struct ChildContext {
     bool has_console_size = false;
     int preserve_fds = 0;
     std::optional<int> oom_score_adj;  // exec: set by the child (create: by the parent)
+    ProcessAttrs attrs;  // scheduler, I/O priority, affinity, memory policy, LSM label
     // hooks that run inside the container
     std::vector<oci::Hook> create_container_hooks, start_container_hooks;
   } proc;

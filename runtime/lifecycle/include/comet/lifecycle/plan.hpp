@@ -16,6 +16,7 @@ struct PlanInputs {
   bool no_pivot = false;
   bool no_new_keyring = false;
   int preserve_fds = 0;
+  HostFacilities host{};  // AppArmor, SELinux, resctrl (detect_host_facilities())
 };
 
 Result<ChildContext> plan_child(const oci::Spec& spec, const PlanInputs& in);
