@@ -166,12 +166,13 @@ TEST(CapabilityLint, TcpOnWebPortsOnlyUnderStrict) {
       "    - {host: web.test, port: 80, protocol: tcp}\n"
       "    - {host: db.test, port: 5432, protocol: tcp}\n"
       "    - {host: api.test, port: 443, protocol: https}\n"
+      "    - {host: tls.test, port: 443, protocol: tls}\n"
       "  determinism_tier: read-only\n";
   EXPECT_TRUE(run(body, "egress-tcp-on-web-port").empty());
   auto f = run(body, "egress-tcp-on-web-port", true);
   EXPECT_EQ(messages(f),
             "capabilities.egress[0] api.test:443:tcp is checked by address only; use protocol "
-            "https so the name is checked on the wire\n"
+            "https (or tls) so the name is checked on the wire\n"
             "capabilities.egress[1] web.test:80:tcp is checked by address only; use protocol "
             "http so the name is checked on the wire\n");
   ASSERT_EQ(f.size(), 2u);

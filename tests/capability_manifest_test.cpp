@@ -152,7 +152,14 @@ TEST(CapabilityManifest, InlineErrorsHaveFileLineColumnAndPath) {
       err(head + "capabilities: {determinism_tier: read-only, egress: [{host: a.test, port: "
                  "443, protocol: quic}]}\n"),
       "soyapack.yaml:5:90: capabilities.egress[0].protocol: unknown protocol \"quic\" (known: "
-      "https, http, tcp, udp, dns)");
+      "https, http, tcp, udp, dns, tls)");
+  auto tls = parse_manifest(head +
+                                "capabilities: {determinism_tier: read-only, egress: [{host: "
+                                "mail.test, port: 993, protocol: tls}]}\n",
+                            "soyapack.yaml");
+  ASSERT_TRUE(tls.ok()) << tls.error().message();
+  EXPECT_EQ(tls->capabilities.egress.entries.at(0).protocol, Protocol::tls);
+  EXPECT_EQ(to_string(Protocol::tls), "tls");
   auto r = parse_manifest("name: [unclosed", "packs/x/soyapack.yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message().rfind("packs/x/soyapack.yaml:", 0), 0u) << r.error().message();

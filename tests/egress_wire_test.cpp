@@ -178,14 +178,23 @@ struct Fed {
 };
 
 // Feeds `text` in pieces of `step` bytes, allowing every host in `allowed`
-// (all when empty), as the judge does.
+// (all when empty), as the judge does. With `splice`, what opaque_left()
+// allows goes by unread (skip()) whenever nothing is buffered, as the
+// judge's splice(2) path moves it.
 Fed feed(const std::string& text, std::size_t step = 1 << 20,
-         const std::vector<std::string>& allowed = {}) {
+         const std::vector<std::string>& allowed = {}, bool splice = false) {
   Fed r;
   wire::HttpRequests h;
   std::string have;
   std::size_t given = 0;
   for (;;) {
+    if (splice && have.empty() && h.opaque_left() > 0 && given < text.size()) {
+      std::size_t k = std::min<std::size_t>({h.opaque_left(), step, text.size() - given});
+      r.forwarded += text.substr(given, k);
+      h.skip(k);
+      given += k;
+      continue;
+    }
     wire::HttpStep s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
     if (s.what == wire::Http::forward) {
       r.forwarded += have.substr(0, s.n);
@@ -243,6 +252,30 @@ TEST(WireHttp, ChunkedBodyHidesNoHead) {
     EXPECT_EQ(r.end, wire::Http::host);
     EXPECT_EQ(r.forwarded, t.substr(0, t.find("GET /2"))) << step;
   }
+}
+
+TEST(WireHttp, BodiesMovedUnreadKeepTheHeadsInPlace) {
+  char size[16];
+  std::string hidden = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";
+  std::snprintf(size, sizeof size, "%zx", hidden.size());
+  std::string t =
+      "POST / HTTP/1.1\r\nHost: api.test\r\nContent-Length: " + std::to_string(hidden.size()) +
+      "\r\n\r\n" + hidden +
+      "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n" + size + "\r\n" +
+      hidden + "\r\n0\r\n\r\n" + "GET /3 HTTP/1.1\r\nHost: evil.test\r\n\r\n";
+  for (std::size_t step : {1u, 3u, 16u, 4096u}) {
+    Fed r = feed(t, step, {"api.test"}, true);
+    EXPECT_EQ(r.hosts, (std::vector<std::string>{"api.test", "api.test", "evil.test"})) << step;
+    EXPECT_EQ(r.end, wire::Http::host) << step;
+    EXPECT_EQ(r.forwarded, t.substr(0, t.find("GET /3"))) << step;
+  }
+  wire::HttpRequests h;  // nothing is opaque before a head, nor in one
+  EXPECT_EQ(h.opaque_left(), 0u);
+  h.skip(10);
+  std::string head = "GET / HTTP/1.1\r\nHost: a\r\n";
+  EXPECT_EQ(h.next(reinterpret_cast<const uint8_t*>(head.data()), head.size()).what,
+            wire::Http::need_more);
+  EXPECT_EQ(h.opaque_left(), 0u);
 }
 
 TEST(WireHttp, Refusals) {

@@ -133,7 +133,8 @@ class Linter {
       if (o_.strict && e.protocol == Protocol::tcp && (e.port == 80 || e.port == 443)) {
         add("egress-tcp-on-web-port", path + ".protocol",
             path + " " + to_string(e) + " is checked by address only; use protocol " +
-                (e.port == 443 ? "https" : "http") + " so the name is checked on the wire");
+                (e.port == 443 ? "https (or tls)" : "http") +
+                " so the name is checked on the wire");
       }
     }
   }

@@ -33,7 +33,7 @@ const std::vector<RuleInfo> kRules = {
      "CDN or a cloud load balancer that address serves many names, and the agent can reach any "
      "of them by naming it in the TLS SNI or the HTTP Host (domain fronting). An https or http "
      "entry is judged on the wire: the SNI or every request's Host must name the entry's host "
-     "(docs/egress.md). Use protocol https (443) or http (80)."},
+     "(docs/egress.md). Use protocol https or tls (443), or http (80)."},
     {"egress-any-needs-unrestricted", E, false, false, true,
      "egress \"*\" without the unrestricted tier",
      "egress: [\"*\"] makes the pack a black box, and only the unrestricted tier says so honestly "

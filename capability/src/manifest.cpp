@@ -25,7 +25,7 @@ const std::vector<ToolKindInfo> kKinds = {
     {ToolKind::fs_write, "builtin.fs_write", false, false, true},
 };
 
-const std::vector<std::string_view> kProtocols = {"https", "http", "tcp", "udp", "dns"};
+const std::vector<std::string_view> kProtocols = {"https", "http", "tcp", "udp", "dns", "tls"};
 const std::vector<std::string_view> kTiers = {"read-only", "side-effect", "unrestricted"};
 
 }  // namespace

@@ -17,6 +17,7 @@ bool l4_of(capability::Protocol p, uint8_t* l4) {
     case capability::Protocol::https:
     case capability::Protocol::http:
     case capability::Protocol::tcp:
+    case capability::Protocol::tls:
       *l4 = kTcp;
       return true;
     case capability::Protocol::udp:
@@ -42,7 +43,8 @@ bool is_ipv6_literal(std::string_view s) {
 
 namespace {
 bool judged(capability::Protocol p) {
-  return p == capability::Protocol::https || p == capability::Protocol::http;
+  return p == capability::Protocol::https || p == capability::Protocol::http ||
+         p == capability::Protocol::tls;
 }
 bool is_literal(std::string_view host) {
   return is_ipv4_literal(host) || is_ipv6_literal(host);

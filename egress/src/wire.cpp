@@ -455,4 +455,15 @@ void HttpRequests::accept_head() {
   pending_accept_ = false;
 }
 
+uint64_t HttpRequests::opaque_left() const {
+  return state_ == State::body || state_ == State::chunk_data ? left_ : 0;
+}
+
+void HttpRequests::skip(uint64_t n) {
+  n = std::min(n, opaque_left());
+  left_ -= n;
+  if (left_ == 0 && state_ == State::body) state_ = State::head;
+  if (left_ == 0 && state_ == State::chunk_data) state_ = State::chunk_crlf;
+}
+
 }  // namespace comet::egress::wire

@@ -6,6 +6,11 @@ on one address and port, as a shared CDN edge serves them.
              HTTP/1.1 request with "served SNI host=HOST", keep-alive
   ADDR:9080  plain HTTP/1.1, keep-alive: "host=HOST" for each request
   ADDR:9081  a sink for bulk uploads: counts bytes to EOF, replies the count
+             (behind an http entry in bench/egress_wire.py)
+  ADDR:9082  the same sink, behind a TLS entry: what follows the ClientHello
+             is not TLS, the judge does not read it
+  ADDR:9083  a source for bulk downloads: reads until a line "SEND N\n"
+             (after a ClientHello), sends N bytes, closes
 
 Usage: cdn_server.py ADDR CERTDIR. Prints "ready" once listening."""
 from __future__ import annotations
@@ -96,6 +101,31 @@ def sink_loop(sock):
         threading.Thread(target=run, daemon=True).start()
 
 
+def source_loop(sock):
+    while True:
+        c, _ = sock.accept()
+
+        def run(c=c):
+            buf = b""
+            try:
+                while not (buf.endswith(b"\n") and b"SEND " in buf):
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                n = int(buf.rsplit(b"SEND ", 1)[1])
+                chunk = b"y" * (1 << 20)
+                while n > 0:
+                    c.sendall(chunk[:n])
+                    n -= min(n, len(chunk))
+            except (OSError, ValueError):
+                pass
+            finally:
+                c.close()
+
+        threading.Thread(target=run, daemon=True).start()
+
+
 def listen(addr, port):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -113,7 +143,9 @@ def main():
         ctxs[name] = ctx
     threads = [threading.Thread(target=tls_loop, args=(listen(addr, 9443), ctxs, certs / "accepted.log"), daemon=True),
                threading.Thread(target=http_loop, args=(listen(addr, 9080),), daemon=True),
-               threading.Thread(target=sink_loop, args=(listen(addr, 9081),), daemon=True)]
+               threading.Thread(target=sink_loop, args=(listen(addr, 9081),), daemon=True),
+               threading.Thread(target=sink_loop, args=(listen(addr, 9082),), daemon=True),
+               threading.Thread(target=source_loop, args=(listen(addr, 9083),), daemon=True)]
     for t in threads:
         t.start()
     print("ready", flush=True)

@@ -8,7 +8,10 @@
 //   2. An SNI it returns is lowercase LDH, 1..255 octets, no empty label.
 //   3. HttpRequests forwards only a prefix of its input, never a byte
 //      before the first head was judged, and the same bytes and hosts
-//      whether the input comes whole or one byte at a time.
+//      whether the input comes whole or one byte at a time, or with the
+//      bytes opaque_left() allows moved past it unread (skip(), as the
+//      judge's splice(2) path does).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -27,12 +30,21 @@ struct HttpRun {
   int end = 0;
 };
 
-HttpRun http(const uint8_t* d, size_t n, size_t step) {
+HttpRun http(const uint8_t* d, size_t n, size_t step, bool splice = false) {
   HttpRun r;
   wire::HttpRequests h;
   std::string have;
   size_t given = 0;
   for (int guard = 0; guard < 1 << 20; ++guard) {
+    if (splice && have.empty() && h.opaque_left() > 0 && given < n) {
+      FUZZ_CHECK(!r.hosts.empty(), "opaque bytes before any head was judged");
+      size_t k =
+          static_cast<size_t>(std::min<uint64_t>(h.opaque_left(), std::min(step, n - given)));
+      r.forwarded.append(reinterpret_cast<const char*>(d + given), k);
+      h.skip(k);
+      given += k;
+      continue;
+    }
     wire::HttpStep s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
     if (s.what == wire::Http::forward) {
       FUZZ_CHECK(s.n > 0 && s.n <= have.size(), "forward beyond the input");
@@ -79,6 +91,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(
         whole.forwarded == bytes.forwarded && whole.hosts == bytes.hosts && whole.end == bytes.end,
         "whole and byte-by-byte input judged differently");
+    for (size_t step : {size_t{1}, size_t{7}, size ? size : 1}) {
+      HttpRun spliced = http(data, size, step, true);
+      FUZZ_CHECK(spliced.forwarded == whole.forwarded && spliced.hosts == whole.hosts &&
+                     spliced.end == whole.end,
+                 "bodies moved unread judged differently");
+    }
     FUZZ_CHECK(
         std::string(reinterpret_cast<const char*>(data), whole.forwarded.size()) == whole.forwarded,
         "forwarded bytes are not a prefix of the input");

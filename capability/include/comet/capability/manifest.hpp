@@ -41,7 +41,9 @@ inline constexpr std::string_view kWorkdir = "/workdir";           // pack files
 inline constexpr std::string_view kInputsDir = "/workdir/inputs";  // pack run --input DIR
 inline constexpr std::string_view kOutputDir = "/workdir/out";     // pack run --output DIR
 
-enum class Protocol { https, http, tcp, udp, dns };
+// tls: any TLS stream, its ClientHello's SNI judged as for https (no tool
+// URL names it: it is for clients the pack brings, on any port).
+enum class Protocol { https, http, tcp, udp, dns, tls };
 enum class Tier { read_only, side_effect, unrestricted };
 enum class ToolKind {
   http_get,     // builtin.http_get     url http(s)://   no side effect
@@ -75,7 +77,7 @@ std::string_view to_string(Tier t);      // "read-only"
 std::string_view to_string(ToolKind k);  // "builtin.http_get"
 std::optional<Protocol> parse_protocol(std::string_view s);
 std::optional<Tier> parse_tier(std::string_view s);
-const std::vector<std::string_view>& protocol_names();  // https http tcp udp dns
+const std::vector<std::string_view>& protocol_names();  // https http tcp udp dns tls
 const std::vector<std::string_view>& tier_names();      // read-only side-effect unrestricted
 
 // A position in the source, 1-based; line 0 = unknown (built in code).

@@ -1,5 +1,5 @@
 // The wire judge (docs/egress.md, "Host, port and protocol on the wire"):
-// one process per container whose allowlist has an https or http entry,
+// one process per container whose allowlist has an https, tls or http entry,
 // forked by the resolver (resolver.hpp) before either confines itself, so
 // it dies with it (PR_SET_PDEATHSIG) and teardown finds it as the
 // resolver's child.
@@ -25,6 +25,8 @@
 //      CAP_NET_ADMIN to set a mark), sends the judged bytes, and relays
 //      both ways, half-close and resets included. An http connection stays
 //      parsed: every request head on it is judged before it is forwarded.
+//      What is not read (a TLS stream after its ClientHello, an HTTP body
+//      of known length, every response) is spliced through a pipe.
 #pragma once
 
 #include <sys/socket.h>

@@ -77,6 +77,12 @@ class HttpRequests {
  public:
   HttpStep next(const uint8_t* data, std::size_t len);
   void accept_head();
+  // Bytes the parser would only count, never read: what is left of a
+  // Content-Length body or of a chunk's data (0 anywhere else). The caller
+  // may move up to that many past the parser (splice(2)) and say so with
+  // skip(), as if next() had returned Http::forward for them.
+  uint64_t opaque_left() const;
+  void skip(uint64_t n);
 
  private:
   enum class State { head, judged, body, chunk_size, chunk_data, chunk_crlf, trailer };
