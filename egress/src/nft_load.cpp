@@ -129,7 +129,7 @@ Status loopback_up() {
 }
 
 Status run_in_netns(int netns_fd, const std::string& script, bool lo_up, double* nft_ms) {
-  return in_netns_thread(netns_fd, [&]() -> Status {
+  return in_netns(netns_fd, [&]() -> Status {
     if (lo_up) TRYV(loopback_up());
     auto t0 = std::chrono::steady_clock::now();
     TRY(Nft n, Nft::open());  // after setns: its socket is in the container's netns

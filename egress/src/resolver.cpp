@@ -212,10 +212,10 @@ class Resolver {
     }());
     if (!ups.ok()) return std::move(ups).error();
     upstreams_ = std::move(*ups);
-    // The listeners and the nft context in the container's namespace, on a
-    // thread that ends there (netns_thread.hpp): this thread stays in the
-    // host's, where everything made later is a host socket.
-    Status st = in_netns_thread(fds_.netns, [&]() -> Status {
+    // The listeners and the nft context in the container's namespace
+    // (netns_thread.hpp); this thread is in the host's again afterwards,
+    // where everything made later is a host socket.
+    Status st = in_netns(fds_.netns, [&]() -> Status {
       TRYV(make_listeners());
       if (cfg_.on_blocked) {  // the group is this namespace's
         TRY(NflogSocket n, NflogSocket::open());

@@ -100,7 +100,7 @@ std::vector<std::string> slirp_args(const std::string& binary) {
 }
 
 Status slirp_ipv6(int netns_fd) {
-  return in_netns_thread(netns_fd, [] { return configure_ipv6_here(); });
+  return in_netns(netns_fd, [] { return configure_ipv6_here(); });
 }
 
 Result<Helper> start_slirp(int netns_fd, const std::string& log_file) {
