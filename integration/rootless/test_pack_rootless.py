@@ -290,3 +290,21 @@ def test_egress_without_a_usable_tun_device_is_refused(user, netprobe, internet,
     assert "/dev/net/tun" in res.stderr, res.stderr
     assert lines(res, "cmd") == []
     assert_nothing_left(user)
+
+
+def test_a_host_refusing_user_namespaces_is_one_line_125(user, packprobe, tmp_path):
+    os.chmod(tmp_path, 0o755)
+    tool = tmp_path / "deny_userns"
+    subprocess.run(["cc", "-O2", "-o", str(tool),
+                    str(Path(__file__).resolve().parents[1] / "tools" / "deny_userns.c")],
+                   check=True)
+    pack = probe_pack(user, "p-nouserns", packprobe)
+    p, rootfs = pack
+    res = user.run([str(tool), RT, "pack", "run", str(p), "--rootfs", str(rootfs), "--no-cache",
+                    "--", "stdio"])
+    assert res.returncode == 125, (res.stdout, res.stderr)
+    errs = [l for l in res.stderr.splitlines() if "level=error" in l]
+    assert len(errs) == 1, res.stderr
+    assert "rootless: cannot create a user namespace (Operation not permitted)" in errs[0], errs
+    assert lines(res) == []
+    assert_nothing_left(user)

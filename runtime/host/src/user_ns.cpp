@@ -94,9 +94,14 @@ Result<EnteredUserNs> enter_user_namespace() {
     const pid_t parent = ::getpid();
     helper = ::fork();
     if (helper < 0) return Error::sys(errno, "fork");
-    if (helper == 0)
+    if (helper == 0) {
+      // Only the parent may hold the write end: its close (a failed
+      // unshare) must reach this child as EOF.
+      go_w.reset();
+      err_r.reset();
       map_parent(go_r.get(), err_w.get(), parent, own_namespace_maps(uid, ur),
                  own_namespace_maps(gid, gr));
+    }
   } else {
     r.why_not = "no range for uid " + std::to_string(uid) + " in /etc/subuid and /etc/subgid";
   }
