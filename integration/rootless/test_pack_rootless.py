@@ -226,6 +226,7 @@ def test_fs_violations_are_refused_and_an_exec_is_reported(user, packprobe, tmp_
 
 
 def test_a_limit_the_manifest_sets_is_refused_not_dropped(user, packprobe):
+    # errors.md: rootless-pack-limit
     man = packs.MANIFEST + "resources:\n  memory: 64Mi\n"
     pack = probe_pack(user, "p-limit", packprobe, man)
     res = pack_run(user, pack, "stdio", extra=["--no-cache"])
@@ -282,6 +283,7 @@ def test_egress_cannot_bypass_the_rules(user, netprobe, internet, tun):
 
 
 def test_egress_without_a_usable_tun_device_is_refused(user, netprobe, internet, tun_mode):
+    # errors.md: rootless-tun
     tun_mode(0o600)
     pack = net_pack(user, "p-notun", netprobe)
     res = pack_run(user, pack, "tcp", "api.test", "443",
@@ -293,6 +295,7 @@ def test_egress_without_a_usable_tun_device_is_refused(user, netprobe, internet,
 
 
 def test_a_host_refusing_user_namespaces_is_one_line_125(user, packprobe, tmp_path):
+    # errors.md: rootless-userns (pack run's own user namespace)
     os.chmod(tmp_path, 0o755)
     tool = tmp_path / "deny_userns"
     subprocess.run(["cc", "-O2", "-o", str(tool),
