@@ -6,6 +6,7 @@
 
 #include "comet/host/cgroups.hpp"
 #include "comet/host/id_maps.hpp"
+#include "comet/host/user_ns.hpp"
 #include "comet/lifecycle/rootless.hpp"
 
 using namespace comet;
@@ -75,4 +76,26 @@ TEST(RootlessLimits, MissingControllerRefuses) {
             "enables them in the parent's cgroup.subtree_control)");
   plan.hierarchies[0].controllers.push_back("pids");
   EXPECT_TRUE(check_rootless_limits(plan, "", &r).ok());
+}
+
+// pack run's own user namespace (user_ns.hpp): the user's first range, by
+// name or uid; malformed lines skipped.
+TEST(OwnUserNs, SubidRange) {
+  const std::string text =
+      "other:100000:65536\nbroken:x:1\nalice:200000\nalice:0:0\nalice:300000:65536\n"
+      "alice:400000:10\n";
+  auto r = find_subid_range(text, "alice", 1000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start, 300000u);
+  EXPECT_EQ(r->count, 65536u);
+  auto by_uid = find_subid_range("1000:500000:100\n", "alice", 1000);
+  ASSERT_TRUE(by_uid);
+  EXPECT_EQ(by_uid->start, 500000u);
+  EXPECT_FALSE(find_subid_range(text, "bob", 1001));
+}
+
+TEST(OwnUserNs, Maps) {
+  EXPECT_EQ(id_map_text(own_namespace_maps(1000, std::nullopt)), "0 1000 1\n");
+  EXPECT_EQ(id_map_text(own_namespace_maps(1000, SubIdRange{300000, 65536})),
+            "0 1000 1\n1 300000 65536\n");
 }

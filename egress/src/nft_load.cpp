@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comet/egress/proc.hpp"
+#include "netns_thread.hpp"
 
 namespace comet::egress {
 namespace {
@@ -128,11 +129,7 @@ Status loopback_up() {
 }
 
 Status run_in_netns(int netns_fd, const std::string& script, bool lo_up, double* nft_ms) {
-  UniqueFd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!self.valid()) return Error::sys(errno, "open this thread's network namespace");
-  if (::setns(netns_fd, CLONE_NEWNET) < 0)
-    return Error::sys(errno, "setns into the container's network namespace");
-  Status result = [&]() -> Status {
+  return in_netns(netns_fd, [&]() -> Status {
     if (lo_up) TRYV(loopback_up());
     auto t0 = std::chrono::steady_clock::now();
     TRY(Nft n, Nft::open());  // after setns: its socket is in the container's netns
@@ -141,13 +138,7 @@ Status run_in_netns(int netns_fd, const std::string& script, bool lo_up, double*
       *nft_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return st;
-  }();
-  if (::setns(self.get(), CLONE_NEWNET) < 0) {
-    int e = errno;
-    return Error::sys(e, "setns back into the runtime's own network namespace after the nft load" +
-                             (result.ok() ? std::string() : " (" + result.error().what() + ")"));
-  }
-  return result;
+  });
 }
 
 }  // namespace comet::egress

@@ -23,6 +23,7 @@
 #include "comet/egress/host_addrs.hpp"
 #include "comet/egress/nft_load.hpp"
 #include "comet/egress/proc.hpp"
+#include "netns_thread.hpp"
 
 namespace comet::egress {
 
@@ -211,25 +212,21 @@ class Resolver {
     }());
     if (!ups.ok()) return std::move(ups).error();
     upstreams_ = std::move(*ups);
-    // Into the container's namespace for the listeners and the nft
-    // context, and straight back: everything made later is a host socket.
-    if (::setns(fds_.netns, CLONE_NEWNET) < 0) return Error::sys(errno, "setns (container)");
-    Status st = make_listeners();
-    if (st.ok() && cfg_.on_blocked) {  // the group is this namespace's
-      auto n = NflogSocket::open();
-      if (n.ok())
-        nflog_.emplace(std::move(*n));
-      else
-        st = std::move(n).error();
-    }
-    if (st.ok() && !allow_.any()) {
-      auto n = Nft::open();
-      if (n.ok())
-        nft_.emplace(std::move(*n));
-      else
-        st = std::move(n).error();
-    }
-    if (::setns(fds_.host_netns, CLONE_NEWNET) < 0) return Error::sys(errno, "setns (host)");
+    // The listeners and the nft context in the container's namespace
+    // (netns_thread.hpp); this thread is in the host's again afterwards,
+    // where everything made later is a host socket.
+    Status st = in_netns(fds_.netns, [&]() -> Status {
+      TRYV(make_listeners());
+      if (cfg_.on_blocked) {  // the group is this namespace's
+        TRY(NflogSocket n, NflogSocket::open());
+        nflog_.emplace(std::move(n));
+      }
+      if (!allow_.any()) {
+        TRY(Nft n, Nft::open());
+        nft_.emplace(std::move(n));
+      }
+      return ok();
+    });
     // The host's addresses are read through this socket at every pin
     // (host_addrs.hpp): opened here, in the host's namespace, before the
     // seccomp filter refuses new netlink sockets.

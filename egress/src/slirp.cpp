@@ -19,6 +19,7 @@
 
 #include "comet/base/switches.hpp"
 #include "comet/egress/proc.hpp"
+#include "netns_thread.hpp"
 
 namespace comet::egress {
 
@@ -99,14 +100,7 @@ std::vector<std::string> slirp_args(const std::string& binary) {
 }
 
 Status slirp_ipv6(int netns_fd) {
-  UniqueFd self(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!self.valid()) return Error::sys(errno, "open this thread's network namespace");
-  if (::setns(netns_fd, CLONE_NEWNET) < 0)
-    return Error::sys(errno, "setns into the container's network namespace");
-  Status result = configure_ipv6_here();
-  if (::setns(self.get(), CLONE_NEWNET) < 0)
-    return Error::sys(errno, "setns back into the runtime's own network namespace");
-  return result;
+  return in_netns(netns_fd, [] { return configure_ipv6_here(); });
 }
 
 Result<Helper> start_slirp(int netns_fd, const std::string& log_file) {

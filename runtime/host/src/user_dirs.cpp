@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
 
 namespace comet::runtime {
@@ -49,6 +50,11 @@ UserDirs compute() {
   // runc's shouldHonorXDGRuntimeDir(): uid 0 of a user namespace keeps the
   // root dirs only when USER says root.
   const char* user = std::getenv("USER");
+  if (rootless() && in_user_namespace()) {
+    auto handed = split(switches::user_dirs_handed(), '\n');
+    if (handed.size() == 3 && handed[0][0] == '/' && handed[1][0] == '/' && handed[2][0] == '/')
+      return {handed[0], handed[1], handed[2]};
+  }
   if (!rootless() || (::geteuid() == 0 && user && std::string(user) == "root"))
     return {"/run/comet-runtime", "/var/lib/comet-runtime", "/var/cache/comet-runtime"};
   const std::string uid = std::to_string(::geteuid());

@@ -607,6 +607,16 @@ Status learn_init(Creation& c) {
 // delete --force finds them. Any failure fails the create (fail closed).
 Status setup_egress(Creation& c) {
   if (!c.egress_caps) return {};
+  // As an ordinary user the network helper opens /dev/net/tun with the
+  // user's own rights (its owner, root, is not mapped in our namespace).
+  // udev makes it 0666; a host without udev may leave the kernel's 0600.
+  const auto& eg = c.egress_caps->egress;
+  if (rootless() && c.o.net_helper && c.egress_netns.empty() && (eg.any || !eg.entries.empty()) &&
+      ::access("/dev/net/tun", R_OK | W_OK) != 0)
+    return refusal("egress: the network helper cannot open /dev/net/tun as this user (" +
+                   errno_name(errno) +
+                   "); udev's default mode is 0666: as root, chmod 0666 /dev/net/tun "
+                   "(docs/rootless.md)");
   c.cleanup.egress = &c.egress_handles;
   egress::SetupRequest er;
   er.id = c.o.id;

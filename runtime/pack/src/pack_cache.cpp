@@ -23,6 +23,7 @@
 #include "comet/base/random.hpp"
 #include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
+#include "comet/host/user_dirs.hpp"
 
 namespace comet::runtime::cache {
 namespace cap = comet::capability;
@@ -30,6 +31,8 @@ namespace cap = comet::capability;
 std::string store_dir(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (std::string env = switches::cache_dir(); !env.empty()) return env;
+  // An ordinary user's store is in its own cache dir (user_dirs.hpp).
+  if (rootless()) return join_path(user_dirs().cache, "packs");
   return kDefaultDir;
 }
 

@@ -16,6 +16,9 @@
 #include "comet/base/sys.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/host/log.hpp"
+#include "comet/host/user_dirs.hpp"
+#include "comet/host/user_ns.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/oci/spec.hpp"
 #include "comet/pack/hostroot.hpp"
 #include "comet/pack/pack_cache.hpp"
@@ -29,13 +32,30 @@ using namespace pack_detail;
 
 namespace {
 
+// Who the agent runs as: nobody, unless an ordinary user's namespace maps
+// only the user's own id (no subordinate range), where the agent runs as
+// that id (uid 0 of the namespace, with no capability: the compiled
+// process has empty sets and no_new_privileges).
+struct Identity {
+  uint32_t uid = cap::kNobody;
+  uint32_t gid = cap::kNobody;
+  // An ordinary user without a cgroup that can hold them: the default
+  // memory limit is not enforced, the default pids limit is RLIMIT_NPROC
+  // (counted per user in the user namespace). A limit the manifest sets
+  // itself is refused instead (rootless_limits()).
+  bool drop_memory = false;
+  bool pids_as_rlimit = false;
+};
+
 // ---- the deterministic-tier cache (pack_cache.hpp, docs/cache.md) ------------
 
 // The compiled policy as the key sees it: every per-run host path replaced
 // by a fixed placeholder, so that the run directory's random name is not
 // part of the key, but which per-run directories exist is.
-Result<oci::Spec> placeholder_spec(const Loaded& l, const PackRunOptions& o) {
+Result<oci::Spec> placeholder_spec(const Loaded& l, const PackRunOptions& o, const Identity& who) {
   cap::CompileInputs in;
+  in.uid = who.uid;
+  in.gid = who.gid;
   in.rootfs = "/comet-cache/rootfs";
   in.pack_dir = "/comet-cache/workdir";
   if (o.args) in.args = *o.args;
@@ -172,8 +192,10 @@ OrExit<std::string> run_rootfs(const Loaded& l, const PackRunOptions& o) {
   if (!o.rootfs.empty()) return o.rootfs;
   // COMET_ROOTFS_CACHE: another cache directory (tests use a private one).
   const std::string rcache = switches::rootfs_cache();
-  auto r = default_rootfs(l.man.runtime.interpreter,
-                          rcache.empty() ? std::string(kDefaultRootfsCache) : rcache);
+  // An ordinary user's cache is in its own data dir (user_dirs.hpp).
+  const std::string fallback =
+      rootless() ? join_path(user_dirs().data, "rootfs") : std::string(kDefaultRootfsCache);
+  auto r = default_rootfs(l.man.runtime.interpreter, rcache.empty() ? fallback : rcache);
   if (!r.ok()) {
     log::error("pack run: no --rootfs given, and the default rootfs for " +
                l.man.runtime.interpreter + " cannot be built: " + r.error().what());
@@ -186,8 +208,8 @@ OrExit<std::string> run_rootfs(const Loaded& l, const PackRunOptions& o) {
 // gets a temp dir in the store (PENDING) that the run's streams and output
 // go to. A store that cannot be used only means no caching.
 std::optional<int> look_up(cache::Store& store, const Loaded& l, const PackRunOptions& o,
-                           const std::string& rootfs, PendingEntry& pending) {
-  auto spec = placeholder_spec(l, o);
+                           const Identity& who, const std::string& rootfs, PendingEntry& pending) {
+  auto spec = placeholder_spec(l, o, who);
   if (!spec.ok()) return std::nullopt;  // the real compile reports it
   Status prep = store.prepare();
   auto key = prep.ok() ? run_key(store, l, o, rootfs, *spec) : Result<std::string>(prep.error());
@@ -240,10 +262,12 @@ Status make_run_dir(const Globals& g, Run& run) {
 // rootfs, the pack's files and --input are overlay views, every fs.write
 // place a tmpfs of the pack's size. Returns the compiler's inputs.
 Result<cap::CompileInputs> mount_views(const Loaded& l, const PackRunOptions& o,
-                                       const std::string& rootfs, Run& run) {
+                                       const Identity& who, const std::string& rootfs, Run& run) {
   const std::string& base = run.dir.path;
   const cap::Resources& lim = l.man.resources;
   cap::CompileInputs in;
+  in.uid = who.uid;
+  in.gid = who.gid;
   in.rootfs = join_path(base, "rootfs");
   TRYV(run.mounts.view(in.rootfs, abs_path(rootfs), join_path(base, "rootfs-rw"), true));
   in.pack_dir = join_path(base, "workdir");
@@ -270,11 +294,28 @@ Result<cap::CompileInputs> mount_views(const Loaded& l, const PackRunOptions& o,
 
 // The run directory, its mounts, the staged /workdir and the bundle's
 // config.json.
-Status prepare_run(const Globals& g, const Loaded& l, const PackRunOptions& o,
+Status prepare_run(const Globals& g, const Loaded& l, const PackRunOptions& o, const Identity& who,
                    const std::string& rootfs, Run& run) {
   TRYV(make_run_dir(g, run));
-  TRY(cap::CompileInputs in, mount_views(l, o, rootfs, run));
+  TRY(cap::CompileInputs in, mount_views(l, o, who, rootfs, run));
   TRY(oci::Spec spec, cap::compile(l.man, in));
+  if (who.uid == 0 && rootless()) {
+    // Only the user's own id is mapped: no uid=/gid= mount option may name
+    // another (devpts's gid=5), as `spec --rootless` writes them.
+    for (oci::Mount& m : spec.mounts)
+      std::erase_if(m.options, [](const std::string& x) {
+        return x.starts_with("uid=") || x.starts_with("gid=");
+      });
+  }
+  if (spec.linux_ && spec.linux_->resources && spec.process) {
+    oci::Resources& res = *spec.linux_->resources;
+    if (who.drop_memory) res.memory.reset();
+    if (who.pids_as_rlimit && res.pids) {
+      const auto n = static_cast<uint64_t>(res.pids->limit);
+      spec.process->rlimits.push_back(oci::Rlimit{"RLIMIT_NPROC", n, n});
+      res.pids.reset();
+    }
+  }
   run.bundle = join_path(run.dir.path, "bundle");
   TRYV(mkdir_p(run.bundle, 0700));
   const std::string staged = join_path(run.dir.path, "workdir-src");
@@ -407,6 +448,67 @@ int record(cache::Store& store, PendingEntry& pending, const Loaded& l, const Pa
   return status;
 }
 
+// An ordinary user: this process moves into a user and mount namespace of
+// its own (user_ns.hpp) before anything is built or mounted, so the run's
+// views, the container's network namespace, its nft table and the network
+// helper are all the user's. user_dirs() is fixed first (it depends on the
+// ids seen). Exit 125 when the namespace cannot be had.
+OrExit<Identity> enter_user_namespace_if_rootless() {
+  Identity who;
+  if (!rootless()) return who;
+  if (!in_user_namespace()) {
+    (void)user_dirs();
+    auto e = enter_user_namespace();
+    if (!e.ok()) {
+      log::error("pack run: rootless: " + e.error().what());
+      return kExitRefused;
+    }
+    if (!e->subordinate)
+      log::debug("pack run: rootless without subordinate ids (" + e->why_not +
+                 "): the agent runs as this user's own id");
+    Status st = reexec_in_user_namespace();
+    log::error("pack run: rootless: " + st.error().what());
+    return kExitRefused;
+  }
+  // In a user namespace (ours after the re-exec, or an engine's): nobody
+  // unless only one id is mapped.
+  if (own_ids_only()) who.uid = who.gid = 0;
+  return who;
+}
+
+// As an ordinary user, the limits the cgroup create will have (a delegated
+// one, or none) cannot hold: a default one is dropped or made an rlimit
+// (Identity), one the manifest sets is an error naming it: returns 125,
+// else 0.
+int rootless_limits(const Loaded& l, const std::string& id, Identity& who) {
+  if (!rootless()) return 0;
+  RootlessCgroup rc = plan_rootless_cgroups("", id);
+  struct Limit {
+    const char* field;
+    oci::Resources res;
+    bool* fallback;
+  };
+  oci::Resources mem, pids;
+  mem.memory = oci::Memory{};
+  mem.memory->limit = l.man.resources.memory;
+  pids.pids = oci::Pids{l.man.resources.pids};
+  for (Limit x : {Limit{"resources.memory", mem, &who.drop_memory},
+                  Limit{"resources.pids", pids, &who.pids_as_rlimit}}) {
+    Status st = check_rootless_limits(rc.plan, rc.note, &x.res);
+    if (st.ok()) continue;
+    if (l.man.locations.count(x.field)) {
+      log::error("pack run: " + std::string(x.field) + " is set in " + l.file +
+                 ", and as this user it cannot be enforced: " + st.error().what());
+      return kExitRefused;
+    }
+    *x.fallback = true;
+  }
+  if (who.drop_memory)
+    log::debug("pack run: rootless without a cgroup for memory (" + rc.note +
+               "): the default resources.memory is not enforced");
+  return 0;
+}
+
 }  // namespace
 
 int pack_run(const Globals& g, const PackRunOptions& o_in) {
@@ -418,20 +520,22 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   // Usage first: nothing is built, looked up or run for a refused command.
   if (int rc = check_usage(l, o); rc != 0) return rc;
   TRY_EXIT(cache::Decision decision, decide_cache(l, o));
+  TRY_EXIT(Identity who, enter_user_namespace_if_rootless());
   TRY_EXIT(std::string rootfs, run_rootfs(l, o));
 
   // The cache: look up; on a hit, replay and stop here.
   cache::Store store(cache::store_dir(o.cache_dir));
   PendingEntry pending;
   if (decision.cache) {
-    if (auto replayed = look_up(store, l, o, rootfs, pending)) return *replayed;
+    if (auto replayed = look_up(store, l, o, who, rootfs, pending)) return *replayed;
   } else {
     log::debug("pack run: not cached: " + decision.why);
   }
 
   Run run;
   run.id = o.id.empty() ? "pack-" + random_hex(6) : o.id;
-  if (Status st = prepare_run(g, l, o, rootfs, run); !st.ok()) return fail(st.error());
+  if (int rc = rootless_limits(l, run.id, who); rc != 0) return rc;
+  if (Status st = prepare_run(g, l, o, who, rootfs, run); !st.ok()) return fail(st.error());
   StdioCapture capture;
   if (Status st = guard_stdio(g, capture, pending); !st.ok()) return fail(st.error());
   CreateOptions co;
@@ -440,7 +544,14 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   co.net_helper = true;  // a bundle this runtime made: connectivity for its egress list
   auto status = run_container(g, co, /*detach=*/false);
   bool captured = capture.finish();
-  if (!status.ok()) return report(status.error().what());
+  if (!status.ok()) {
+    // a layer this user cannot have (rootless.hpp): exit 125, as `run`
+    if (is_refusal(status.error())) {
+      log::error(status.error().what());
+      return kExitRefused;
+    }
+    return report(status.error().what());
+  }
   auto result = collect_run_output(l, o, run, *status);
   if (!result.ok()) return fail(result.error());
   if (pending.temp.empty()) return *result;

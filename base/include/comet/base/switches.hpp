@@ -32,6 +32,15 @@ inline const char* fault() noexcept {
   return std::getenv("COMET_FAULT");
 }
 
+// COMET_USER_DIRS=RUNTIME\nDATA\nCACHE: not a switch for people: an
+// ordinary user's `pack run` that moved into its own user namespace re-execs
+// itself with the dirs it computed as the user (user_ns.hpp), since inside
+// it is uid 0 and could not compute them again (/tmp/comet-runtime-UID).
+// Read only by a rootless runtime in a user namespace (user_dirs.cpp).
+inline std::string user_dirs_handed() {
+  return detail::text("COMET_USER_DIRS");
+}
+
 // COMET_FS_EVENTS=off: no fs.read/fs.write violation events (the BPF watch,
 // fswatch.hpp) for packs and sandboxes; the mounts still enforce. For
 // benchmarks.
