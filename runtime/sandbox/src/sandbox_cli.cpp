@@ -78,7 +78,9 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.ctx = resolve_context(p.who, p.workspace, env);
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
-  sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+  if (Status st = sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+      !st.ok())
+    return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
   // The home the account has (passwd), beside $HOME (the profile's "~"):
   // a workspace at or above either is refused where the profile writes the
