@@ -154,6 +154,36 @@ static void protect_nested_repo(const std::string& ws, const NestedRepo& r, cap:
     set.protect.push_back(cap::ConfigPath{r.git_dir + f, why, {}});
 }
 
+// The home table's `.config/X` names (git, fish, nvim, systemd, direnv,
+// autostart, comet, ...) under $XDG_CONFIG_HOME when it is elsewhere (in
+// the workspace, say), and its zsh names under $ZDOTDIR: the host's tools
+// read them there (red team round 8 for git/, round 11 for the rest). A
+// relative one names a place under the working directory: the
+// workspace's, for the host's tools run there (red team round 9).
+static void protect_config_homes(const std::string& ws, const cap::ResolveContext& ctx,
+                                 cap::ProfileSet& set) {
+  std::vector<std::string> config_dirs, zdot_dirs;
+  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
+    config_dirs.push_back(ctx.config_home);
+  if (!ctx.config_home_relative.empty())
+    config_dirs.push_back(clean_path(ws + "/" + ctx.config_home_relative));
+  if (!ctx.zdotdir.empty() && ctx.zdotdir != ctx.home)
+    zdot_dirs.push_back(ctx.zdotdir[0] == '/' ? clean_path(ctx.zdotdir)
+                                              : clean_path(ws + "/" + ctx.zdotdir));
+  for (const std::string& n : cap::protected_home_names()) {
+    const bool dir = n.back() == '/';
+    const std::string name = dir ? n.substr(0, n.size() - 1) : n;
+    if (name.rfind(".config/", 0) == 0)
+      for (const std::string& d : config_dirs)
+        set.protect.push_back(cap::ConfigPath{d + name.substr(7), "XDG_CONFIG_HOME", {}, !dir});
+    if (name.rfind(".z", 0) == 0)
+      for (const std::string& d : zdot_dirs)
+        set.protect.push_back(cap::ConfigPath{d + "/" + name, "ZDOTDIR", {}, !dir});
+  }
+  for (const std::string& d : config_dirs)
+    set.protect.push_back(cap::ConfigPath{d + "/comet", "XDG_CONFIG_HOME", {}});
+}
+
 Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
                                 cap::ProfileSet& set) {
   protect_nested_modules(ws, set);
@@ -205,15 +235,7 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
   for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
                                ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
     todo.push_back({f, ws});
-  // $XDG_CONFIG_HOME/git when it is elsewhere (inside the workspace, say):
-  // the host's git reads its config there (red team round 8)
-  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
-    set.protect.push_back(cap::ConfigPath{ctx.config_home + "/git", "XDG_CONFIG_HOME", {}});
-  // A relative one names a place under git's working directory: the
-  // workspace's, for the host's git run there (red team round 9).
-  if (!ctx.config_home_relative.empty())
-    set.protect.push_back(cap::ConfigPath{
-        clean_path(ws + "/" + ctx.config_home_relative + "/git"), "XDG_CONFIG_HOME", {}});
+  protect_config_homes(ws, ctx, set);
   // A config is read once per work tree it applies to (the main
   // repository's, for each linked worktree): 1024 reads at most.
   std::vector<std::string> seen;

@@ -139,6 +139,10 @@ struct ResolveContext {
   // directory, so {workspace}/REL/git is where the host's git in the
   // workspace reads its config (protected; config_home stays the default).
   std::string config_home_relative = {};
+  // $ZDOTDIR (absolute, or relative like config_home_relative): where the
+  // host's zsh reads its rc files; the home table's zsh names are protected
+  // there too (red team round 11).
+  std::string zdotdir = {};
 };
 
 struct ResolvedProfile {
