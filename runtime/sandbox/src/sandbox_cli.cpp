@@ -65,6 +65,38 @@ Result<std::string> real_dir(const std::string& p, const char* what) {
   return std::string(buf);
 }
 
+// A workspace file's profile names read/write entries inside {workspace}
+// only (profile_parse.cpp); a symlink there may lead anywhere: what it adds
+// beyond its base must really lie inside the workspace (red team round 11).
+Status workspace_profile_stays_inside(const Prepared& p) {
+  auto it = p.config.set.custom.find(p.profile.name);
+  if (it == p.config.set.custom.end() || !it->second.from_workspace) return {};
+  TRY(auto base, cap::resolve(p.config.set, it->second.extends, p.ctx));
+  auto real_of = [](std::string path) {
+    std::string rest;
+    char buf[PATH_MAX];
+    while (!::realpath(path.c_str(), buf)) {
+      const auto k = path.rfind('/');
+      if (k == std::string::npos || k == 0) return std::string("/") + rest;
+      rest = path.substr(k) + rest;
+      path = path.substr(0, k);
+    }
+    return std::string(buf) + rest;
+  };
+  for (const auto* pair : {&p.profile.write, &p.profile.read}) {
+    const auto& have = pair == &p.profile.write ? base.write : base.read;
+    for (const std::string& e : *pair) {
+      if (std::find(have.begin(), have.end(), e) != have.end()) continue;
+      const std::string r = real_of(e);
+      if (r != p.workspace && r.rfind(p.workspace + "/", 0) != 0)
+        return Error::msg("sandbox: profile " + p.profile.name + " (" + it->second.file + ") " +
+                          (pair == &p.profile.write ? "writes " : "reads ") + e +
+                          ", which leads outside the workspace to " + r);
+    }
+  }
+  return {};
+}
+
 Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   Prepared p;
   TRY(p.who, invoking_user(env));
@@ -82,6 +114,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
       !st.ok())
     return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
+  TRYV(workspace_profile_stays_inside(p));
   // The home the account has (passwd), beside $HOME (the profile's "~"):
   // a workspace at or above either is refused where the profile writes the
   // workspace (capability/profile.cpp); devbox protects nothing by design.

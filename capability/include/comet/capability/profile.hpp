@@ -80,6 +80,11 @@ struct CustomProfile {
   std::string file;  // where it is defined
   Loc loc;
   bool from_workspace = false;
+  // Positions of what a workspace file's profile may not grant (red team
+  // round 11): extends devbox, network open, read/write entries outside
+  // {workspace}.
+  Loc extends_loc = {}, network_loc = {};
+  std::vector<Loc> read_locs = {}, write_locs = {};
 };
 
 struct DenyPath {

@@ -1,0 +1,72 @@
+"""Attack: a repository loosens its own sandbox, or the workspace is a
+system directory (red team round 11, docs/sandbox.md "The workspace file
+can only add"). A workspace `.comet/sandbox.yaml` profile with
+`write: ["/"]` and `network: open` was accepted under `--profile y` and
+auto-allowed; `--workspace /etc` was auto-allowed too.
+
+Each test asserts that nothing ran, on the one-line error, and on the
+--can-auto-allow verdict."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from lib.sandbox import GIT_ENV, make_repo, sandbox_env
+
+pytestmark = pytest.mark.comet_only
+
+
+def run(rt, workdir, ws, *args, profile=None):
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+    env = {**sandbox_env(), **GIT_ENV, "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
+    argv = ["sandbox", "--workspace", str(ws)] + (["--profile", profile] if profile else [])
+    res = rt(*argv, *args, env=env, timeout=60)
+    return res
+
+
+@pytest.mark.parametrize("profile_text", [
+    "    extends: workspace\n    write: [\"/\"]\n",
+    "    extends: strict\n    network: open\n",
+    "    extends: devbox\n",
+    "    extends: strict\n    read: [\"~\"]\n",
+    "    extends: workspace\n    write: [\"{workspace}/out\"]\n",  # out -> a directory outside
+])
+def test_a_workspace_file_profile_cannot_grant(rt, workdir, profile_text):
+    ws = make_repo(workdir)
+    outside = workdir / "outside"
+    outside.mkdir()
+    os.symlink(outside, ws / "out")
+    (ws / ".comet").mkdir()
+    (ws / ".comet" / "sandbox.yaml").write_text("profiles:\n  y:\n" + profile_text)
+    marker = outside / "ran"
+    res = run(rt, workdir, ws, "--", "/bin/sh", "-c", f"touch {marker}", profile="y")
+    assert res.rc == 125, res
+    assert not marker.exists()
+    assert len(res.err.strip().splitlines()) == 1, res.err
+    assert "workspace file" in res.err or "outside the workspace" in res.err, res.err
+    v = run(rt, workdir, ws, "--can-auto-allow", "--", "true", profile="y")
+    assert json.loads(v.out)["auto_allow"] is False, v.out
+
+
+def test_a_workspace_file_profile_that_only_takes_away_runs(rt, workdir):
+    ws = make_repo(workdir)
+    (ws / "out").mkdir()
+    (ws / ".comet").mkdir()
+    (ws / ".comet" / "sandbox.yaml").write_text(
+        "profiles:\n  y:\n    extends: strict\n    network: restricted\n"
+        "    write: [\"{workspace}/out\"]\n")
+    res = run(rt, workdir, ws, "--", "/bin/sh", "-c", "touch out/x", profile="y")
+    assert res.rc == 0, res
+    assert (ws / "out" / "x").exists()
+
+
+@pytest.mark.parametrize("ws", ["/etc", "/usr/local", "/var", "/boot"])
+def test_a_system_directory_is_no_workspace(rt, workdir, ws):
+    res = run(rt, workdir, ws, "--", "/bin/true")
+    assert res.rc == 125, res
+    assert "system directory" in res.err and len(res.err.strip().splitlines()) == 1, res.err
+    v = run(rt, workdir, ws, "--can-auto-allow", "--", "true")
+    assert json.loads(v.out)["auto_allow"] is False, v.out
