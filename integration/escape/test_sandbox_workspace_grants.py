@@ -70,3 +70,18 @@ def test_a_system_directory_is_no_workspace(rt, workdir, ws):
     assert "system directory" in res.err and len(res.err.strip().splitlines()) == 1, res.err
     v = run(rt, workdir, ws, "--can-auto-allow", "--", "true")
     assert json.loads(v.out)["auto_allow"] is False, v.out
+
+
+def test_an_events_socket_in_the_workspace_is_refused(rt, workdir):
+    # Red team round 11: the command unlinked the socket and bound its own,
+    # swallowing the events about it.
+    ws = make_repo(workdir)
+    marker = ws / "ran"
+    res = run(rt, workdir, ws, "--events", f"unix:{ws}/ev.sock", "--", "/bin/sh", "-c",
+              f"touch {marker}")
+    assert res.rc == 125, res
+    assert not marker.exists()
+    assert "--events" in res.err and len(res.err.strip().splitlines()) == 1, res.err
+    # outside the trees the command writes (the private /tmp is none), it runs
+    res = run(rt, workdir, ws, "--events", f"unix:{workdir}/ev.sock", "--", "/bin/true")
+    assert res.rc == 0, res

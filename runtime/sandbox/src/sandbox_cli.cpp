@@ -139,6 +139,32 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   return p;
 }
 
+// `--events unix:PATH` is connected for each event: a socket in a tree
+// the command writes could be unlinked and bound again by the command,
+// which then swallows (or answers) the events (red team round 11). Such a
+// PATH is refused; the private /tmp is no host tree, devbox protects
+// nothing by design.
+Status events_socket_outside(const Prepared& p, const std::string& events) {
+  if (events.rfind("unix:", 0) != 0 || !p.profile.sandboxed || p.profile.base == "devbox")
+    return {};
+  std::string path = events.substr(5);
+  char buf[PATH_MAX];
+  if (path.empty() || path[0] != '/')
+    path = std::string(::getcwd(buf, sizeof buf) ? buf : "") + "/" + path;
+  path = clean_path(path);
+  const std::string name = path.substr(path.rfind('/') + 1);
+  const std::string dir = path.substr(0, path.rfind('/'));
+  if (::realpath(dir.empty() ? "/" : dir.c_str(), buf)) path = std::string(buf) + "/" + name;
+  for (const std::string& w : p.profile.write) {
+    if (w == p.ctx.tmp && p.profile.limits.tmp != 0) continue;  // a private tmpfs inside
+    if (path == w || path.rfind(w == "/" ? w : w + "/", 0) == 0)
+      return Error::msg("sandbox: --events unix:" + events.substr(5) + " is in " + w +
+                        ", which the command can write (it could take the socket's name); "
+                        "put the socket elsewhere");
+  }
+  return {};
+}
+
 std::string self_exe() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -432,6 +458,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     char cwd[PATH_MAX];
     if (::getcwd(cwd, sizeof cwd)) l.events = join_path(cwd, l.events);
   }
+  if (Status st = events_socket_outside(p, l.events); !st.ok()) return exit_for(st.error());
   log::debug("sandbox " + l.id + ": profile " + p.profile.name + ", workspace " + p.workspace);
   auto rc = launch_sandbox(l);
   if (!rc.ok()) return exit_for(rc.error());
