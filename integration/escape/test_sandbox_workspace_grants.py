@@ -85,3 +85,28 @@ def test_an_events_socket_in_the_workspace_is_refused(rt, workdir):
     # outside the trees the command writes (the private /tmp is none), it runs
     res = run(rt, workdir, ws, "--events", f"unix:{workdir}/ev.sock", "--", "/bin/true")
     assert res.rc == 0, res
+
+
+def test_the_summary_survives_a_nonblocking_full_stderr(rt, workdir):
+    # Red team round 11: the command set O_NONBLOCK on the shared stderr
+    # pipe and filled it; the runtime's summary write got EAGAIN and was
+    # dropped. The reader here starts only after the run has ended.
+    import subprocess
+    import time
+
+    ws = make_repo(workdir)
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+    env = {**sandbox_env(), **GIT_ENV, "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
+    prog = ("import fcntl, os\n"
+            "try:\n    os.mkdir('/usr/comet-rt11')\nexcept OSError:\n    pass\n"
+            "fl = fcntl.fcntl(2, fcntl.F_GETFL); fcntl.fcntl(2, fcntl.F_SETFL, fl | os.O_NONBLOCK)\n"
+            "try:\n    while True: os.write(2, b'x' * 4096)\nexcept BlockingIOError:\n    pass\n")
+    p = subprocess.Popen([str(rt.binary), "--root", str(rt.root), "sandbox", "--workspace",
+                          str(ws), "--", "/usr/bin/python3", "-c", prog],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    time.sleep(1.0)  # the run is over (or waiting for room) before anything is read
+    err = p.stderr.read()
+    assert p.wait(timeout=30) == 0
+    tail = err.replace(b"x", b"")
+    assert b"refused" in tail, tail[-500:]
