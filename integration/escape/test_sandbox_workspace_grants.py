@@ -110,3 +110,27 @@ def test_the_summary_survives_a_nonblocking_full_stderr(rt, workdir):
     assert p.wait(timeout=30) == 0
     tail = err.replace(b"x", b"")
     assert b"refused" in tail, tail[-500:]
+
+
+def test_a_protect_entry_through_a_link_to_the_hosts_tmp_runs_as_the_verdict_says(rt, workdir):
+    # Red team round 11: --can-auto-allow said true, the run exited 125
+    # ("landlock for the init: W/link: ENOENT"): the pinned link led to a
+    # host /tmp directory the private /tmp does not hold.
+    import shutil
+    import tempfile
+
+    target = tempfile.mkdtemp(prefix="rt11-")
+    try:
+        ws = make_repo(workdir)
+        os.symlink(target, ws / "link")
+        (ws / ".comet").mkdir()
+        (ws / ".comet" / "sandbox.yaml").write_text('protect: ["{workspace}/link/f"]\n')
+        v = run(rt, workdir, ws, "--can-auto-allow", "--", "true")
+        assert json.loads(v.out)["auto_allow"] is True, v.out
+        res = run(rt, workdir, ws, "--", "/bin/sh", "-c", "echo ran; echo x > link/f; echo w=$?")
+        assert res.rc == 0, res
+        assert "ran" in res.out and "w=0" not in res.out, res.out
+        assert os.readlink(ws / "link") == target
+        assert not os.path.exists(os.path.join(target, "f"))
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
