@@ -36,11 +36,13 @@ std::string git_dir_of(const std::string& at) {
 // What the host's git runs or reads because its config says so (a hooks
 // directory, a program or an included config file inside the workspace:
 // git_config.hpp): protected like the config's own `protect` entries. The
-// configs read (16 files at most; one that cannot be read adds nothing):
-// the repository the workspace is in (its own, or a parent's for a
-// subdirectory of a monorepo; a linked worktree's and the main one's:
-// config, config.worktree, and the commondir's), its modules' (with their
-// own worktree), the user's and the system's, and the files they include.
+// configs read (1024 reads at most; one that cannot be read adds
+// nothing): the repository the workspace is in (its own, or a parent's for
+// a subdirectory of a monorepo; a linked worktree's and the main one's:
+// config, config.worktree, and the commondir's), every repository and
+// linked worktree below it (relative to its own top), its modules' (with
+// their own worktree), the user's and the system's, and the files they
+// include.
 // The modules' git directories the built-in `.git/modules/*/...` entries
 // do not reach (a module's module, a name with a "/"): their config,
 // config.worktree, hooks/, info/, remotes/ and branches/ are protected too (red team round 8: a
