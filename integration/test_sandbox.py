@@ -311,7 +311,9 @@ def test_workspace_file_cannot_weaken_a_global_custom_profile(sbx, ws):
     # What it may do (add a deny, a profile) applies; the global profile
     # stays as strict as it was: no network, private dir unreadable, /home
     # invisible.
-    wsfile.write_text('deny: ["{workspace}/more"]\nprofiles:\n  mine: {extends: devbox}\n')
+    # (a profile of its own that extends devbox is refused since red team
+    # round 11: test_sandbox_workspace_grants.py)
+    wsfile.write_text('deny: ["{workspace}/more"]\nprofiles:\n  mine: {extends: strict}\n')
     (ws / "more").write_text("MORE")
     os.chmod(ws / "more", 0o666)
     res = sbx(*probe_cmd("ls=private", "read=more", "ls=/home", "netdevs"))

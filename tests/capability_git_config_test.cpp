@@ -65,3 +65,104 @@ TEST(GitConfig, SyntaxEdgesAreSkippedOrRead) {
   EXPECT_EQ(paths("hooksPath = x\n"), std::vector<std::string>{});  // no section
   EXPECT_EQ(paths(""), std::vector<std::string>{});
 }
+
+// Red team round 11: one table of every key whose value git runs, checked
+// against git-config(1) of git 2.39; each is found in a config file.
+TEST(GitConfig, EveryKeyGitRunsIsInTheTable) {
+  const char* const keys[][2] = {
+      {"core", "fsmonitor"},
+      {"core", "sshCommand"},
+      {"core", "editor"},
+      {"core", "pager"},
+      {"core", "askPass"},
+      {"core", "gitProxy"},
+      {"core", "alternateRefsCommand"},
+      {"sequence", "editor"},
+      {"interactive", "diffFilter"},
+      {"pager", "log"},
+      {"diff", "external"},
+      {"credential", "helper"},
+      {"gpg", "program"},
+      {"web", "browser"},
+      {"help", "browser"},
+      {"instaweb", "browser"},
+      {"instaweb", "httpd"},
+      {"man", "viewer"},
+      {"imap", "tunnel"},
+      {"uploadpack", "packObjectsHook"},
+      {"sendemail", "sendmailCmd"},
+      {"sendemail", "smtpServer"},
+      {"sendemail", "toCmd"},
+      {"sendemail", "ccCmd"},
+      {"sendemail", "headerCmd"},
+  };
+  for (const auto& k : keys) {
+    const std::string text = std::string("[") + k[0] + "]\n\t" + k[1] + " = tools/x.sh\n";
+    EXPECT_EQ(paths(text.c_str()), (std::vector<std::string>{"/ws/tools/x.sh"})) << text;
+  }
+  const char* const sub[][2] = {
+      {"diff", "textconv"},
+      {"diff", "command"},
+      {"difftool", "cmd"},
+      {"difftool", "path"},
+      {"mergetool", "cmd"},
+      {"mergetool", "path"},
+      {"merge", "driver"},
+      {"filter", "clean"},
+      {"filter", "smudge"},
+      {"filter", "process"},
+      {"credential", "helper"},
+      {"gpg", "program"},
+      {"gpg", "defaultKeyCommand"},
+      {"guitool", "cmd"},
+      {"browser", "cmd"},
+      {"browser", "path"},
+      {"man", "cmd"},
+      {"man", "path"},
+      {"remote", "uploadpack"},
+      {"remote", "receivepack"},
+      {"trailer", "command"},
+      {"trailer", "cmd"},
+      {"tar", "command"},
+      {"sendemail", "sendmailCmd"},
+      {"sendemail", "toCmd"},
+      {"sendemail", "ccCmd"},
+      {"sendemail", "smtpServer"},
+      {"hook", "command"},
+  };
+  for (const auto& k : sub) {
+    const std::string text =
+        std::string("[") + k[0] + " \"Sub\"]\n\t" + k[1] + " = tools/x.sh --a\n";
+    EXPECT_EQ(paths(text.c_str()), (std::vector<std::string>{"/ws/tools/x.sh"})) << text;
+  }
+  EXPECT_EQ(paths("[init]\n\ttemplateDir = tpl\n"), (std::vector<std::string>{"/ws/tpl"}));
+  EXPECT_EQ(paths("[remote \"o\"]\n\turl = ext::tools/x.sh %S\n\tpushurl = https://h/x/y\n"),
+            (std::vector<std::string>{"/ws/tools/x.sh"}));
+  // only the "!" forms run a program
+  EXPECT_EQ(paths("[alias]\n\tx = log -- a/b\n[submodule \"s\"]\n\tupdate = rebase\n"),
+            std::vector<std::string>{});
+  EXPECT_EQ(cap::git_executed_keys().size(), 62u);  // a key added here is added above too
+}
+
+TEST(GitConfig, ExpansionsResolvedOrRefused) {
+  std::vector<std::string> bad;
+  auto p = [&bad](const char* text) {
+    bad.clear();
+    return cap::git_config_paths(cap::git_config_refs(text), "/ws", "/ws/.git", "/home/ada", &bad);
+  };
+  EXPECT_EQ(p("[core]\n\tfsmonitor = \"$(git rev-parse --show-toplevel)/tools/x.sh\"\n"),
+            (std::vector<std::string>{"/ws/tools/x.sh"}));
+  EXPECT_EQ(p("[core]\n\tfsmonitor = `git rev-parse --show-toplevel`/t/y.sh\n"),
+            (std::vector<std::string>{"/ws/t/y.sh"}));
+  EXPECT_EQ(p("[core]\n\tpager = $PWD/p.sh ${HOME}/bin/q\n"),
+            (std::vector<std::string>{"/ws/p.sh", "/home/ada/bin/q"}));
+  EXPECT_TRUE(bad.empty());
+  EXPECT_EQ(p("[core]\n\tfsmonitor = $PWDX/tools/x.sh\n"), std::vector<std::string>{});
+  EXPECT_EQ(bad, (std::vector<std::string>{"core.fsmonitor"}));
+  EXPECT_EQ(p("[core]\n\tfsmonitor = \"$(dirname $GIT_DIR)/x.sh\"\n"), std::vector<std::string>{});
+  EXPECT_EQ(bad, (std::vector<std::string>{"core.fsmonitor"}));
+  // an expansion that builds no path is no path
+  EXPECT_EQ(p("[credential]\n\thelper = \"!f() { echo password=$PASS; }; f\"\n"),
+            std::vector<std::string>{});
+  EXPECT_TRUE(bad.empty());
+}

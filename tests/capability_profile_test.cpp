@@ -505,7 +505,11 @@ TEST(CapabilityProfile, ProtectUnixSocketsAndLimitsFromConfig) {
   EXPECT_EQ(ew("profiles:\n  x: {extends: workspace, limits: {tmp: 2Gi}}\n"),
             "ws.yaml:2:41: profiles.x.limits.tmp: the workspace file can only lower a limit "
             "(workspace: 1073741824), got 2147483648");
-  EXPECT_EQ(ew("profiles:\n  x: {extends: devbox, limits: {tmp: 2Gi}}\n"), "OK");  // host /tmp
+  // devbox has no /tmp limit to lower, and a workspace file cannot extend
+  // it in any case (red team round 11)
+  EXPECT_EQ(ew("profiles:\n  x: {extends: devbox, limits: {tmp: 2Gi}}\n"),
+            "ws.yaml:2:16: profiles.x.extends: the workspace file cannot extend devbox, which "
+            "protects nothing");
 }
 
 // The red team (2026-12): a workspace at or above the home directory is
@@ -588,4 +592,57 @@ TEST(CapabilityProfile, HomeWorkspaceRefusedAndGitKeptValid) {
   auto d = must(resolve("devbox", ctx()));
   EXPECT_TRUE(d.pin.empty());
   EXPECT_TRUE(d.protect_if_missing.empty());
+}
+
+// Red team round 11: a workspace file's profile with `write: ["/"]` and
+// `network: open` was accepted (and auto-allowed under --profile y).
+TEST(CapabilityProfile, WorkspaceFileProfilesCannotGrant) {
+  auto err = [](const char* text) {
+    return merge_error({etc()}, ConfigDoc{text, ".comet/sandbox.yaml"});
+  };
+  EXPECT_EQ(err("profiles:\n  y:\n    extends: workspace\n    write: [\"/\"]\n"),
+            ".comet/sandbox.yaml:4:13: profiles.y.write[0]: the workspace file can only name "
+            "paths inside {workspace}, got \"/\"");
+  EXPECT_EQ(err("profiles:\n  y:\n    extends: strict\n    read: [\"{workspace}\", \"~\"]\n"),
+            ".comet/sandbox.yaml:4:27: profiles.y.read[1]: the workspace file can only name "
+            "paths inside {workspace}, got \"~\"");
+  EXPECT_EQ(err("profiles:\n  y: {extends: strict, write: [\"{workspace}/../x\"]}\n"),
+            ".comet/sandbox.yaml:2:32: profiles.y.write[0]: the workspace file can only name "
+            "paths inside {workspace}, got \"{workspace}/../x\"");
+  EXPECT_EQ(err("profiles:\n  y:\n    extends: workspace\n    network: open\n"),
+            ".comet/sandbox.yaml:4:14: profiles.y.network: the workspace file cannot open the "
+            "network");
+  EXPECT_EQ(err("profiles:\n  y:\n    extends: devbox\n"),
+            ".comet/sandbox.yaml:3:14: profiles.y.extends: the workspace file cannot extend "
+            "devbox, which protects nothing");
+  // what only takes away, or stays inside the workspace, is accepted
+  auto ok = merge({etc()}, ConfigDoc{"profiles:\n  y:\n    extends: strict\n    network: "
+                                     "restricted\n    write: [\"{workspace}/out\"]\n",
+                                     ".comet/sandbox.yaml"});
+  EXPECT_TRUE(ok.ok()) << ok.error().message();
+  // a global file may grant
+  EXPECT_TRUE(
+      merge({etc(), ConfigDoc{"profiles:\n  y: {extends: devbox, network: open}\n", "/u.yaml"}})
+          .ok());
+}
+
+// Red team round 11: `--workspace /etc` was auto-allowed.
+TEST(CapabilityProfile, SystemDirectoriesAreNoWorkspace) {
+  for (const char* ws : {"/etc", "/etc/cron.d", "/usr", "/usr/local/src/x", "/bin", "/lib64",
+                         "/boot", "/var", "/var/spool/cron", "/proc", "/sys", "/dev"}) {
+    ResolveContext c = ctx();
+    c.workspace = ws;
+    for (const char* profile : {"workspace", "strict"}) {
+      auto r = resolve(profile, c);
+      ASSERT_FALSE(r.ok()) << ws;
+      EXPECT_NE(r.error().message().find("the system directory"), std::string::npos)
+          << r.error().message();
+    }
+    EXPECT_TRUE(resolve("read-only", c).ok()) << ws;  // writes no workspace
+  }
+  for (const char* ws : {"/var/tmp/x", "/srv/app", "/opt/proj", "/tmp/w", "/usrx"}) {
+    ResolveContext c = ctx();
+    c.workspace = ws;
+    EXPECT_TRUE(resolve("workspace", c).ok()) << ws;
+  }
 }

@@ -13,52 +13,118 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool glob_key(const std::string& key, std::string_view section, std::string_view name) {
-  // section.*.name or section.name
-  if (key.rfind(std::string(section) + ".", 0) != 0) return false;
-  const auto dot = key.rfind('.');
-  return dot != std::string::npos && key.substr(dot + 1) == name;
+// Every key whose value git runs or reads as code, checked against
+// git-config(1) of git 2.39 (and git-interpret-trailers(1), git-archive(1),
+// git-send-email(1), git-web--browse(1), githooks(5)); red team round 11
+// found trailer.*.cmd, core.alternateRefsCommand, sendemail.*cmd and more
+// missing from the list kept before. A pattern's "*" is a subsection, a
+// trailing "+" any name (pager.<cmd>, alias.<name>).
+const std::vector<GitKeyRule>& rules() {
+  using K = GitConfigRef::Kind;
+  using W = GitKeyRule::When;
+  static const std::vector<GitKeyRule> r = {
+      {"core.hookspath", K::hooks_dir, W::always},
+      {"init.templatedir", K::hooks_dir, W::always},  // hooks/ copied by the host's init/clone
+      {"include.path", K::config_file, W::always},
+      {"includeif.*.path", K::config_file, W::always},
+      {"core.fsmonitor", K::program, W::not_bool},
+      {"core.sshcommand", K::program, W::always},
+      {"core.editor", K::program, W::always},
+      {"core.pager", K::program, W::always},
+      {"core.askpass", K::program, W::always},
+      {"core.gitproxy", K::program, W::always},
+      {"core.alternaterefscommand", K::program, W::always},
+      {"sequence.editor", K::program, W::always},
+      {"interactive.difffilter", K::program, W::always},
+      {"pager.+", K::program, W::always},
+      {"alias.+", K::program, W::bang},
+      {"diff.external", K::program, W::always},
+      {"diff.*.textconv", K::program, W::always},
+      {"diff.*.command", K::program, W::always},
+      {"difftool.*.cmd", K::program, W::always},
+      {"difftool.*.path", K::program, W::always},
+      {"mergetool.*.cmd", K::program, W::always},
+      {"mergetool.*.path", K::program, W::always},
+      {"merge.*.driver", K::program, W::always},
+      {"filter.*.clean", K::program, W::always},
+      {"filter.*.smudge", K::program, W::always},
+      {"filter.*.process", K::program, W::always},
+      {"credential.helper", K::program, W::always},
+      {"credential.*.helper", K::program, W::always},
+      {"gpg.program", K::program, W::always},
+      {"gpg.*.program", K::program, W::always},
+      {"gpg.*.defaultkeycommand", K::program, W::always},  // [gpg "ssh"]
+      {"guitool.*.cmd", K::program, W::always},
+      {"browser.*.cmd", K::program, W::always},
+      {"browser.*.path", K::program, W::always},
+      {"web.browser", K::program, W::always},
+      {"help.browser", K::program, W::always},
+      {"instaweb.browser", K::program, W::always},
+      {"instaweb.httpd", K::program, W::always},
+      {"man.viewer", K::program, W::always},
+      {"man.*.cmd", K::program, W::always},
+      {"man.*.path", K::program, W::always},
+      {"imap.tunnel", K::program, W::always},
+      {"remote.*.uploadpack", K::program, W::always},
+      {"remote.*.receivepack", K::program, W::always},
+      {"remote.*.url", K::program, W::ext_url},  // ext::CMD (protocol.ext.allow)
+      {"remote.*.pushurl", K::program, W::ext_url},
+      {"submodule.*.update", K::program, W::bang},
+      {"uploadpack.packobjectshook", K::program, W::always},
+      {"trailer.*.command", K::program, W::always},
+      {"trailer.*.cmd", K::program, W::always},
+      {"tar.*.command", K::program, W::always},  // git archive --format=tar.gz
+      {"sendemail.sendmailcmd", K::program, W::always},
+      {"sendemail.*.sendmailcmd", K::program, W::always},
+      {"sendemail.smtpserver", K::program, W::always},  // a path: a sendmail program
+      {"sendemail.*.smtpserver", K::program, W::always},
+      {"sendemail.tocmd", K::program, W::always},
+      {"sendemail.*.tocmd", K::program, W::always},
+      {"sendemail.cccmd", K::program, W::always},
+      {"sendemail.*.cccmd", K::program, W::always},
+      {"sendemail.headercmd", K::program, W::always},
+      {"sendemail.*.headercmd", K::program, W::always},
+      {"hook.*.command", K::program, W::always},  // config-based hooks (later gits)
+  };
+  return r;
+}
+
+// lk: "section.name" or "section.x.name" (any subsection as "x")
+bool key_matches(std::string_view pattern, const std::string& lk) {
+  const std::size_t d1 = lk.find('.'), d2 = lk.rfind('.');
+  const bool three = d1 != d2;
+  if (pattern.size() > 2 && pattern.substr(pattern.size() - 2) == ".+")
+    return !three && lk.compare(0, d1 + 1, pattern.substr(0, pattern.size() - 1)) == 0;
+  const std::size_t p1 = pattern.find('.'), p2 = pattern.rfind('.');
+  if ((p1 != p2) != three) return false;
+  if (!three) return lk == pattern;
+  return pattern.substr(p1, p2 - p1 + 1) == ".*." &&
+         lk.compare(0, d1, pattern.substr(0, p1)) == 0 && lk.substr(d2) == pattern.substr(p2);
 }
 
 GitConfigRef::Kind* kind_of(const std::string& key, const std::string& value,
                             GitConfigRef::Kind* out) {
-  using K = GitConfigRef::Kind;
-  if (key == "core.hookspath") return *out = K::hooks_dir, out;
-  if (key == "include.path" ||
-      (key.rfind("includeif.", 0) == 0 && glob_key(key, "includeif", "path")))
-    return *out = K::config_file, out;
-  if (key == "core.fsmonitor") {
-    const std::string v = lower(value);
-    if (v == "true" || v == "false" || v == "yes" || v == "no" || v == "on" || v == "off" ||
-        v == "1" || v == "0" || v.empty())
-      return nullptr;
-    return *out = K::program, out;
+  for (const GitKeyRule& r : rules()) {
+    if (!key_matches(r.pattern, key)) continue;
+    switch (r.when) {
+      case GitKeyRule::When::always:
+        break;
+      case GitKeyRule::When::bang:
+        if (value.empty() || value[0] != '!') return nullptr;
+        break;
+      case GitKeyRule::When::not_bool: {
+        const std::string v = lower(value);
+        if (v == "true" || v == "false" || v == "yes" || v == "no" || v == "on" || v == "off" ||
+            v == "1" || v == "0" || v.empty())
+          return nullptr;
+        break;
+      }
+      case GitKeyRule::When::ext_url:
+        if (lower(value).rfind("ext::", 0) != 0) return nullptr;
+        break;
+    }
+    return *out = r.kind, out;
   }
-  static const char* const exact[] = {"core.sshcommand",
-                                      "core.editor",
-                                      "core.pager",
-                                      "core.askpass",
-                                      "sequence.editor",
-                                      "diff.external",
-                                      "credential.helper",
-                                      "gpg.program",
-                                      "core.gitproxy",
-                                      "gpg.ssh.defaultkeycommand",
-                                      "interactive.difffilter"};
-  for (const char* e : exact)
-    if (key == e) return *out = K::program, out;
-  if (glob_key(key, "diff", "textconv") || glob_key(key, "diff", "command") ||
-      glob_key(key, "merge", "driver") || glob_key(key, "filter", "clean") ||
-      glob_key(key, "filter", "smudge") || glob_key(key, "filter", "process") ||
-      glob_key(key, "credential", "helper") || glob_key(key, "gpg", "program") ||
-      glob_key(key, "remote", "uploadpack") || glob_key(key, "remote", "receivepack") ||
-      glob_key(key, "difftool", "cmd") || glob_key(key, "mergetool", "cmd") ||
-      glob_key(key, "guitool", "cmd") || glob_key(key, "browser", "cmd") ||
-      (glob_key(key, "submodule", "update") && !value.empty() && value[0] == '!') ||
-      key.rfind("pager.", 0) == 0)
-    return *out = K::program, out;
-  if (key.rfind("alias.", 0) == 0 && !value.empty() && value[0] == '!')
-    return *out = K::program, out;
   return nullptr;
 }
 
@@ -149,7 +215,47 @@ std::vector<std::string> words(const std::string& cmd) {
   return out;
 }
 
+// The expansions whose value is known where git runs a program: the work
+// tree's top (git runs them there: $PWD, `git rev-parse
+// --show-toplevel`) and the home directory.
+std::string expand_known(std::string cmd, const std::string& worktree, const std::string& home) {
+  const std::pair<const char*, const std::string*> known[] = {
+      {"$(git rev-parse --show-toplevel)", &worktree},
+      {"`git rev-parse --show-toplevel`", &worktree},
+      {"${PWD}", &worktree},
+      {"$PWD", &worktree},
+      {"${HOME}", &home},
+      {"$HOME", &home}};
+  for (const auto& [from, to] : known) {
+    const std::string f = from;
+    for (std::size_t at = cmd.find(f); at != std::string::npos; at = cmd.find(f, at)) {
+      // $PWD must not take the start of $PWDX
+      const std::size_t end = at + f.size();
+      if (f[1] != '(' && f[1] != '{' && f[0] == '$' && end < cmd.size() &&
+          (std::isalnum(static_cast<unsigned char>(cmd[end])) || cmd[end] == '_')) {
+        at = end;
+        continue;
+      }
+      cmd.replace(at, f.size(), *to);
+      at += to->size();
+    }
+  }
+  return cmd;
+}
+
+// A command line that makes a path out of an expansion whose value is not
+// known here ($X/..., $(cmd)/..., `cmd`/...): what it runs cannot be
+// named, so it cannot be protected.
+bool builds_a_path(const std::string& cmd) {
+  std::size_t at = cmd.find_first_of("$`");
+  return at != std::string::npos && cmd.find('/', at) != std::string::npos;
+}
+
 }  // namespace
+
+const std::vector<GitKeyRule>& git_executed_keys() {
+  return rules();
+}
 
 std::vector<GitConfigRef> git_config_refs(std::string_view text) {
   std::vector<GitConfigRef> out;
@@ -220,7 +326,8 @@ std::vector<GitConfigRef> git_config_refs(std::string_view text) {
 
 std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
                                           const std::string& worktree,
-                                          const std::string& config_dir, const std::string& home) {
+                                          const std::string& config_dir, const std::string& home,
+                                          std::vector<std::string>* unresolved) {
   std::vector<std::string> out;
   auto add = [&](const std::string& p) {
     if (!p.empty() && p != "/" && std::find(out.begin(), out.end(), p) == out.end())
@@ -243,6 +350,14 @@ std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
         // tools/c.sh` (red team round 6), not only the first
         std::string cmd = r.value;
         if (!cmd.empty() && cmd[0] == '!') cmd = cmd.substr(1);
+        if (lower(cmd).rfind("ext::", 0) == 0) cmd = cmd.substr(5);
+        // red team round 11: "$(git rev-parse --show-toplevel)/tools/x.sh"
+        // was split on blanks and protected literally
+        cmd = expand_known(cmd, worktree, home);
+        if (builds_a_path(cmd)) {
+          if (unresolved) unresolved->push_back(r.key);
+          continue;
+        }
         for (const std::string& w : words(cmd))
           if (w.find('/') != std::string::npos && w.find("://") == std::string::npos)
             add(absolute(w, worktree, home));

@@ -207,6 +207,10 @@ const std::vector<std::string> kRuntimeSocketDirs = {
     "/run/docker",     "/var/run/docker",     "{runtime}/podman",
 };
 
+// Refused as (or above) a workspace that a profile writes.
+const char* const kSystemDirs[] = {"/etc",    "/usr",  "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                   "/libx32", "/boot", "/var", "/proc", "/sys", "/dev"};
+
 class Expander {
  public:
   explicit Expander(const ResolveContext& ctx) : ctx_(ctx) {
@@ -359,6 +363,19 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
             (ws == home ? " is the home directory" : " holds the home directory " + home) +
             ": too much of what your shell and tools run lives there; use a "
             "project directory");
+      }
+    }
+    // A system directory as the workspace (red team round 11: `--workspace
+    // /etc` was auto-allowed): what it holds is what the host runs and
+    // obeys (cron, systemd units, profile.d, sudoers.d, binaries) and no
+    // list of names could cover it. /var/tmp stays a place for projects.
+    if (writes_ws && !ctx.workspace.empty() && ctx.workspace[0] == '/') {
+      const std::string ws = detail::normalize_path(ctx.workspace);
+      for (const char* sys : kSystemDirs) {
+        if (!detail::path_under(ws, sys) || detail::path_under(ws, "/var/tmp")) continue;
+        return Error::msg("sandbox: the workspace " + ws + (ws == sys ? " is" : " is under") +
+                          " the system directory " + sys +
+                          ": what the host runs lives there; use a project directory");
       }
     }
     TRYV(add_all(x, r.read, base->read, what));

@@ -199,6 +199,7 @@ Result<CustomProfile> parse_profile(const Reader& r, const std::string& name, co
   TRYV(r.require(m, {"extends"}));
   const Field& ef = *m.get("extends");
   TRY(p.extends, r.string(ef, child(path, "extends")));
+  p.extends_loc = ef.loc;
   if (p.extends == "off") {
     return r.error(ef.loc, child(path, "extends"), "cannot extend \"off\", which is no sandbox");
   }
@@ -212,9 +213,13 @@ Result<CustomProfile> parse_profile(const Reader& r, const std::string& name, co
   }
   if (const Field* x = m.get("read")) {
     TRY(p.read, paths(r, *x, child(path, "read")));
+    TRY(auto items, r.list(*x, child(path, "read")));
+    for (const auto& it : items) p.read_locs.push_back(it.loc);
   }
   if (const Field* x = m.get("write")) {
     TRY(p.write, paths(r, *x, child(path, "write")));
+    TRY(auto items, r.list(*x, child(path, "write")));
+    for (const auto& it : items) p.write_locs.push_back(it.loc);
   }
   if (const Field* x = m.get("deny")) {
     TRY(p.deny, paths(r, *x, child(path, "deny")));
@@ -229,6 +234,7 @@ Result<CustomProfile> parse_profile(const Reader& r, const std::string& name, co
   if (const Field* x = m.get("limits")) TRYV(parse_limits(r, *x, child(path, "limits"), p));
   if (const Field* n = m.get("network")) {
     TRY(std::string net, r.string(*n, child(path, "network")));
+    p.network_loc = n->loc;
     if (net == "open") {
       p.network = Network::open;
     } else if (net == "restricted") {
@@ -322,6 +328,37 @@ void add_lists(ProfileSet& set, Doc& doc) {
   for (auto& p : doc.unix_sockets) set.unix_sockets.push_back(std::move(p));
 }
 
+// A workspace file's profile may only take access away (red team round
+// 11: `write: ["/"]`, `network: open` under --profile y was accepted and
+// auto-allowed): no devbox base (it writes everything, protects nothing),
+// no `network: open`, and read/write entries only inside the workspace
+// ({workspace} or below it, no ".."), which its base can reach anyway;
+// where a symlink in the workspace leads is checked when the sandbox
+// starts (sandbox_cli.cpp).
+Status check_grants(const CustomProfile& p, const std::string& file) {
+  const std::string at_p = "profiles." + p.name;
+  if (p.extends == "devbox")
+    return Error::msg(at(file, p.extends_loc) + ": " + at_p +
+                      ".extends: the workspace file cannot extend devbox, which protects nothing");
+  if (p.network && *p.network == Network::open)
+    return Error::msg(at(file, p.network_loc) + ": " + at_p +
+                      ".network: the workspace file cannot open the network");
+  auto inside = [](const std::string& e) {
+    if (e != "{workspace}" && e.rfind("{workspace}/", 0) != 0) return false;
+    return ("/" + e + "/").find("/../") == std::string::npos;
+  };
+  for (const auto* l : {&p.read, &p.write}) {
+    const bool w = l == &p.write;
+    for (std::size_t i = 0; i < l->size(); i++)
+      if (!inside((*l)[i]))
+        return Error::msg(at(file, (w ? p.write_locs : p.read_locs).at(i)) + ": " + at_p +
+                          (w ? ".write[" : ".read[") + std::to_string(i) +
+                          "]: the workspace file can only name paths inside {workspace}, got " +
+                          quote((*l)[i]));
+  }
+  return {};
+}
+
 // A workspace file's profile may only lower the limits of what it extends
 // (0 there means none, so any value is lower).
 Status check_lowers(const CustomProfile& p, const std::string& file) {
@@ -395,6 +432,7 @@ Result<ProfileSet> merge(const std::vector<ConfigDoc>& global_docs,
                           " (defined at " + at(it->second.file, it->second.loc) + ")");
       }
       p.from_workspace = true;
+      TRYV(check_grants(p, wd.filename));
       TRYV(check_lowers(p, wd.filename));
       std::string name = p.name;
       set.custom.emplace(std::move(name), std::move(p));

@@ -109,6 +109,31 @@ def test_protected_paths_are_refused(user, ws):
     assert any("sub/.git" in json.dumps(e) for e in events), events
 
 
+def test_a_gitlinks_fsmonitor_is_protected(user, ws):
+    # Red team round 11 (rootless too): a nested repository's config was
+    # never read; the host's plain `git status` ran what the sandbox wrote
+    # at the path its core.fsmonitor names.
+    git_repo(user, ws)
+    sub = ws / "sub"
+    user.run(["mkdir", "-p", str(sub / "tools")])
+    git_repo(user, sub)
+    for cmd in (["sh", "-c", "printf '#!/bin/sh\nexit 0\n' > tools/fsmon.sh && "
+                             "chmod +x tools/fsmon.sh && echo x > x && git add x && "
+                             "git commit -qm x && git config core.fsmonitor tools/fsmon.sh"],):
+        r = user.run(cmd, cwd=str(sub))
+        assert r.returncode == 0, r.stderr
+    r = user.run(["sh", "-c", "git add sub && git commit -qm gitlink"], cwd=str(ws))
+    assert r.returncode == 0, r.stderr
+    marker = user.home / "pwned"
+    r = sh(user, ws, f"printf '#!/bin/sh\\ntouch {marker}\\n' > sub/tools/fsmon.sh; "
+                     "echo w=$?; rm -f sub/tools/fsmon.sh; echo rm=$?")
+    assert r.returncode == 0, r.stderr
+    assert "w=0" not in r.stdout and "rm=0" not in r.stdout, r.stdout
+    user.run(["git", "status"], cwd=str(ws))
+    assert not marker.exists()
+    assert (sub / "tools" / "fsmon.sh").read_text() == "#!/bin/sh\nexit 0\n"
+
+
 def test_git_add_and_commit_work(user, ws):
     git_repo(user, ws)
     r = sh(user, ws, "echo hello > a.txt && git add a.txt && git commit -qm one && git log --oneline")

@@ -1,7 +1,10 @@
 #include "comet/host/log.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +44,30 @@ std::string logfmt_quote(const std::string& s) {
   return out + "\"";
 }
 
+// A line written whole where it can be: the fd is shared with the
+// sandboxed command, which may set O_NONBLOCK on it and fill the pipe (red
+// team round 11: the end-of-run summary got EAGAIN and was dropped). On
+// EAGAIN we wait for room (poll), 2 s in all, then give up.
+void write_line(int fd, const std::string& line) {
+  std::size_t off = 0;
+  int waited_ms = 0;
+  while (off < line.size()) {
+    ssize_t n = ::write(fd, line.data() + off, line.size() - off);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waited_ms < 2000) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      (void)::poll(&p, 1, 100);
+      waited_ms += 100;
+      continue;
+    }
+    return;
+  }
+}
+
 void emit(int fd, Level lvl, const std::string& raw) {
   // Messages carry paths and names an agent or a pack chose: no control
   // character of theirs reaches a terminal (sys.hpp visible_controls).
@@ -55,8 +82,7 @@ void emit(int fd, Level lvl, const std::string& raw) {
   }
   line += '\n';
   // One write per line: O_APPEND keeps concurrent writers' lines whole.
-  ssize_t r = ::write(fd, line.data(), line.size());
-  (void)r;
+  write_line(fd, line);
 }
 }  // namespace
 
@@ -88,9 +114,7 @@ void write(Level lvl, const std::string& msg) {
 void error(const std::string& m) {
   emit(g_fd, Level::kError, m);
   if (!g_fd_is_stderr) {
-    std::string line = visible_controls(m, false) + "\n";
-    ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
-    (void)r;
+    write_line(STDERR_FILENO, visible_controls(m, false) + "\n");
   }
 }
 

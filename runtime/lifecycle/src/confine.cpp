@@ -320,13 +320,26 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
 
 namespace {
 
-int add_path_rule(int rs, const char* path, uint64_t access, const char** failed) noexcept {
-  int fd = ::open(path, O_PATH | O_CLOEXEC);
+// With `nofollow`, a symlink at PATH gets no rule: a writable mount's
+// destination can be a pinned symlink (a link on the way to a protected
+// path, profile_compile.cpp pin_link), and following it granted writes
+// beneath whatever it names, or failed where that is missing inside
+// (red team round 11: a workspace link to a host /tmp directory, which the
+// private /tmp does not hold, made every run exit 125 with ENOENT while
+// --can-auto-allow said true). Landlock judges the file a path resolves
+// to, never the link, so the rule is not needed.
+int add_path_rule(int rs, const char* path, uint64_t access, const char** failed,
+                  bool nofollow = false) noexcept {
+  int fd = ::open(path, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
   if (fd < 0) {
     *failed = path;
     return errno;
   }
   struct stat st;
+  if (nofollow && ::fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+    ::close(fd);
+    return 0;
+  }
   if (::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) access &= kFileRights;
   PathBeneathAttr pb = {access, fd};
   long r = ::syscall(SYS_landlock_add_rule, rs, kRulePathBeneath, &pb, 0);
@@ -365,7 +378,7 @@ int apply_landlock(const ChildContext& ctx, const char** failed) noexcept {
   if (ctx.confine.landlock_no_symlinks) write &= ~kAccessFsMakeSym;
   for (size_t i = 0; !err && i < ctx.confine.landlock_write.size(); i++) {
     // a writable mount under the exec lock: still no execute right there
-    err = add_path_rule(rs, ctx.confine.landlock_write[i].c_str(), write, failed);
+    err = add_path_rule(rs, ctx.confine.landlock_write[i].c_str(), write, failed, true);
   }
   // The caller's stdio (sandbox): `> /dev/stdout` reopens fd 1's file
   // through /proc/self/fd/1, which Landlock judges by its path, outside

@@ -65,6 +65,38 @@ Result<std::string> real_dir(const std::string& p, const char* what) {
   return std::string(buf);
 }
 
+// A workspace file's profile names read/write entries inside {workspace}
+// only (profile_parse.cpp); a symlink there may lead anywhere: what it adds
+// beyond its base must really lie inside the workspace (red team round 11).
+Status workspace_profile_stays_inside(const Prepared& p) {
+  auto it = p.config.set.custom.find(p.profile.name);
+  if (it == p.config.set.custom.end() || !it->second.from_workspace) return {};
+  TRY(auto base, cap::resolve(p.config.set, it->second.extends, p.ctx));
+  auto real_of = [](std::string path) {
+    std::string rest;
+    char buf[PATH_MAX];
+    while (!::realpath(path.c_str(), buf)) {
+      const auto k = path.rfind('/');
+      if (k == std::string::npos || k == 0) return std::string("/") + rest;
+      rest = path.substr(k) + rest;
+      path = path.substr(0, k);
+    }
+    return std::string(buf) + rest;
+  };
+  for (const auto* pair : {&p.profile.write, &p.profile.read}) {
+    const auto& have = pair == &p.profile.write ? base.write : base.read;
+    for (const std::string& e : *pair) {
+      if (std::find(have.begin(), have.end(), e) != have.end()) continue;
+      const std::string r = real_of(e);
+      if (r != p.workspace && r.rfind(p.workspace + "/", 0) != 0)
+        return Error::msg("sandbox: profile " + p.profile.name + " (" + it->second.file + ") " +
+                          (pair == &p.profile.write ? "writes " : "reads ") + e +
+                          ", which leads outside the workspace to " + r);
+    }
+  }
+  return {};
+}
+
 Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   Prepared p;
   TRY(p.who, invoking_user(env));
@@ -78,8 +110,11 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.ctx = resolve_context(p.who, p.workspace, env);
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
-  sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+  if (Status st = sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+      !st.ok())
+    return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
+  TRYV(workspace_profile_stays_inside(p));
   // The home the account has (passwd), beside $HOME (the profile's "~"):
   // a workspace at or above either is refused where the profile writes the
   // workspace (capability/profile.cpp); devbox protects nothing by design.
@@ -102,6 +137,32 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
     }
   }
   return p;
+}
+
+// `--events unix:PATH` is connected for each event: a socket in a tree
+// the command writes could be unlinked and bound again by the command,
+// which then swallows (or answers) the events (red team round 11). Such a
+// PATH is refused; the private /tmp is no host tree, devbox protects
+// nothing by design.
+Status events_socket_outside(const Prepared& p, const std::string& events) {
+  if (events.rfind("unix:", 0) != 0 || !p.profile.sandboxed || p.profile.base == "devbox")
+    return {};
+  std::string path = events.substr(5);
+  char buf[PATH_MAX];
+  if (path.empty() || path[0] != '/')
+    path = std::string(::getcwd(buf, sizeof buf) ? buf : "") + "/" + path;
+  path = clean_path(path);
+  const std::string name = path.substr(path.rfind('/') + 1);
+  const std::string dir = path.substr(0, path.rfind('/'));
+  if (::realpath(dir.empty() ? "/" : dir.c_str(), buf)) path = std::string(buf) + "/" + name;
+  for (const std::string& w : p.profile.write) {
+    if (w == p.ctx.tmp && p.profile.limits.tmp != 0) continue;  // a private tmpfs inside
+    if (path == w || path.rfind(w == "/" ? w : w + "/", 0) == 0)
+      return Error::msg("sandbox: --events unix:" + events.substr(5) + " is in " + w +
+                        ", which the command can write (it could take the socket's name); "
+                        "put the socket elsewhere");
+  }
+  return {};
 }
 
 std::string self_exe() {
@@ -397,6 +458,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     char cwd[PATH_MAX];
     if (::getcwd(cwd, sizeof cwd)) l.events = join_path(cwd, l.events);
   }
+  if (Status st = events_socket_outside(p, l.events); !st.ok()) return exit_for(st.error());
   log::debug("sandbox " + l.id + ": profile " + p.profile.name + ", workspace " + p.workspace);
   auto rc = launch_sandbox(l);
   if (!rc.ok()) return exit_for(rc.error());

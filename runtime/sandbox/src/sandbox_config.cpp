@@ -99,6 +99,7 @@ cap::ResolveContext resolve_context(const Invoker& who, const std::string& works
   else if (!who.home.empty())
     c.config_home = who.home + "/.config";
   if (!xdg.empty() && xdg[0] != '/') c.config_home_relative = xdg;
+  if (!who.via_sudo) c.zdotdir = get(env, "ZDOTDIR");
   if (who.via_sudo) {
     std::string run = "/run/user/" + std::to_string(who.uid);
     if (is_dir(run)) c.runtime_dir = run;

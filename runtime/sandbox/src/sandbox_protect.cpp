@@ -36,11 +36,13 @@ std::string git_dir_of(const std::string& at) {
 // What the host's git runs or reads because its config says so (a hooks
 // directory, a program or an included config file inside the workspace:
 // git_config.hpp): protected like the config's own `protect` entries. The
-// configs read (16 files at most; one that cannot be read adds nothing):
-// the repository the workspace is in (its own, or a parent's for a
-// subdirectory of a monorepo; a linked worktree's and the main one's:
-// config, config.worktree, and the commondir's), its modules' (with their
-// own worktree), the user's and the system's, and the files they include.
+// configs read (1024 reads at most; one that cannot be read adds
+// nothing): the repository the workspace is in (its own, or a parent's for
+// a subdirectory of a monorepo; a linked worktree's and the main one's:
+// config, config.worktree, and the commondir's), every repository and
+// linked worktree below it (relative to its own top), its modules' (with
+// their own worktree), the user's and the system's, and the files they
+// include.
 // The modules' git directories the built-in `.git/modules/*/...` entries
 // do not reach (a module's module, a name with a "/"): their config,
 // config.worktree, hooks/, info/, remotes/ and branches/ are protected too (red team round 8: a
@@ -59,31 +61,167 @@ void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
   }
 }
 
-void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
-                              cap::ProfileSet& set) {
+// The repositories below the workspace at start: every directory but the
+// workspace's own top with a `.git` entry (a nested repository, a gitlink's
+// or submodule's checkout, a linked worktree), found by a walk that follows
+// no symlink and does not enter a `.git` (32 levels, 65536 directories,
+// 256 repositories), and every linked worktree `.git/worktrees/*/gitdir`
+// names inside the workspace. Red team round 11: a nested repository's
+// config (husky's core.hooksPath, a gitlink's core.fsmonitor) and a linked
+// worktree's copy of a configured program were never read or protected.
+struct NestedRepo {
+  std::string top, git_dir;
+};
+
+static void find_nested_repos(const std::string& dir, int depth, int& budget,
+                              std::vector<NestedRepo>& out) {
+  if (depth > 32 || budget <= 0 || out.size() >= 256) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> subs;
+  bool has_git = false;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    if (std::strcmp(e->d_name, ".git") == 0) {
+      has_git = true;
+      continue;
+    }
+    unsigned char t = e->d_type;
+    if (t == DT_UNKNOWN) {
+      struct stat st;
+      if (::lstat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) t = DT_DIR;
+    }
+    if (t == DT_DIR) subs.push_back(dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  if (has_git && depth > 0) {
+    const std::string gd = git_dir_of(dir + "/.git");
+    if (!gd.empty()) out.push_back({dir, clean_path(gd)});
+  }
+  for (const std::string& sub : subs) {
+    if (--budget <= 0) return;
+    find_nested_repos(sub, depth + 1, budget, out);
+  }
+}
+
+static std::vector<NestedRepo> nested_repos(const std::string& ws) {
+  std::vector<NestedRepo> out;
+  int budget = 65536;
+  find_nested_repos(ws, 0, budget, out);
+  if (DIR* d = ::opendir((ws + "/.git/worktrees").c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string g = ws + "/.git/worktrees/" + e->d_name;
+      auto text = read_file(g + "/gitdir");
+      if (!text.ok()) continue;
+      std::string at = *text;
+      while (!at.empty() && (at.back() == '\n' || at.back() == '\r' || at.back() == ' '))
+        at.pop_back();
+      if (at.empty() || at[0] != '/') continue;
+      at = clean_path(at);
+      if (at.rfind(ws + "/", 0) != 0 || at.size() < 6 || at.substr(at.size() - 5) != "/.git")
+        continue;
+      const std::string top = at.substr(0, at.size() - 5);
+      if (top == ws) continue;
+      bool known = false;
+      for (const NestedRepo& r : out) known = known || r.top == top;
+      if (!known) out.push_back({top, g});
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+// The git directory's control files a nested repository's git obeys, when
+// the directory is in the workspace but not below a `.git` (which the git
+// rule keeps read-only): a gitdir: file naming a plain directory.
+static void protect_nested_repo(const std::string& ws, const NestedRepo& r, cap::ProfileSet& set) {
+  const std::string why = "nested repository " + r.top;
+  struct stat st;
+  const bool git_is_dir = ::lstat((r.top + "/.git").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (!git_is_dir) set.protect.push_back(cap::ConfigPath{r.top + "/.git", why, {}, true});
+  for (const std::string& n : cap::protected_workspace_names()) {
+    const bool dir = n.back() == '/';
+    const std::string name = dir ? n.substr(0, n.size() - 1) : n;
+    // below a .git directory: the git rule's, which refuses every write
+    // there (and reports it); a gitdir: file's directory: below
+    if (name.rfind(".git/", 0) == 0) continue;
+    set.protect.push_back(cap::ConfigPath{r.top + "/" + name, why, {}, !dir});
+  }
+  const std::string own = ws + "/.git/";
+  if (git_is_dir || r.git_dir.rfind(ws + "/", 0) != 0 || r.git_dir.rfind(own, 0) == 0) return;
+  for (const char* f : {"/config", "/config.worktree", "/commondir", "/HEAD"})
+    set.protect.push_back(cap::ConfigPath{r.git_dir + f, why, {}, true});
+  for (const char* f : {"/hooks", "/info", "/remotes", "/branches"})
+    set.protect.push_back(cap::ConfigPath{r.git_dir + f, why, {}});
+}
+
+// The home table's `.config/X` names (git, fish, nvim, systemd, direnv,
+// autostart, comet, ...) under $XDG_CONFIG_HOME when it is elsewhere (in
+// the workspace, say), and its zsh names under $ZDOTDIR: the host's tools
+// read them there (red team round 8 for git/, round 11 for the rest). A
+// relative one names a place under the working directory: the
+// workspace's, for the host's tools run there (red team round 9).
+static void protect_config_homes(const std::string& ws, const cap::ResolveContext& ctx,
+                                 cap::ProfileSet& set) {
+  std::vector<std::string> config_dirs, zdot_dirs;
+  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
+    config_dirs.push_back(ctx.config_home);
+  if (!ctx.config_home_relative.empty())
+    config_dirs.push_back(clean_path(ws + "/" + ctx.config_home_relative));
+  if (!ctx.zdotdir.empty() && ctx.zdotdir != ctx.home)
+    zdot_dirs.push_back(ctx.zdotdir[0] == '/' ? clean_path(ctx.zdotdir)
+                                              : clean_path(ws + "/" + ctx.zdotdir));
+  for (const std::string& n : cap::protected_home_names()) {
+    const bool dir = n.back() == '/';
+    const std::string name = dir ? n.substr(0, n.size() - 1) : n;
+    if (name.rfind(".config/", 0) == 0)
+      for (const std::string& d : config_dirs)
+        set.protect.push_back(cap::ConfigPath{d + name.substr(7), "XDG_CONFIG_HOME", {}, !dir});
+    if (name.rfind(".z", 0) == 0)
+      for (const std::string& d : zdot_dirs)
+        set.protect.push_back(cap::ConfigPath{d + "/" + name, "ZDOTDIR", {}, !dir});
+  }
+  for (const std::string& d : config_dirs)
+    set.protect.push_back(cap::ConfigPath{d + "/comet", "XDG_CONFIG_HOME", {}});
+}
+
+Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
+                                cap::ProfileSet& set) {
   protect_nested_modules(ws, set);
   struct Todo {
     std::string file, worktree;
   };
   std::vector<Todo> todo;
+  // A git directory's configs, for a work tree at `top`: its own and its
+  // commondir's (a linked worktree's main repository).
+  auto configs_of = [&todo](const std::string& gd, const std::string& top) {
+    std::vector<std::string> dirs = {gd};
+    if (auto c = read_file(gd + "/commondir"); c.ok()) {
+      std::string cd = *c;
+      while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+      if (!cd.empty()) dirs.push_back(clean_path(cd[0] == '/' ? cd : gd + "/" + cd));
+    }
+    for (const std::string& d : dirs)
+      for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, top});
+  };
   // The repository holding the workspace: the nearest .git at or above it.
   for (std::string r = ws;; r = r.substr(0, r.rfind('/'))) {
     const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
     if (!gd.empty()) {
-      const std::string root = r.empty() ? "/" : r;
-      std::vector<std::string> dirs = {gd};
-      if (auto c = read_file(gd + "/commondir"); c.ok()) {
-        std::string cd = *c;
-        while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
-        if (!cd.empty()) dirs.push_back(cd[0] == '/' ? cd : gd + "/" + cd);
-      }
-      for (const std::string& d : dirs)
-        for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, root});
+      configs_of(gd, r.empty() ? "/" : r);
       break;
     }
     if (r.empty() || r == "/") break;
   }
-  // The modules of the workspace's own repository: .git/modules/NAME.
+  // Every repository and linked worktree below it: its config, relative to
+  // its own top, and the workspace's table at that top.
+  for (const NestedRepo& r : nested_repos(ws)) {
+    protect_nested_repo(ws, r, set);
+    configs_of(r.git_dir, r.top);
+  }
+  // The modules of the workspace's own repository: .git/modules/NAME (a
+  // module whose checkout is elsewhere than NAME is found above).
   if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
@@ -99,32 +237,34 @@ void protect_git_config_paths(const std::string& ws, const cap::ResolveContext& 
   for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
                                ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
     todo.push_back({f, ws});
-  // $XDG_CONFIG_HOME/git when it is elsewhere (inside the workspace, say):
-  // the host's git reads its config there (red team round 8)
-  if (!ctx.config_home.empty() && ctx.config_home != ctx.home + "/.config")
-    set.protect.push_back(cap::ConfigPath{ctx.config_home + "/git", "XDG_CONFIG_HOME", {}});
-  // A relative one names a place under git's working directory: the
-  // workspace's, for the host's git run there (red team round 9).
-  if (!ctx.config_home_relative.empty())
-    set.protect.push_back(cap::ConfigPath{
-        clean_path(ws + "/" + ctx.config_home_relative + "/git"), "XDG_CONFIG_HOME", {}});
+  protect_config_homes(ws, ctx, set);
+  // A config is read once per work tree it applies to (the main
+  // repository's, for each linked worktree): 1024 reads at most.
   std::vector<std::string> seen;
-  for (std::size_t i = 0; i < todo.size() && seen.size() < 16; i++) {
+  for (std::size_t i = 0; i < todo.size() && seen.size() < 1024; i++) {
     const Todo t = todo[i];  // a copy: todo grows below
-    if (std::find(seen.begin(), seen.end(), t.file) != seen.end()) continue;
+    const std::string key = t.file + '\0' + t.worktree;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     auto text = read_file(t.file);
     if (!text.ok() || text->size() > (1 << 20)) continue;
-    seen.push_back(t.file);
+    seen.push_back(key);
     const auto refs = cap::git_config_refs(*text);
     const std::string dir = t.file.substr(0, t.file.rfind('/'));
     for (const cap::GitConfigRef& r : refs) {
-      for (const std::string& p : cap::git_config_paths({r}, t.worktree, dir, ctx.home)) {
+      std::vector<std::string> unresolved;
+      const auto paths = cap::git_config_paths({r}, t.worktree, dir, ctx.home, &unresolved);
+      if (!unresolved.empty())
+        return Error::msg("sandbox: " + t.file + ": " + r.key +
+                          " builds a program's path from a shell expansion, so what the host's "
+                          "git runs cannot be protected; name the program plainly");
+      for (const std::string& p : paths) {
         set.protect.push_back(cap::ConfigPath{
             p, t.file + " (" + r.key + ")", {}, r.kind != cap::GitConfigRef::Kind::hooks_dir});
         if (r.kind == cap::GitConfigRef::Kind::config_file) todo.push_back({p, t.worktree});
       }
     }
   }
+  return {};
 }
 
 // A symlink inside a protected directory of the workspace leads out of it:

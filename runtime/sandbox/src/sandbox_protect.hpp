@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/result.hpp"
 #include "comet/capability/profile.hpp"
 
 namespace comet::runtime::sandbox_parts {
@@ -15,8 +16,9 @@ std::string git_dir_of(const std::string& at);
 
 // Adds to set.protect what the host's git runs or reads because its config
 // says so, and the modules' git directories the built-in entries miss.
-void protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
-                              capability::ProfileSet& set);
+// Refuses a program value it cannot name (built by a shell expansion).
+Status protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
+                                capability::ProfileSet& set);
 
 // Where the symlinks inside the protected directory DIR lead (4 levels,
 // BUDGET entries): OUT gets what to protect, PINS the further links of

@@ -20,19 +20,23 @@ struct GitConfigRef {
   std::string value;  // unquoted, unescaped
 };
 
+// A key whose value git runs or reads as code (git_config.cpp's table,
+// checked against git-config(1) of git 2.39): `pattern` is lower-case
+// "section.name", "section.*.name" (any subsection) or "section.+" (any
+// name); `when` says which values count.
+struct GitKeyRule {
+  enum class When { always, bang /* "!..." */, not_bool, ext_url /* "ext::..." */ };
+  const char* pattern;
+  GitConfigRef::Kind kind;
+  When when;
+};
+const std::vector<GitKeyRule>& git_executed_keys();
+
 // The values of `text` (git-config(1) syntax: sections, "subsections",
 // quotes, backslash escapes, # and ; comments, continued lines) under the
-// keys that name one: core.hooksPath (a directory of hooks);
-// include.path and includeIf.*.path (config files); and the programs:
-// core.fsmonitor (not a boolean), core.sshCommand, core.editor,
-// core.pager, core.askPass, sequence.editor, diff.external,
-// diff.*.textconv, diff.*.command, merge.*.driver, filter.*.clean,
-// filter.*.smudge, filter.*.process, credential.helper,
-// credential.*.helper, gpg.program, gpg.*.program, pager.*, core.gitProxy,
-// gpg.ssh.defaultKeyCommand, interactive.diffFilter, remote.*.uploadpack,
-// remote.*.receivepack, difftool.*.cmd, mergetool.*.cmd, guitool.*.cmd,
-// browser.*.cmd, and alias.* and submodule.*.update that start with "!".
-// Malformed lines are skipped.
+// keys of git_executed_keys(): core.hooksPath and init.templateDir
+// (directories of hooks), include.path and includeIf.*.path (config
+// files), and the programs. Malformed lines are skipped.
 std::vector<GitConfigRef> git_config_refs(std::string_view text);
 
 // The absolute paths those values name: a hooks directory (relative to
@@ -40,9 +44,15 @@ std::vector<GitConfigRef> git_config_refs(std::string_view text);
 // of it there (.husky for .husky/_: husky's hooks run the scripts beside
 // it); every word of a program's command line that holds a '/' (relative to
 // `worktree`, "~/" to `home`); a config file (relative to `config_dir`,
-// "~/" to `home`). Cleaned ("." and ".." resolved as text).
+// "~/" to `home`). Cleaned ("." and ".." resolved as text). In a program,
+// $PWD, ${PWD}, $(git rev-parse --show-toplevel) and its backquoted form
+// are `worktree`, $HOME and ${HOME} `home`; a program that builds a path
+// from any other expansion ($X/bin/y, $(cmd)/y: a "$" or "`" with a "/"
+// after it) names nothing: its key goes to `unresolved` (the sandbox
+// refuses to start, red team round 11).
 std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
                                           const std::string& worktree,
-                                          const std::string& config_dir, const std::string& home);
+                                          const std::string& config_dir, const std::string& home,
+                                          std::vector<std::string>* unresolved = nullptr);
 
 }  // namespace comet::capability

@@ -80,6 +80,11 @@ struct CustomProfile {
   std::string file;  // where it is defined
   Loc loc;
   bool from_workspace = false;
+  // Positions of what a workspace file's profile may not grant (red team
+  // round 11): extends devbox, network open, read/write entries outside
+  // {workspace}.
+  Loc extends_loc = {}, network_loc = {};
+  std::vector<Loc> read_locs = {}, write_locs = {};
 };
 
 struct DenyPath {
@@ -139,6 +144,10 @@ struct ResolveContext {
   // directory, so {workspace}/REL/git is where the host's git in the
   // workspace reads its config (protected; config_home stays the default).
   std::string config_home_relative = {};
+  // $ZDOTDIR (absolute, or relative like config_home_relative): where the
+  // host's zsh reads its rc files; the home table's zsh names are protected
+  // there too (red team round 11).
+  std::string zdotdir = {};
 };
 
 struct ResolvedProfile {
