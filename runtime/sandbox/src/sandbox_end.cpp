@@ -90,7 +90,7 @@ static int tmpfs_child(void* arg) noexcept {
 }
 
 static Result<UniqueFd> detached_tmpfs_rootless() {
-  TmpfsChild c{::getuid(), ::getgid()};
+  TmpfsChild c{::getuid(), ::getgid(), -1, 0, false};
   constexpr size_t kStack = 64 * 1024;
   void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
