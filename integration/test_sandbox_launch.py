@@ -235,6 +235,29 @@ def test_pids_limit_holds(launch):
     assert int(words[1]) < 16 and int(words[2]) == 11  # EAGAIN
 
 
+def test_child_error_while_joining_is_reported(launch):
+    # The child makes its mounts while the runtime joins it to the v1
+    # cgroups (sandbox_launch.hpp): a child that dies meanwhile (here its
+    # pivot_root, a fault point) must still have its own error reported, not
+    # the failed join's, and leave nothing behind (the fixture checks).
+    for _ in range(5):
+        res = launch("true", profile="pids16", env={"COMET_FAULT": "pivot-root-einval"})
+        assert res.returncode == 125, res.stderr
+        assert "pivot_root" in res.stderr and "EINVAL" in res.stderr, res.stderr
+
+
+def test_command_starts_in_its_cgroups(launch):
+    # kGo comes before the cgroup namespace: the command sees the sandbox's
+    # cgroups as its roots ("/"), in every v1 hierarchy with a limit.
+    res = launch("cat", "/proc/self/cgroup", profile="pids16")
+    assert res.returncode == 0, res.stderr
+    limited = [l.split(":", 2) for l in res.stdout.splitlines() if l.count(":") >= 2]
+    limited = [(c, path) for _, c, path in limited
+               if {"pids", "memory"} & set(c.split(",")) or c == ""]
+    assert limited, res.stdout
+    assert all(path == "/" for _, path in limited), res.stdout
+
+
 def test_memory_limit_holds(launch):
     script = ("b=[]\nfor i in range(64):\n  b.append(bytearray(8<<20))\n"
               "print('allocated', flush=True)\n")

@@ -243,6 +243,30 @@ TEST(SandboxConfig, HostFacts) {
   ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   EXPECT_EQ(host_path(sp).kind, cap::HostKind::socket);
   ::close(s);
+  // One plan's HostPaths: the same facts as host_path() for each, the
+  // walked resolution (relative and ".." links, a link to a link) included,
+  // and a resolved prefix is not kept past a change of the tree it names.
+  fs::create_directories(t + "/a/b");
+  fs::create_symlink("../a/b", t + "/dir/rel");
+  fs::create_symlink(t + "/link", t + "/link2");
+  fs::create_symlink(t + "/gone/x", t + "/dangling");
+  HostPaths facts;
+  for (const std::string& p :
+       {t + "/f", t + "/link", t + "/link2/sub", t + "/dir/rel", t + "/dir/rel/../b/./",
+        t + "/link/sub/none/deeper", t + "/dangling", t + "/dangling/more", t + "/none",
+        t + "/link2/none", t + "/f/under-a-file"}) {
+    auto one = host_path(p);
+    auto many = facts.get(p);
+    EXPECT_EQ(one.real, many.real) << p;
+    EXPECT_EQ(one.kind, many.kind) << p;
+    EXPECT_EQ(one.symlink, many.symlink) << p;
+    EXPECT_EQ(one.links, many.links) << p;
+    std::error_code ec;
+    if (fs::exists(p, ec)) {
+      EXPECT_EQ(many.real, fs::canonical(p).string()) << p;  // realpath(3)
+    }
+  }
+  EXPECT_EQ(facts.get(t + "/dir/rel").real, fs::canonical(t + "/a/b").string());
   // "/" has entries, symlinks carry their targets.
   auto top = host_top_level();
   EXPECT_FALSE(top.empty());

@@ -194,7 +194,8 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   in.host_netns = "/proc/self/ns/net";  // open network: ours (see profile_compile.hpp)
   // The global config file (its directory while it does not exist, so that
   // it cannot be created from inside), and the runtime binary.
-  cap::HostPath gcfg = host_path(p.paths.global);
+  HostPaths facts;
+  cap::HostPath gcfg = facts.get(p.paths.global);
   in.protect.push_back(gcfg.kind == cap::HostKind::missing ? parent_of(gcfg.real) : p.paths.global);
   if (std::string exe = self_exe(); !exe.empty()) in.protect.push_back(exe);
   // State roots: other containers' state (exec.fifo, config.json) is none
@@ -249,10 +250,10 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   for (const std::vector<std::string>* list : lists) {
     for (const auto& path : *list) {
       if (path.find('*') == std::string::npos && !in.host.count(path))
-        in.host[path] = host_path(path);
+        in.host[path] = facts.get(path);
     }
   }
-  in.host[p.workspace] = host_path(p.workspace);
+  in.host[p.workspace] = facts.get(p.workspace);
   return in;
 }
 

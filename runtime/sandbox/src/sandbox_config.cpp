@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "comet/base/sys.hpp"
 
@@ -153,37 +155,71 @@ Result<LoadedConfig> load_sandbox_config(const ConfigPaths& paths) {
   return out;
 }
 
-cap::HostPath host_path(const std::string& path) {
+namespace {
+
+// realpath(3) of an existing PATH from its walk (walk_path: the same
+// resolution, one lstat per component, where realpath makes a readlink per
+// component): used only when the walk ended on the very file stat() finds.
+// ~100 host paths per plan, most under two or three directories: their
+// readlinks were a quarter of the plan's ~800 syscalls.
+std::optional<std::string> walked_real(const PathWalk& w, const struct stat& st) {
+  struct stat at;
+  if (!w.first_missing.empty() || w.real.empty() || ::stat(w.real.c_str(), &at) < 0 ||
+      at.st_dev != st.st_dev || at.st_ino != st.st_ino)
+    return std::nullopt;
+  return w.real;
+}
+
+std::optional<std::string> real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) return std::nullopt;
+  return std::string(buf);
+}
+
+}  // namespace
+
+cap::HostPath HostPaths::get(const std::string& path) {
   cap::HostPath h;
   h.real = path;
   struct stat lst;
   if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) h.symlink = true;
-  if (!path.empty() && path[0] == '/') h.links = walk_path(path).links;
+  PathWalk w;
+  if (!path.empty() && path[0] == '/') {
+    w = walk_path(path);
+    h.links = w.links;
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     h.kind = S_ISDIR(st.st_mode)    ? cap::HostKind::dir
              : S_ISREG(st.st_mode)  ? cap::HostKind::file
              : S_ISSOCK(st.st_mode) ? cap::HostKind::socket
                                     : cap::HostKind::other;
-    char buf[PATH_MAX];
-    if (::realpath(path.c_str(), buf)) h.real = buf;
+    std::optional<std::string> r = walked_real(w, st);
+    if (!r) r = real_path(path);
+    if (r) h.real = *r;
     return h;
   }
   // Missing: resolve the longest existing prefix, keep the rest as written,
-  // so that /var/run/x and /run/x name one path.
+  // so that /var/run/x and /run/x name one path. The prefixes repeat (the
+  // workspace, home): each is resolved once per plan.
   std::string head = path, tail;
   while (head.size() > 1) {
     auto k = head.rfind('/');
     tail = head.substr(k) + tail;
     head = k == 0 ? "/" : head.substr(0, k);
-    char buf[PATH_MAX];
-    if (::realpath(head.c_str(), buf)) {
-      std::string r = buf;
+    auto it = heads_.find(head);
+    if (it == heads_.end()) it = heads_.emplace(head, real_path(head)).first;
+    if (it->second) {
+      const std::string& r = *it->second;
       h.real = clean_path(r == "/" ? tail : r + tail);
       break;
     }
   }
   return h;
+}
+
+cap::HostPath host_path(const std::string& path) {
+  return HostPaths().get(path);
 }
 
 std::vector<cap::TopEntry> host_top_level() {

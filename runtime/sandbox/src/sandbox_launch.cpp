@@ -601,7 +601,17 @@ Status clone_and_start(Launch& x) {
   // Nothing more is cloned: the reporter may run (the command's exec may
   // already be a notification it answers).
   TRYV(start_reporter_thread(x.reporter));
-  if (x.cg) TRYV(join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid()));
+  // The child makes its mounts meanwhile (sandbox_child_main): a join that
+  // failed because it died of an error says less than its kError.
+  if (x.cg) {
+    if (Status st = join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid());
+        !st.ok()) {
+      Msg m;
+      if (recv_msg(x.sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
+        return Error(m.err, m.text);
+      return st;
+    }
+  }
   /* sync 2 */
   if (int r = send_msg(x.sync_parent.get(), MsgType::kGo)) {
     Msg m;

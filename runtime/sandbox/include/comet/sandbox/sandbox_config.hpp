@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,15 @@ Result<LoadedConfig> load_sandbox_config(const ConfigPaths& paths);
 // The planner's host facts: lstat/stat/realpath of each path, and "/"'s
 // entries. Never fails: an unreadable path is "missing".
 capability::HostPath host_path(const std::string& path);
+// host_path() for one plan's many paths: the existing prefixes of missing
+// paths (the workspace, home) are resolved once.
+class HostPaths {
+ public:
+  capability::HostPath get(const std::string& path);
+
+ private:
+  std::map<std::string, std::optional<std::string>> heads_;
+};
 std::vector<capability::TopEntry> host_top_level();
 // A protect or deny entry with a `*` (SandboxInputs::globbed): glob(3) of
 // the pattern up to its last component holding a `*`, dot-names included

@@ -9,14 +9,14 @@
 //   -------                                  -----------------------------------
 //   [guardian: clone(CLONE_VM), setsid]      (only for cgroups or placeholders)
 //   placeholders, cgroups (limits only)
-//   block signals; clone3(ns flags) ------>  PDEATHSIG; wait for kGo
-//   join v1 cgroups
-//   kGo ---------------------------------->  tmpfs skeleton, mounts, pivot_root,
+//   block signals; clone3(ns flags) ------>  PDEATHSIG; tmpfs skeleton, mounts,
+//   start the reporter thread                pivot_root (in its own mount ns,
+//   join v1 cgroups (an RCU grace period)    while the parent joins)
+//   kGo ---------------------------------->  (wait for kGo), cgroup ns,
 //                                            setsid, identity, PDEATHSIG again
 //                                            fork the command (CLONE_VFORK), exec
 //                                            the trampoline's init ("comet-init")
 //                                   <------  kError, or EOF once both exec'd
-//   start the reporter thread
 //   forward signals to the init  ------->    the init forwards them to the command
 //   waitpid(init): its status is the command's
 //   reporter summary on stderr; remove cgroups, placeholders; "done" to the guardian
