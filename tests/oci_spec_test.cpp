@@ -85,9 +85,6 @@ std::string test_name(const fs::path& p) {
 // A JSON document with the members the model only records as presence flags
 // (and anything else it does not model) removed, for round-trip comparison.
 json without_presence_only(json j) {
-  if (j.contains("process")) {
-    for (const char* k : {"ioPriority", "scheduler", "execCPUAffinity"}) j["process"].erase(k);
-  }
   if (j.contains("mounts")) {
     for (auto& m : j["mounts"]) {
       m.erase("uidMappings");
