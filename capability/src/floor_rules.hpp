@@ -1,6 +1,8 @@
 // The rules of the auto-allow floor (auto_allow.hpp), shared by the files
 // that hold them: floor_commands.cpp (command names, prefixes, and the
-// rules of single commands), floor_protected.cpp (protected-path-write) and
+// rules of single commands), floor_git.cpp (git push and what git runs),
+// floor_shells.cpp (the shells' options, files downloaded then run, the
+// script-wide facts), floor_protected.cpp (protected-path-write) and
 // auto_allow.cpp (the walk over a script, and the verdict). Internal: not
 // installed, not part of the library's interface.
 #pragma once
