@@ -213,6 +213,24 @@ void note_facts(Analysis& an, const Simple& s, const Unwrapped& u,
   if ((n == "source" || n == ".") && an.git_env_changed.empty())
     an.git_env_changed = n + " of a file (it may set git's variables)";
   if (is_downloader(n)) note_download_outputs(an, u);
+  // sh < f: the file is the script.
+  if (runs_stdin(u))
+    for (const Redirect& r : s.redirects)
+      if (r.op == "<" && !r.target.text.empty())
+        an.ran_files.push_back(r.target.expansion ? "*" : base_name(r.target.text));
+  // A .gitconfig named by any command but a reader; a file named config by
+  // a writer (sed -i, perl -i, dd of=, ...).
+  if (!data_only(n) && n != "git") {
+    const bool writer = one_of(n, {"sed", "perl", "dd", "rsync", "truncate", "touch", "ed", "ex",
+                                   "vi", "vim", "nvim", "nano", "emacs", "sponge", "awk", "gawk"});
+    for (std::size_t k = 1; k < u.argv.size(); ++k) {
+      std::string t = u.argv[k].text;
+      if (t.rfind("of=", 0) == 0) t = t.substr(3);
+      const std::string b = base_name(t);
+      if (b.find("gitconfig") != std::string::npos || (writer && b == "config"))
+        note_written(an, t, n + " writes");
+    }
+  }
   if (n == "tee" || n == "cp" || n == "mv" || n == "install" || n == "ln") {
     for (std::size_t k = 1; k < u.argv.size(); ++k) {
       const Word& w = u.argv[k];

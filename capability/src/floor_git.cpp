@@ -103,6 +103,35 @@ void judge_value(Analysis& an, const Word& w, const std::string& what, const std
     return;
   }
   analyse_script(an, text, cwd, depth + 1);
+  if (an.done()) return;
+  // Git hands the command a file (the commit message, a diff) or its
+  // stdin (what a pager shows), and the script can write both: a shell or
+  // an interpreter given no inline code, sed, awk or xargs runs them as
+  // code (GIT_EDITOR=sh git commit -m 'git push -f' -e).
+  try {
+    for (const Pipeline& p : parse_script(text, depth + 1).pipelines) {
+      for (const Simple& s : p.stages.empty() ? std::vector<Simple>{} : p.stages[0].simples) {
+        Unwrapped u = unwrap(s.words);
+        if (u.argv.empty()) continue;
+        const std::string n = base_name(u.argv[0].text);
+        bool inline_code = false;
+        for (std::size_t k = 1; k < u.argv.size() && !inline_code; ++k) {
+          const std::string& a = u.argv[k].text;
+          inline_code = (a.size() > 1 && a[0] == '-' && a[1] != '-' &&
+                         a.find_first_of("ceEm", 1) != std::string::npos) ||
+                        one_of(a, {"--eval", "--command"});
+        }
+        if ((is_interpreter(n) && !inline_code) ||
+            one_of(n, {"sed", "awk", "gawk", "mawk", "nawk", "xargs", "source", ".", "eval"})) {
+          an.unanalysable = what + "=" + text + ": " + n +
+                            " may run what git gives it (a file or stdin the command can write) "
+                            "as code";
+          return;
+        }
+      }
+    }
+  } catch (const ParseError&) {
+  }
 }
 
 // git -c KEY=VALUE: reads what git runs from it. True when the key is one
