@@ -657,6 +657,7 @@ TEST(AutoAllow, CommandsGitRunsAreRead) {
       // controls
       {{"git", "-c", "color.ui=always", "log"}, ""},
       {{"git", "-c", "user.name=x", "commit", "-m", "x"}, ""},
+      {{"git", "-c", "http.extraHeader=Authorization: x", "fetch"}, ""},
       {{"git", "-c", "core.pager=less -R", "log"}, ""},
       {sh("GIT_PAGER=cat git log"), ""},
       {sh("GIT_TERMINAL_PROMPT=0 git fetch"), ""},

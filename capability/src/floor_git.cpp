@@ -27,17 +27,17 @@ bool starts(const std::string& s, const char* p) {
 // Config keys that change neither what a push does nor what git runs.
 bool harmless_git_key(const std::string& key) {
   for (const char* p : {"user.", "color.", "advice.", "log.", "format.", "i18n.", "column.",
-                        "status.", "commit.", "tag.", "blame.", "grep."})
+                        "status.", "commit.", "tag.", "blame.", "grep.", "http."})
     if (starts(key, p)) return true;
   return one_of(
-      key, {"core.quotepath",      "core.autocrlf",    "core.safecrlf",         "core.filemode",
-            "core.ignorecase",     "core.longpaths",   "core.abbrev",           "safe.directory",
-            "init.defaultbranch",  "http.sslverify",   "http.postbuffer",       "protocol.version",
-            "merge.conflictstyle", "merge.ff",         "pull.rebase",           "pull.ff",
-            "rebase.autosquash",   "rebase.autostash", "fetch.prune",           "gc.auto",
-            "maintenance.auto",    "rerere.enabled",   "diff.renames",          "diff.algorithm",
-            "diff.colormoved",     "diff.noprefix",    "diff.mnemonicprefix",   "diff.relative",
-            "diff.submodule",      "gpg.format",       "credential.interactive"});
+      key, {"core.quotepath",        "core.autocrlf",    "core.safecrlf",       "core.filemode",
+            "core.ignorecase",       "core.longpaths",   "core.abbrev",         "safe.directory",
+            "init.defaultbranch",    "protocol.version", "merge.conflictstyle", "merge.ff",
+            "pull.rebase",           "pull.ff",          "rebase.autosquash",   "rebase.autostash",
+            "fetch.prune",           "gc.auto",          "maintenance.auto",    "rerere.enabled",
+            "diff.renames",          "diff.algorithm",   "diff.colormoved",     "diff.noprefix",
+            "diff.mnemonicprefix",   "diff.relative",    "diff.submodule",      "gpg.format",
+            "credential.interactive"});
 }
 
 enum class KeyKind {
