@@ -22,7 +22,7 @@ void check_command(Analysis& an, const Unwrapped& u, const std::string& n,
                    const std::optional<std::string>& cwd, int depth) {
   if (n == "rm") rule_rm(an, u, cwd);
   if (n == "git" || n.rfind("git-", 0) == 0) {
-    rule_git(an, u);
+    rule_git(an, u, cwd, depth);
     rule_git_config(an, u);
   }
   if (n == "chmod" || n == "chown" || n == "chgrp") rule_chmod(an, u, cwd);
@@ -36,43 +36,6 @@ void check_command(Analysis& an, const Unwrapped& u, const std::string& n,
   if (one_of(n, {"awk", "gawk", "mawk", "nawk", "busybox-awk"})) rule_awk(an, u, cwd, depth);
   if (n == "find") rule_find(an, u, cwd, depth);
   rule_custom(an, u);
-}
-
-// sh [-opts] -c SCRIPT [arg0 args...]: the script is read too.
-void analyse_shell_c(Analysis& an, const Unwrapped& u, const std::string& n,
-                     const std::optional<std::string>& cwd, int depth) {
-  // The c may sit in a cluster (-ec).
-  for (std::size_t i = 1; i < u.argv.size(); ++i) {
-    const std::string& a = u.argv[i].text;
-    if (a.size() < 2 || a[0] != '-' || a == "--") break;
-    if (a[1] == '-') continue;  // --norc, --login, ...
-    if (a.find('c') == std::string::npos) {
-      if (a == "-o" || a == "+o") ++i;
-      continue;
-    }
-    std::size_t k = i + 1;
-    while (k < u.argv.size() && u.argv[k].text.size() > 1 && u.argv[k].text[0] == '-' &&
-           u.argv[k].text != "--") {
-      ++k;
-    }
-    if (k < u.argv.size() && u.argv[k].text == "--") ++k;
-    if (k >= u.argv.size()) return;
-    const Word& script = u.argv[k];
-    if (script.expansion && !script.quoted && script.subs.empty()) {
-      an.unanalysable = n + " -c of an expansion (" + script.text + ")";
-      return;
-    }
-    if (words_download(u.argv, k)) {
-      an.hit("pipe-to-shell", n + " -c runs what a download printed");
-      return;
-    }
-    if (script.expansion) {
-      an.unanalysable = n + " -c of a script with expansions (" + script.text + ")";
-      return;
-    }
-    analyse_script(an, script.text, cwd, depth + 1);
-    return;
-  }
 }
 
 // Code the command runs (eval, source, an interpreter, sh -c): a download
@@ -119,7 +82,7 @@ void analyse_code(Analysis& an, const Unwrapped& u, const std::string& n,
     }
   }
   if (!is_shell(n)) return;
-  analyse_shell_c(an, u, n, cwd, depth);
+  analyse_shell_argv(an, u, n, cwd, depth);
 }
 
 void analyse_list(Analysis& an, const Script& sc, std::optional<std::string>& cwd, int depth);
@@ -213,6 +176,72 @@ void analyse_kept(Analysis& an, const Unwrapped& u, const std::string& n,
   }
 }
 
+// What the whole script's verdict needs from this command (finish_script):
+// the variables it sets, the files it writes, downloads or runs. A
+// variable's value that a program runs as a command is read here.
+void note_facts(Analysis& an, const Simple& s, const Unwrapped& u,
+                const std::optional<std::string>& cwd, int depth) {
+  for (const Word& w : u.env) note_variable(an, w, cwd, depth, !u.argv.empty());
+  for (const Redirect& r : s.redirects) {
+    if (r.op.find('>') == std::string::npos) continue;
+    const std::string& t = r.target.text;
+    if (r.op == ">&" && (t == "-" || t.find_first_not_of("0123456789") == std::string::npos))
+      continue;  // 2>&1
+    if (!t.empty() && t != "-") an.made_files.push_back(r.target.expansion ? "*" : base_name(t));
+    note_written(an, t, "writes");
+  }
+  if (u.argv.empty() || u.argv[0].expansion) return;
+  const std::string n = base_name(u.argv[0].text);
+  // export NAME=V, declare -x NAME, readonly, local, unset NAME, read NAME,
+  // printf -v NAME: the names they set (red team round 11: `export
+  // GIT_CONFIG_COUNT=1 ...; git push` was missed).
+  if (one_of(n, {"export", "declare", "typeset", "local", "readonly", "unset", "read", "printf",
+                 "mapfile", "readarray", "getopts"})) {
+    for (std::size_t k = 1; k < u.argv.size() && !an.done(); ++k) {
+      const Word& w = u.argv[k];
+      if (w.text.empty() || w.text[0] == '-') continue;
+      if (n == "printf" && u.argv[k - 1].text != "-v") continue;  // printf's data
+      Word named = w;
+      if (!is_assignment(w)) named.text = w.text.substr(0, w.text.find('='));
+      if (is_assignment(named) ||
+          named.text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+                                       "0123456789") == std::string::npos)
+        note_variable(an, named, cwd, depth, false);
+    }
+  }
+  // A sourced file may set anything.
+  if ((n == "source" || n == ".") && an.git_env_changed.empty())
+    an.git_env_changed = n + " of a file (it may set git's variables)";
+  if (is_downloader(n)) note_download_outputs(an, u);
+  // sh < f: the file is the script.
+  if (runs_stdin(u))
+    for (const Redirect& r : s.redirects)
+      if (r.op == "<" && !r.target.text.empty())
+        an.ran_files.push_back(r.target.expansion ? "*" : base_name(r.target.text));
+  // A .gitconfig named by any command but a reader; a file named config by
+  // a writer (sed -i, perl -i, dd of=, ...).
+  if (!data_only(n) && n != "git") {
+    const bool writer = one_of(n, {"sed", "perl", "dd", "rsync", "truncate", "touch", "ed", "ex",
+                                   "vi", "vim", "nvim", "nano", "emacs", "sponge", "awk", "gawk"});
+    for (std::size_t k = 1; k < u.argv.size(); ++k) {
+      std::string t = u.argv[k].text;
+      if (t.rfind("of=", 0) == 0) t = t.substr(3);
+      const std::string b = base_name(t);
+      if (b.find("gitconfig") != std::string::npos || (writer && b == "config"))
+        note_written(an, t, n + " writes");
+    }
+  }
+  if (n == "tee" || n == "cp" || n == "mv" || n == "install" || n == "ln") {
+    for (std::size_t k = 1; k < u.argv.size(); ++k) {
+      const Word& w = u.argv[k];
+      if (w.text.empty() || w.text[0] == '-') continue;
+      if (n == "tee") an.made_files.push_back(w.expansion ? "*" : base_name(w.text));
+      note_written(an, w.text, "writes");
+    }
+  }
+  note_ran_file(an, u, n);
+}
+
 }  // namespace
 
 void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& cwd, int depth) {
@@ -252,7 +281,8 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
     }
   }
   Unwrapped u = unwrap(std::move(words));
-  if (u.argv.empty()) return;
+  note_facts(an, s, u, cwd, depth);
+  if (u.argv.empty() || an.done()) return;
   if (u.argv[0].expansion) {
     an.unanalysable = "runs a command named by an expansion (" + u.argv[0].text + ")";
     return;
@@ -449,7 +479,7 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   v.command = argv;
   v.profile = profile.name;
   v.confined = profile.sandboxed;
-  Analysis an{floor, ctx, std::nullopt, "", {}, {}};
+  Analysis an{floor, ctx, std::nullopt, "", {}, {}, "", "", {}, {}};
   // Not the names protected only while another path is missing (the
   // bare-repository names without .git): the floor cannot know.
   for (const std::string& e : profile.protect)
@@ -487,6 +517,7 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   if (!ctx.workspace.empty()) cwd = ctx.workspace;
   try {
     analyse_simple(an, top, cwd, 0);
+    finish_script(an);
   } catch (const std::exception& e) {
     an.unanalysable = std::string("analysis failed: ") + e.what();
   }

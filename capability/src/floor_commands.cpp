@@ -18,19 +18,6 @@ using detail::quote;
 
 namespace {
 
-bool is_assignment(const Word& w) {
-  if (w.text.empty() || w.tilde) return false;
-  auto eq = w.text.find('=');
-  if (eq == std::string::npos || eq == 0) return false;
-  for (std::size_t i = 0; i < eq; ++i) {
-    char c = w.text[i];
-    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // Options of a prefix command that take a value (as a separate word).
 bool takes_value(const std::string& prog, const std::string& opt) {
   if (prog == "env") return one_of(opt, {"-u", "-C", "--unset", "--chdir"});
@@ -118,6 +105,20 @@ bool is_name_char(char c) {
 
 }  // namespace
 
+// NAME=VALUE, as the shell sees it before a command.
+bool is_assignment(const Word& w) {
+  if (w.text.empty() || w.tilde) return false;
+  auto eq = w.text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    char c = w.text[i];
+    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
 // --- command names ------------------------------------------------------------
 
 std::string base_name(const std::string& p) {
@@ -153,8 +154,10 @@ Unwrapped unwrap(std::vector<Word> argv) {
   Unwrapped u;
   for (int guard = 0; guard < 32; ++guard) {
     std::size_t i = 0;
-    for (; i < argv.size() && is_assignment(argv[i]); ++i)
+    for (; i < argv.size() && is_assignment(argv[i]); ++i) {
       u.env_names.push_back(argv[i].text.substr(0, argv[i].text.find('=')));
+      u.env.push_back(argv[i]);
+    }
     argv.erase(argv.begin(), argv.begin() + static_cast<long>(i));
     if (argv.empty()) break;
     // A compound command's reserved word before a command (`if git push
@@ -225,8 +228,10 @@ Unwrapped unwrap(std::vector<Word> argv) {
     }
     if (prog == "timeout" && k < argv.size()) ++k;  // the duration
     if (prog == "env") {
-      for (; k < argv.size() && is_assignment(argv[k]); ++k)
+      for (; k < argv.size() && is_assignment(argv[k]); ++k) {
         u.env_names.push_back(argv[k].text.substr(0, argv[k].text.find('=')));
+        u.env.push_back(argv[k]);
+      }
     }
     if (k == 0) continue;  // env -S rewrote argv
     argv.erase(argv.begin(), argv.begin() + static_cast<long>(std::min(k, argv.size())));
@@ -286,172 +291,6 @@ void rule_rm(Analysis& an, const Unwrapped& u, const std::optional<std::string>&
       an.hit(
           "rm-rf-outside-workspace",
           "rm -r of " + quote(shown) + ", which is not inside the workspace " + an.ctx.workspace);
-      return;
-    }
-  }
-}
-
-namespace {
-
-// Config keys a `git -c` may set without changing what a push does.
-bool harmless_git_key(const std::string& key) {
-  for (const char* p : {"user.", "color.", "advice.", "pager.", "log.", "diff.", "format.", "init.",
-                        "commit.", "gpg.", "tag.", "i18n.", "column.", "status."})
-    if (key.rfind(p, 0) == 0) return true;
-  return one_of(key, {"core.pager", "core.quotepath", "core.editor", "safe.directory"});
-}
-
-// git push's options that cannot rewrite or delete what the remote has.
-bool plain_push_option(const std::string& a) {
-  const std::string name = a.substr(0, a.find('='));
-  return one_of(name, {"-u",
-                       "--set-upstream",
-                       "-q",
-                       "--quiet",
-                       "-v",
-                       "--verbose",
-                       "-n",
-                       "--dry-run",
-                       "--porcelain",
-                       "--progress",
-                       "--no-progress",
-                       "--tags",
-                       "--follow-tags",
-                       "--no-follow-tags",
-                       "--atomic",
-                       "--no-atomic",
-                       "--signed",
-                       "--no-signed",
-                       "--no-verify",
-                       "--verify",
-                       "--thin",
-                       "--no-thin",
-                       "-4",
-                       "-6",
-                       "--ipv4",
-                       "--ipv6",
-                       "--all",
-                       "--branches",
-                       "--recurse-submodules",
-                       "--no-recurse-submodules",
-                       "--no-force-with-lease"});
-}
-
-}  // namespace
-
-// git push (and the commands that push for it) by allowlist: an option the
-// floor does not know, a config override (-c, --config-env, GIT_CONFIG_*
-// in the environment), an alias or a subcommand named by an expansion
-// asks, rather than a list of the spellings of --force (red team rounds 8
-// and 9 found them faster than they could be listed: --force-w, --mirr,
-// send-pack, git-push, -c remote.X.mirror, GIT_CONFIG_PARAMETERS).
-void rule_git(Analysis& an, const Unwrapped& u) {
-  const auto& v = u.argv;
-  const std::string prog = base_name(v[0].text);
-  std::string sub = prog.rfind("git-", 0) == 0 ? prog.substr(4) : "";
-  std::vector<std::string> overrides;
-  for (const std::string& e : u.env_names)
-    if (e.rfind("GIT_CONFIG", 0) == 0 || e == "GIT_EXEC_PATH") overrides.push_back(e);
-  std::size_t i = 1;
-  while (sub.empty() && i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
-    const std::string& a = v[i].text;
-    const bool takes = one_of(
-        a, {"-C", "-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace"});
-    if (a == "-c" || a == "--config-env" || a.rfind("--config-env=", 0) == 0) {
-      std::string kv = a == "-c" || a == "--config-env" ? (i + 1 < v.size() ? v[i + 1].text : "")
-                                                        : a.substr(a.find('=') + 1);
-      std::string key = kv.substr(0, kv.find('='));
-      std::transform(key.begin(), key.end(), key.begin(),
-                     [](unsigned char c) { return std::tolower(c); });
-      if (a != "-c" || !harmless_git_key(key)) overrides.push_back("git " + a + " " + kv);
-    }
-    if (a.rfind("--exec-path", 0) == 0) overrides.push_back("git " + a);
-    i += takes && a.find('=') == std::string::npos ? 2 : 1;
-  }
-  if (sub.empty()) {
-    if (i >= v.size()) return;
-    if (v[i].expansion) {
-      an.unanalysable = "git with a subcommand named by an expansion (" + v[i].text + ")";
-      return;
-    }
-    sub = v[i].text;
-    ++i;
-  }
-  static const std::initializer_list<const char*> kNoPush = {"status",       "log",
-                                                             "diff",         "show",
-                                                             "add",          "commit",
-                                                             "fetch",        "pull",
-                                                             "branch",       "checkout",
-                                                             "switch",       "restore",
-                                                             "reset",        "stash",
-                                                             "tag",          "merge",
-                                                             "rebase",       "cherry-pick",
-                                                             "rev-parse",    "ls-files",
-                                                             "grep",         "blame",
-                                                             "init",         "clone",
-                                                             "config",       "remote",
-                                                             "submodule",    "worktree",
-                                                             "describe",     "shortlog",
-                                                             "mv",           "rm",
-                                                             "clean",        "bisect",
-                                                             "notes",        "archive",
-                                                             "apply",        "am",
-                                                             "format-patch", "gc",
-                                                             "help",         "version",
-                                                             "cat-file",     "ls-tree",
-                                                             "for-each-ref", "reflog",
-                                                             "show-ref",     "symbolic-ref",
-                                                             "rev-list",     "count-objects",
-                                                             "fsck",         "prune",
-                                                             "revert",       "sparse-checkout",
-                                                             "var",          "whatchanged",
-                                                             "range-diff",   "maintenance",
-                                                             "name-rev"};
-  const bool push = sub == "push";
-  if (!push && sub != "send-pack" && sub != "http-push" && one_of(sub, kNoPush)) return;
-  if (!push && sub != "send-pack" && sub != "http-push") {
-    // An alias (or an unknown command): what it runs is in the config.
-    if (!overrides.empty())
-      an.hit("git-push-force",
-             overrides[0] + " with git " + sub + " can make any push a forced one");
-    return;
-  }
-  if (!overrides.empty()) {
-    an.hit("git-push-force", overrides[0] + " can make a push a forced one");
-    return;
-  }
-  if (!push) {
-    an.hit("git-push-force", "git " + sub + " pushes with its own --force, --mirror and +refspec");
-    return;
-  }
-  for (std::size_t k = i; k < v.size(); ++k) {
-    const std::string& a = v[k].text;
-    if (v[k].expansion) {
-      an.unanalysable = "git push with an expansion (" + a + ")";
-      return;
-    }
-    if (one_of(a, {"-o", "--push-option", "--repo"})) {
-      ++k;
-      continue;
-    }
-    if (a.rfind("--push-option=", 0) == 0 || a.rfind("--repo=", 0) == 0) continue;
-    if (a == "-d" || a.rfind("--del", 0) == 0 || a.rfind("--prune", 0) == 0) {
-      an.hit("git-push-force", "git push " + a + " deletes remote refs");
-      return;
-    }
-    if (a.size() > 1 && a[0] == '-') {
-      if (plain_push_option(a)) continue;
-      an.hit("git-push-force", "git push " + a +
-                                   " (an option that can rewrite remote history; "
-                                   "the floor allows only the plain ones)");
-      return;
-    }
-    if (a.size() > 1 && a[0] == '+') {
-      an.hit("git-push-force", "git push " + a + " (a +refspec force-updates the remote ref)");
-      return;
-    }
-    if (a.size() > 1 && a[0] == ':') {
-      an.hit("git-push-force", "git push " + a + " (an empty source deletes the remote ref)");
       return;
     }
   }

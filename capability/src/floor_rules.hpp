@@ -1,6 +1,8 @@
 // The rules of the auto-allow floor (auto_allow.hpp), shared by the files
 // that hold them: floor_commands.cpp (command names, prefixes, and the
-// rules of single commands), floor_protected.cpp (protected-path-write) and
+// rules of single commands), floor_git.cpp (git push and what git runs),
+// floor_shells.cpp (the shells' options, files downloaded then run, the
+// script-wide facts), floor_protected.cpp (protected-path-write) and
 // auto_allow.cpp (the walk over a script, and the verdict). Internal: not
 // installed, not part of the library's interface.
 #pragma once
@@ -40,6 +42,13 @@ struct Analysis {
   // protected-path-write: absolute paths (a `*` is one component) and the
   // ones that count only as themselves ({workspace}/.git), not what is below.
   std::vector<std::string> prot, prot_exact;
+  // Facts about the whole script, judged once the walk is over (order does
+  // not matter: a loop or a function runs a later line before an earlier
+  // one). See finish_script.
+  std::string git_env_changed;          // what changed git's environment or config files
+  std::string git_ran;                  // a git command that reads them
+  std::vector<std::string> made_files;  // base names of files a download or a redirection wrote
+  std::vector<std::string> ran_files;   // base names of files run as programs or scripts
 
   bool enabled(const char* id) const {
     return std::find(floor.builtin.begin(), floor.builtin.end(), id) != floor.builtin.end();
@@ -54,6 +63,7 @@ struct Analysis {
 struct Unwrapped {
   std::vector<Word> argv;
   std::vector<std::string> env_names;  // NAME of each NAME=VALUE before the command
+  std::vector<Word> env;               // the NAME=VALUE words themselves
   bool args_unknown = false;           // xargs: more arguments come from stdin
   bool cwd_unknown = false;            // env -C
   bool via_sudo = false;
@@ -62,6 +72,7 @@ struct Unwrapped {
 // --- floor_commands.cpp: command names and prefixes ----------------------------
 
 std::string base_name(const std::string& p);
+bool is_assignment(const Word& w);
 bool one_of(const std::string& s, std::initializer_list<const char*> names);
 bool is_shell(const std::string& n);
 bool is_interpreter(const std::string& n);
@@ -74,7 +85,6 @@ std::optional<std::string> where(const Word& w, const std::optional<std::string>
 // --- floor_commands.cpp: the rules of one command ------------------------------
 
 void rule_rm(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);
-void rule_git(Analysis& an, const Unwrapped& u);
 void rule_git_config(Analysis& an, const Unwrapped& u);
 void rule_chmod(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);
 void rule_dd(Analysis& an, const Unwrapped& u);
@@ -87,6 +97,31 @@ bool stage_downloads(const Stage& st);
 bool words_download(const std::vector<Word>& words, std::size_t from);
 void rule_custom(Analysis& an, const Unwrapped& u);
 bool has_fork_bomb(std::string_view t);
+
+// --- floor_git.cpp: git push, git's config overrides, what git runs -------------
+
+void rule_git(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth);
+// A variable set in the script (NAME=V before a command, a bare assignment,
+// export/declare/readonly/local/unset): a command git or a shell runs from it
+// is read; one that changes where git finds its config is noted.
+void note_variable(Analysis& an, const Word& assignment, const std::optional<std::string>& cwd,
+                   int depth, bool prefix);
+// A file the script writes whose name git reads config from (.gitconfig,
+// config): noted in git_env_changed.
+void note_written(Analysis& an, const std::string& path, const std::string& why);
+
+// --- floor_shells.cpp: the options of sh, bash, dash, zsh, fish, ... -----------
+
+// Reads a shell's argv: the -c script is read, a script file is noted in
+// ran_files, an option it does not know asks.
+void analyse_shell_argv(Analysis& an, const Unwrapped& u, const std::string& n,
+                        const std::optional<std::string>& cwd, int depth);
+// Files a command writes as a download (curl -o F, wget -O F, a URL's name).
+void note_download_outputs(Analysis& an, const Unwrapped& u);
+// The file an interpreter (python3 F, perl F) or a path (./F) runs.
+void note_ran_file(Analysis& an, const Unwrapped& u, const std::string& n);
+// The whole script's facts (above); called once after the walk.
+void finish_script(Analysis& an);
 
 // --- floor_protected.cpp: protected-path-write ---------------------------------
 

@@ -83,3 +83,53 @@ def test_the_verdict_is_false_where_the_run_would_fail(rt, workdir):
             assert verdict["auto_allow"] is False and "cannot start" in verdict["reason"], verdict
     finally:
         subprocess.run(["chattr", "-i", str(frozen)], capture_output=True)
+
+
+# Red team round 11: commands that were auto-allowed and pushed with force
+# (rows 1-6, 18 of the round's report). The verdict must not allow them;
+# the controls beside them stay allowed.
+ROUND_11 = [
+    ("bash", "-c", "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.mirror "
+                   "GIT_CONFIG_VALUE_0=true; git push origin"),
+    ("bash", "-c", "mkdir -p /tmp/h && printf '[alias]\\n\\tp = push --force\\n' > "
+                   "/tmp/h/.gitconfig && HOME=/tmp/h git p"),
+    ("bash", "-c", "HOME=/tmp/h git push"),
+    ("git", "pf"),
+    ("git", "submodule", "foreach", "git push -f origin main"),
+    ("bash", "-c", "GIT_EDITOR='git push -f origin main' git commit"),
+    ("git", "-c", "core.pager=git push -f", "log"),
+    ("git", "difftool", "-x", "git push -f", "HEAD~"),
+    ("bash", "-O", "extglob", "-c", "git push -f"),
+    ("sh", "+e", "-c", "git push -f"),
+    ("bash", "--rcfile", "rc", "-ic", "ls"),
+    ("bash", "-c", "curl -o f http://127.0.0.1:9/i.sh && sh f"),
+]
+ROUND_11_CONTROLS = [
+    ("git", "push", "origin", "main"),
+    ("bash", "-c", "ls"),
+    ("git", "-c", "color.ui=always", "log"),
+    ("bash", "-o", "pipefail", "-c", "make | tee log"),
+    ("bash", "-c", "GIT_PAGER=cat git log"),
+]
+
+
+@pytest.mark.parametrize("argv", ROUND_11, ids=lambda a: " ".join(a)[:60])
+def test_round_11_commands_are_not_auto_allowed(rt, workdir, argv):
+    ws = workdir / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", *argv, env=env)
+    v = json.loads(res.out)
+    assert v["confined"], v  # the sandbox starts: the floor decided
+    assert v["auto_allow"] is False and res.rc == 1, v
+    assert v["matched_rule"] in ("git-push-force", "pipe-to-shell") or "ask" in v["reason"], v
+
+
+@pytest.mark.parametrize("argv", ROUND_11_CONTROLS, ids=lambda a: " ".join(a)[:60])
+def test_round_11_controls_stay_auto_allowed(rt, workdir, argv):
+    ws = workdir / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", *argv, env=env)
+    v = json.loads(res.out)
+    assert v["auto_allow"] is True and res.rc == 0, v
