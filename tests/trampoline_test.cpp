@@ -665,7 +665,10 @@ TEST(TrampolineInit, AnAnswerBehindAConnectionResetIsRead) {
   EXPECT_EQ(run_init(
                 fd.get(), +[] { return 0; }, ev, 0, nullptr, 0, sp[1]),
             0);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  // The status is the check (a missing answer is 3, after the init's 2 s
+  // wait); the time only guards against a hang: on a loaded machine the
+  // stop-and-answer above alone has taken 2 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
   reporter.join();
   ::close(sp[1]);
 }
