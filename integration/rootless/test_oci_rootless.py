@@ -453,13 +453,21 @@ def test_rootless_podman_run_exec_stop(user):
         assert res.returncode == status, res.stdout + res.stderr
         if status == 3:
             assert "can't fork" in res.stderr, res.stderr
-    # Only podman's own pause process (it holds its user namespace) is left,
-    # once conmon has run the --rm cleanup it started.
+    # Only podman's own pause process (it holds its user namespace: catatonit
+    # -P where catatonit is installed, else podman's own, "podman") is left,
+    # once conmon has run the --rm cleanup it started. podman names it in
+    # $XDG_RUNTIME_DIR/libpod/tmp/pause.pid.
     def left():
+        pause = user.runtime_dir / "libpod" / "tmp" / "pause.pid"
+        try:
+            pause_pid = int(pause.read_text().strip())
+        except (OSError, ValueError):
+            pause_pid = -1
         out = []
         for p in live_pids(user):
             try:
-                if not Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"catatonit\0-P"):
+                if p != pause_pid and \
+                        not Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"catatonit\0-P"):
                     out.append(p)
             except OSError:
                 pass
