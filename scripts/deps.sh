@@ -19,6 +19,8 @@ COMET_PACKAGES=(
   runc crun time
   # the engine suites (integration/engines): podman, containerd and a CRI client
   podman containerd python3-grpcio protobuf-compiler python3-grpc-tools python3-yaml
+  # podman's --init and its rootless pause process (Recommends, not Depends)
+  catatonit
 )
 
 missing=()
