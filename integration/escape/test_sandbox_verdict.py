@@ -26,7 +26,10 @@ def as_user(rt, uid, *args, cwd):
             ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
              str(rt.binary), "--root", root + "/state", *args],
             cwd=cwd, capture_output=True, text=True, timeout=60,
-            env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+            # its per-user dirs (state, caches) in the temporary root, not
+            # /tmp/comet-runtime-UID, which would outlive the test
+            env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "XDG_RUNTIME_DIR": root,
+                 "XDG_CACHE_HOME": root + "/cache", "XDG_DATA_HOME": root + "/data"})
     finally:
         subprocess.run(["rm", "-rf", root], check=False)
 
