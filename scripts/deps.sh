@@ -9,10 +9,12 @@ COMET_PACKAGES=(
   libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libmount-dev
   libnftables-dev libcli11-dev libgtest-dev libssl-dev libbpf-dev libelf-dev zlib1g-dev
   # run and test
-  busybox-static python3 python3-pytest python3-pytest-xdist iproute2 nftables util-linux procps
+  busybox-static python3 python3-pytest python3-pytest-xdist python3-h2 iproute2 nftables util-linux procps
   # egress (docs/egress.md): user-mode network for containers (slirp4netns; pasta when
   # COMET_NET_HELPER=pasta); the egress tests' DNS server
   slirp4netns passt dnsmasq-base
+  # the wire judge's suites: real HTTP/2 and TLS clients (curl with nghttp2), an h2c server
+  curl openssl
   # rootless (docs/rootless.md): newuidmap/newgidmap; bwrap for bench/sandbox.sh
   uidmap bubblewrap
   # reference runtimes for the benchmarks and the engine suites

@@ -99,7 +99,7 @@ struct Pipe {
 };
 
 enum class Phase { judging, connecting, relay };
-enum class Kind { undecided, tls, http };
+enum class Kind { undecided, tls, http, h2 };  // h2: h2c, after its preface
 
 struct Conn {
   UniqueFd agent, far;
@@ -114,6 +114,7 @@ struct Conn {
   Buf down;  // far -> agent (without a pipe)
   Pipe up_pipe, down_pipe;
   wire::HttpRequests http;
+  wire::H2Requests h2;
   bool agent_eof = false, far_eof = false, far_shut = false, agent_shut = false;
   uint32_t agent_ev = 0, far_ev = 0;  // what epoll watches now
 };
@@ -186,6 +187,7 @@ class Judge {
   void on_far(uint64_t id, Conn& c, uint32_t ev);
   void judge(uint64_t id, Conn& c);
   bool judge_http(uint64_t id, Conn& c);
+  bool judge_h2(uint64_t id, Conn& c);
   void refuse(uint64_t id, Conn& c, const std::string& what);
   void connect_far(uint64_t id, Conn& c);
   void pump(uint64_t id, Conn& c);
@@ -378,9 +380,11 @@ void Judge::judge(uint64_t id, Conn& c) {
     bool http = has(capability::Protocol::http, c.port);
     c.kind = tls && (!http || wire::looks_like_tls(c.up.data()[0])) ? Kind::tls : Kind::http;
   }
-  if (c.kind == Kind::http) {
-    if (!judge_http(id, c)) return;  // refused: c is gone
-    if (c.ok > 0) return connect_far(id, c);
+  if (c.kind == Kind::http || c.kind == Kind::h2) {
+    if (!(c.kind == Kind::http ? judge_http(id, c) : judge_h2(id, c)))
+      return;  // refused: c is gone
+    // h2c: not on its preface and SETTINGS alone; on its first judged request.
+    if (c.ok > 0 && (c.kind == Kind::http || c.h2.accepted())) return connect_far(id, c);
     if (c.agent_eof || c.up.size() >= kBuf) return refuse(id, c, "not http (incomplete request)");
     return;
   }
@@ -430,9 +434,9 @@ bool Judge::judge_http(uint64_t id, Conn& c) {
       case wire::Http::no_host:
         refuse(id, c, "http no host");
         return false;
-      case wire::Http::h2c:
-        refuse(id, c, "http h2c prior knowledge (not judged)");
-        return false;
+      case wire::Http::h2c:  // the preface (prior knowledge, or after Upgrade: h2c)
+        c.kind = Kind::h2;
+        return judge_h2(id, c);
       case wire::Http::malformed:
         refuse(id, c,
                std::string(c.phase == Phase::judging ? "not http (" : "http malformed (") + s.why +
@@ -441,6 +445,38 @@ bool Judge::judge_http(uint64_t id, Conn& c) {
       case wire::Http::too_large:
         refuse(id, c,
                "http request head over " + std::to_string(wire::kMaxHttpHead / 1024) + " KiB");
+        return false;
+    }
+  }
+}
+
+// h2c: every request's :authority (and host), as judge_http does for
+// HTTP/1.1; false when one was refused.
+bool Judge::judge_h2(uint64_t id, Conn& c) {
+  for (;;) {
+    wire::H2Step s = c.h2.next(c.up.data() + c.ok, c.up.size() - c.ok);
+    switch (s.what) {
+      case wire::H2::need_more:
+        return true;
+      case wire::H2::forward:
+        c.ok += s.n;
+        continue;
+      case wire::H2::authority:
+        if (!http_host_ok(s.host, c.port)) {
+          refuse(id, c, "http h2c authority=" + s.host);
+          return false;
+        }
+        c.h2.accept();
+        continue;
+      case wire::H2::no_authority:
+        refuse(id, c, "http h2c no authority");
+        return false;
+      case wire::H2::malformed:
+        refuse(id, c, "http h2c malformed (" + s.why + ")");
+        return false;
+      case wire::H2::too_large:
+        refuse(id, c,
+               "http h2c header block over " + std::to_string(wire::kMaxH2Block / 1024) + " KiB");
         return false;
     }
   }
@@ -530,7 +566,9 @@ ssize_t splice_some(int in, int out, std::size_t len) {
 // still holds bytes (they go first, and a head in them is parsed).
 uint64_t Judge::up_opaque(const Conn& c) const {
   if (c.up.size() > 0) return 0;
-  return c.kind == Kind::tls ? UINT64_MAX : c.http.opaque_left();
+  return c.kind == Kind::tls  ? UINT64_MAX
+         : c.kind == Kind::h2 ? c.h2.opaque_left()
+                              : c.http.opaque_left();
 }
 
 // Agent -> far end, one wake-up's worth; false when the connection is gone.
@@ -574,14 +612,16 @@ bool Judge::pump_up(uint64_t id, Conn& c) {
       if (n > 0) {
         p.n += static_cast<std::size_t>(n);
         if (c.kind == Kind::http) c.http.skip(static_cast<uint64_t>(n));
+        if (c.kind == Kind::h2) c.h2.skip(static_cast<uint64_t>(n));
       } else if (n < 0 && again(errno) && p.n > 0) {
         p.stalled = true;
       }
     } else {
       n = recv_into(c.agent.get(), c.up, kBuf - std::min(kBuf, c.up.size()));
       if (n > 0) {
-        if (c.kind == Kind::http) {
-          if (!judge_http(id, c)) return false;  // refused: c is gone
+        if (c.kind == Kind::http || c.kind == Kind::h2) {
+          if (!(c.kind == Kind::http ? judge_http(id, c) : judge_h2(id, c)))
+            return false;  // refused: c is gone
         } else {
           c.ok = c.up.size();
         }
@@ -737,7 +777,7 @@ int Judge::loop() {
         drop(id);
         continue;
       }
-      std::string proto = c.kind == Kind::http                       ? "http"
+      std::string proto = c.kind == Kind::http || c.kind == Kind::h2 ? "http"
                           : c.kind == Kind::tls                      ? "tls"
                           : has(capability::Protocol::https, c.port) ? "tls"
                                                                      : "http";

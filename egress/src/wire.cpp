@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <vector>
 
 #include "comet/capability/match.hpp"
@@ -464,6 +465,167 @@ void HttpRequests::skip(uint64_t n) {
   left_ -= n;
   if (left_ == 0 && state_ == State::body) state_ = State::head;
   if (left_ == 0 && state_ == State::chunk_data) state_ = State::chunk_crlf;
+}
+
+namespace {
+
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr std::size_t kFrameHeader = 9;
+constexpr uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kPushPromise = 0x5,
+                  kContinuation = 0x9;
+constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4, kPadded = 0x8, kPriority = 0x20;
+// Streams the client has open at once: servers allow about 100-250
+// (SETTINGS_MAX_CONCURRENT_STREAMS); past this the connection is refused.
+constexpr std::size_t kMaxOpenStreams = 1024;
+
+H2Step h2_refuse(H2 what, std::string why = "") {
+  H2Step s;
+  s.what = what;
+  s.why = std::move(why);
+  return s;
+}
+
+H2Step h2_forward(std::size_t n) {
+  H2Step s;
+  s.what = H2::forward;
+  s.n = n;
+  return s;
+}
+
+}  // namespace
+
+H2Step H2Requests::next(const uint8_t* d, std::size_t n) {
+  switch (state_) {
+    case State::preface: {
+      std::size_t k = std::min(n, kPreface.size());
+      if (std::string_view(reinterpret_cast<const char*>(d), k) != kPreface.substr(0, k))
+        return h2_refuse(H2::malformed, "connection preface");
+      if (n < kPreface.size()) return {};
+      state_ = State::frame;
+      return h2_forward(kPreface.size());
+    }
+    case State::payload: {
+      if (n == 0) return {};
+      std::size_t k = static_cast<std::size_t>(std::min<uint64_t>(left_, n));
+      left_ -= k;
+      if (left_ == 0) state_ = State::frame;
+      return h2_forward(k);
+    }
+    case State::judged: {
+      if (pending_accept_) return h2_refuse(H2::malformed, "header block not accepted");
+      state_ = State::frame;
+      std::size_t k = block_bytes_;
+      block_bytes_ = 0;
+      return h2_forward(k);
+    }
+    case State::frame:
+      break;
+  }
+  // The frames of an open header block are held (not forwarded) until the
+  // block is judged: the next frame starts past them.
+  for (;;) {
+    if (n < block_bytes_ + kFrameHeader) return {};
+    const uint8_t* f = d + block_bytes_;
+    uint32_t len = (uint32_t{f[0]} << 16) | (uint32_t{f[1]} << 8) | f[2];
+    uint8_t type = f[3], flags = f[4];
+    uint32_t stream =
+        (uint32_t{f[5] & 0x7fu} << 24) | (uint32_t{f[6]} << 16) | (uint32_t{f[7]} << 8) | f[8];
+    if (block_stream_ != 0 && (type != kContinuation || stream != block_stream_))
+      return h2_refuse(H2::malformed, "CONTINUATION expected");
+    if (block_stream_ == 0 && type == kContinuation)
+      return h2_refuse(H2::malformed, "CONTINUATION without HEADERS");
+    if (type == kPushPromise) return h2_refuse(H2::malformed, "PUSH_PROMISE from a client");
+    if (type != kHeaders && type != kContinuation) {  // read no further: opaque
+      if ((type == kData && (flags & kEndStream)) || type == kRstStream) open_.erase(stream);
+      left_ = len;
+      if (len) state_ = State::payload;
+      return h2_forward(kFrameHeader);
+    }
+    if (block_bytes_ + kFrameHeader + len > kMaxH2Block) return h2_refuse(H2::too_large);
+    if (n < block_bytes_ + kFrameHeader + len) return {};
+    const uint8_t* pl = f + kFrameHeader;
+    std::size_t plen = len;
+    if (type == kHeaders) {
+      if (stream == 0 || stream % 2 == 0)
+        return h2_refuse(H2::malformed, "HEADERS on stream " + std::to_string(stream));
+      std::size_t pad = 0;
+      if (flags & kPadded) {
+        if (plen < 1) return h2_refuse(H2::malformed, "HEADERS padding");
+        pad = pl[0];
+        ++pl;
+        --plen;
+      }
+      if (flags & kPriority) {
+        if (plen < 5) return h2_refuse(H2::malformed, "HEADERS priority");
+        pl += 5;
+        plen -= 5;
+      }
+      if (pad > plen) return h2_refuse(H2::malformed, "HEADERS padding");
+      plen -= pad;
+      block_stream_ = stream;
+      // A stream opened before: trailers, only while it is open (a lower
+      // id the client never opened would be a request to a lenient server).
+      block_trailers_ = stream <= last_stream_;
+      if (block_trailers_ && !open_.count(stream))
+        return h2_refuse(H2::malformed, "HEADERS on a closed stream");
+      if (!block_trailers_) {
+        if (open_.size() >= kMaxOpenStreams) return h2_refuse(H2::malformed, "too many streams");
+        last_stream_ = stream;
+        open_.insert(stream);
+      }
+      if (flags & kEndStream) block_end_stream_ = true;
+      block_.clear();
+    }
+    block_.append(reinterpret_cast<const char*>(pl), plen);
+    block_bytes_ += kFrameHeader + len;
+    if (flags & kEndHeaders) break;
+  }
+  if (block_end_stream_) open_.erase(block_stream_);
+  block_stream_ = 0;
+  block_end_stream_ = false;
+  hpack::Result r = hpack_.decode(reinterpret_cast<const uint8_t*>(block_.data()), block_.size());
+  block_.clear();
+  if (!r.ok) return h2_refuse(H2::malformed, "hpack: " + r.why);
+  std::string host;
+  int authorities = 0;
+  for (const auto& [name, value] : r.headers) {
+    std::string lname = lower(name);  // uppercase is malformed in HTTP/2: judged all the same
+    if (lname == ":authority" || lname == "host") {
+      std::string h = authority_host(value);
+      if (h.empty()) return h2_refuse(H2::malformed, "authority");
+      if (authorities++ && h != host) return h2_refuse(H2::malformed, "two authorities");
+      host = std::move(h);
+    } else if (lname == ":method" && value == "CONNECT") {
+      return h2_refuse(H2::malformed, "CONNECT");
+    }
+  }
+  if (authorities == 0) {
+    if (!block_trailers_) return h2_refuse(H2::no_authority);
+    std::size_t k = block_bytes_;  // trailers naming no authority: nothing to judge
+    block_bytes_ = 0;
+    return h2_forward(k);
+  }
+  state_ = State::judged;
+  pending_accept_ = true;
+  H2Step s;
+  s.what = H2::authority;
+  s.host = std::move(host);
+  return s;
+}
+
+void H2Requests::accept() {
+  pending_accept_ = false;
+  accepted_ = true;
+}
+
+uint64_t H2Requests::opaque_left() const {
+  return state_ == State::payload ? left_ : 0;
+}
+
+void H2Requests::skip(uint64_t n) {
+  n = std::min(n, opaque_left());
+  left_ -= n;
+  if (left_ == 0 && state_ == State::payload) state_ = State::frame;
 }
 
 }  // namespace comet::egress::wire

@@ -11,6 +11,9 @@ on one address and port, as a shared CDN edge serves them.
              is not TLS, the judge does not read it
   ADDR:9083  a source for bulk downloads: reads until a line "SEND N\n"
              (after a ClientHello), sends N bytes, closes
+  ADDR:9084  h2c (python3-h2): prior knowledge, or HTTP/1.1 with Upgrade:
+             h2c; answers each request "h2 authority=AUTHORITY"; logs each
+             connection's :authority values to CERTDIR/h2.log
 
 Usage: cdn_server.py ADDR CERTDIR. Prints "ready" once listening."""
 from __future__ import annotations
@@ -126,6 +129,67 @@ def source_loop(sock):
         threading.Thread(target=run, daemon=True).start()
 
 
+def serve_h2(conn, log):
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+    seen = []
+
+    def answer(stream, headers):
+        h = dict(headers)
+        auth = h.get(":authority", h.get("host", ""))
+        seen.append(auth)
+        body = f"h2 authority={auth}".encode()
+        c.send_headers(stream, [(":status", "200"), ("content-length", str(len(body)))])
+        c.send_data(stream, body, end_stream=True)
+
+    try:
+        buf = b""
+        while len(buf) < 3:
+            d = conn.recv(65536)
+            if not d:
+                return
+            buf += d
+        if not buf.startswith(b"PRI"):  # HTTP/1.1, Upgrade: h2c
+            while b"\r\n\r\n" not in buf:
+                d = conn.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            fields = {k.strip().lower(): v.strip() for k, _, v in
+                      (line.partition(b":") for line in head.split(b"\r\n")[1:])}
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n")
+            c.initiate_upgrade_connection(fields.get(b"http2-settings", b""))
+            answer(1, [("host", fields.get(b"host", b"").decode())])
+        else:
+            c.initiate_connection()
+        conn.sendall(c.data_to_send())
+        while True:
+            if buf:
+                for ev in c.receive_data(buf):
+                    if isinstance(ev, h2.events.RequestReceived):
+                        answer(ev.stream_id, ev.headers)
+                conn.sendall(c.data_to_send())
+            buf = conn.recv(65536)
+            if not buf:
+                return
+    except Exception:  # noqa: BLE001 - a reset or a protocol error ends the connection
+        pass
+    finally:
+        with open(log, "a") as f:
+            f.write(" ".join(seen or ["-"]) + "\n")
+        conn.close()
+
+
+def h2_loop(sock, log):
+    while True:
+        c, _ = sock.accept()
+        threading.Thread(target=serve_h2, args=(c, log), daemon=True).start()
+
+
 def listen(addr, port):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -145,7 +209,8 @@ def main():
                threading.Thread(target=http_loop, args=(listen(addr, 9080),), daemon=True),
                threading.Thread(target=sink_loop, args=(listen(addr, 9081),), daemon=True),
                threading.Thread(target=sink_loop, args=(listen(addr, 9082),), daemon=True),
-               threading.Thread(target=source_loop, args=(listen(addr, 9083),), daemon=True)]
+               threading.Thread(target=source_loop, args=(listen(addr, 9083),), daemon=True),
+               threading.Thread(target=h2_loop, args=(listen(addr, 9084), certs / "h2.log"), daemon=True)]
     for t in threads:
         t.start()
     print("ready", flush=True)

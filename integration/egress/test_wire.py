@@ -211,6 +211,65 @@ def test_real_tls_clients_pass_and_fronting_them_does_not(cdn, make_pack, harnes
     assert requested == {f"tls sni={EVIL} via {FRONT}:9443"}, requested
 
 
+def test_h2c_every_requests_authority_is_judged(cdn, make_pack, harness):
+    """h2c (issue 25: ":authority for h2c"): HPACK-decoded header blocks,
+    every request of a connection judged, by prior knowledge and after
+    Upgrade: h2c, with real HTTP/2 stacks (curl's nghttp2, python3-h2).
+    A connection is made to the far end only once its first request was
+    judged; a refused request resets the connection and is reported."""
+    pack = make_pack(f"    - {{host: {GOOD}, port: 9084, protocol: http}}\n")
+    pack.set_commands(["resolve", GOOD], ["waitfile", "/workdir/go"])
+    cid = harness.rt.new_id("h2c")
+    ev = harness.path(f"{cid}.events.jsonl")
+    (cdn / "h2.log").write_text("")
+    p = subprocess.Popen([str(cfg.RUNTIME), "--root", str(harness.rt.root), "run", "--net-helper",
+                          "--events", str(ev), "--bundle", str(pack.bundle), cid],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dns_env(), text=True)
+    try:
+        first = json.loads(p.stdout.readline())
+        assert first["addrs"] == [FRONT], first
+        pid = json.loads((harness.rt.root / cid / "state.json").read_text())["pid"]
+        ns = ["nsenter", "-t", str(pid), "-n"]
+
+        def client(*args):
+            r = subprocess.run([*ns, sys.executable, HERE / "h2c_client.py", *args],
+                               capture_output=True, text=True, timeout=30)
+            return r.stdout.splitlines()
+
+        def curl(name, *opts):
+            return subprocess.run([*ns, "curl", "-sS", "--max-time", "5", *opts, "--resolve",
+                                   f"{name}:9084:{FRONT}", f"http://{name}:9084/"],
+                                  capture_output=True, text=True, timeout=30)
+
+        ok = curl(GOOD, "--http2-prior-knowledge")
+        assert ok.returncode == 0 and ok.stdout == f"h2 authority={GOOD}:9084", ok
+        bad = curl(EVIL, "--http2-prior-knowledge")
+        assert bad.returncode != 0 and bad.stdout == "", bad
+        up = curl(GOOD, "--http2")  # Upgrade: h2c
+        assert up.returncode == 0 and up.stdout == f"h2 authority={GOOD}:9084", up
+        # one connection: the first request answered, the second reset
+        assert client("prior", FRONT, "9084", GOOD, EVIL) == [f"h2 authority={GOOD}",
+                                                               "ConnectionResetError"]
+        # upgraded with Host: good, then :authority evil on stream 3
+        assert client("upgrade", FRONT, "9084", GOOD, EVIL) == [f"h2 authority={GOOD}",
+                                                                 "ConnectionResetError"]
+        (pack.workdir / "go").write_text("")
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 3, err
+    requested = [json.loads(l)["requested"] for l in ev.read_text().splitlines()]
+    # three refusals; identical events may be rate-limited (docs/events.md)
+    assert set(requested) == {f"http h2c authority={EVIL} via {FRONT}:9084"}, requested
+    # The far end never saw the evil name; the refused prior-knowledge
+    # connection never reached it at all (4 connections, not 5).
+    log = (cdn / "h2.log").read_text().split("\n")
+    assert EVIL not in " ".join(log), log
+    assert len([l for l in log if l]) == 4, log
+
+
 def test_engine_netns_judged_the_same(cdn, internet, make_pack):
     """In an engine's namespace (linux.namespaces[].path, as podman or a CRI
     pod): the same judge, the same refusal."""

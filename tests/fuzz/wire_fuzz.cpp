@@ -11,6 +11,9 @@
 //      whether the input comes whole or one byte at a time, or with the
 //      bytes opaque_left() allows moved past it unread (skip(), as the
 //      judge's splice(2) path does).
+//   4. H2Requests (h2c) likewise: a prefix forwarded, the same bytes,
+//      authorities and end whole or byte by byte or spliced; and the
+//      HPACK decoder never fails differently on the same block twice.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +73,45 @@ HttpRun http(const uint8_t* d, size_t n, size_t step, bool splice = false) {
   return r;
 }
 
+HttpRun h2(const uint8_t* d, size_t n, size_t step, bool splice = false) {
+  HttpRun r;
+  wire::H2Requests h;
+  std::string have;
+  size_t given = 0;
+  for (int guard = 0; guard < 1 << 20; ++guard) {
+    if (splice && have.empty() && h.opaque_left() > 0 && given < n) {
+      size_t k =
+          static_cast<size_t>(std::min<uint64_t>(h.opaque_left(), std::min(step, n - given)));
+      r.forwarded.append(reinterpret_cast<const char*>(d + given), k);
+      h.skip(k);
+      given += k;
+      continue;
+    }
+    wire::H2Step s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
+    if (s.what == wire::H2::forward) {
+      FUZZ_CHECK(s.n > 0 && s.n <= have.size(), "h2: forward beyond the input");
+      r.forwarded += have.substr(0, s.n);
+      have.erase(0, s.n);
+      continue;
+    }
+    if (s.what == wire::H2::authority) {
+      FUZZ_CHECK(!s.host.empty(), "h2: an empty authority");
+      r.hosts.push_back(s.host);
+      h.accept();
+      continue;
+    }
+    if (s.what != wire::H2::need_more) {
+      r.end = static_cast<int>(s.what);
+      return r;
+    }
+    if (given >= n) return r;
+    size_t k = std::min(step, n - given);
+    have.append(reinterpret_cast<const char*>(d + given), k);
+    given += k;
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -100,6 +142,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(
         std::string(reinterpret_cast<const char*>(data), whole.forwarded.size()) == whole.forwarded,
         "forwarded bytes are not a prefix of the input");
+    // h2c: the input after the preface, so that frames are reached.
+    std::string t = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    t.append(reinterpret_cast<const char*>(data), size);
+    const auto* td = reinterpret_cast<const uint8_t*>(t.data());
+    HttpRun hw = h2(td, t.size(), t.size());
+    for (size_t step : {size_t{1}, size_t{9}}) {
+      HttpRun hs = h2(td, t.size(), step);
+      FUZZ_CHECK(hs.forwarded == hw.forwarded && hs.hosts == hw.hosts && hs.end == hw.end,
+                 "h2: whole and stepped input judged differently");
+      HttpRun hp = h2(td, t.size(), step, true);
+      FUZZ_CHECK(hp.forwarded == hw.forwarded && hp.hosts == hw.hosts && hp.end == hw.end,
+                 "h2: payloads moved unread judged differently");
+    }
+    FUZZ_CHECK(t.compare(0, hw.forwarded.size(), hw.forwarded) == 0,
+               "h2: forwarded bytes are not a prefix of the input");
+    comet::egress::hpack::Decoder d1, d2;
+    auto r1 = d1.decode(data, size);
+    auto r2 = d2.decode(data, size);
+    FUZZ_CHECK(r1.ok == r2.ok && r1.headers == r2.headers, "hpack: not deterministic");
   }
   return 0;
 }

@@ -10,14 +10,21 @@
 //                   (keep-alive, pipelining), with the body framing
 //                   (Content-Length, chunked) followed so that the next
 //                   head is found where the server will find it
+//   H2Requests      an h2c stream (prior knowledge, or after Upgrade: h2c):
+//                   its frames followed, every header block HPACK-decoded
+//                   (hpack.hpp) as the server decodes it, each request's
+//                   :authority and host judged before its frames go out
 //
 // Fuzzed by tests/fuzz/wire_fuzz.cpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
+
+#include "comet/egress/hpack.hpp"
 
 namespace comet::egress::wire {
 
@@ -91,6 +98,55 @@ class HttpRequests {
   uint64_t left_ = 0;         // body or chunk bytes still to forward
   bool chunked_ = false;
   bool pending_accept_ = false;
+};
+
+// An h2c header block above this many bytes (HEADERS and CONTINUATIONs,
+// frame headers included) is refused; it must fit in the judge's buffer.
+inline constexpr std::size_t kMaxH2Block = 64 * 1024;
+
+enum class H2 {
+  need_more,     // wait for more bytes
+  forward,       // `n` bytes may go to the far end
+  authority,     // a complete request header block naming `host`: judge it,
+                 // then accept() to have its frames forwarded
+  no_authority,  // a request with neither :authority nor host
+  malformed,     // not HTTP/2 framing, an HPACK error, two authorities, ...
+  too_large,     // a header block over kMaxH2Block
+};
+
+struct H2Step {
+  H2 what = H2::need_more;
+  std::size_t n = 0;  // H2::forward
+  std::string host;   // H2::authority: lowercase, no port
+  std::string why;    // malformed
+};
+
+// One client-to-server h2c byte stream from its connection preface on,
+// used like HttpRequests: next() on the bytes not yet forwarded, accept()
+// after H2::authority. Only header blocks are read; every other frame's
+// payload is opaque (spliced).
+class H2Requests {
+ public:
+  H2Step next(const uint8_t* data, std::size_t len);
+  void accept();
+  bool accepted() const { return accepted_; }  // a request was judged and accepted
+  uint64_t opaque_left() const;
+  void skip(uint64_t n);
+
+ private:
+  enum class State { preface, frame, payload, judged };
+  bool accepted_ = false;
+  State state_ = State::preface;
+  uint64_t left_ = 0;              // State::payload: bytes of the frame still to go
+  std::size_t block_bytes_ = 0;    // HEADERS + CONTINUATIONs of the open block, as sent
+  uint32_t block_stream_ = 0;      // the open block's stream (0: none)
+  bool block_trailers_ = false;    // the open block is on a stream already opened
+  bool block_end_stream_ = false;  // its HEADERS ended the stream
+  std::string block_;              // the open block's fragments, joined
+  uint32_t last_stream_ = 0;       // the highest stream the client opened
+  std::set<uint32_t> open_;        // streams opened and not ended by the client
+  bool pending_accept_ = false;
+  hpack::Decoder hpack_;
 };
 
 // "a.b.c" against an egress host pattern (capability::host_matches rules:
