@@ -559,6 +559,31 @@ namespace {
 ssize_t splice_some(int in, int out, std::size_t len) {
   return ::splice(in, nullptr, out, nullptr, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 }
+
+// What one direction has taken in, out to `to`: the first *len bytes of
+// the buffer (only while the pipe is empty: order is kept), then the
+// pipe's. False on an error other than "would block"; *moved says whether
+// a byte went.
+bool drain(int to, Buf& b, std::size_t* len, Pipe& p, bool* moved) {
+  while (*len > 0 && p.n == 0) {
+    ssize_t n = ::send(to, b.data(), *len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && again(errno)) break;
+    if (n < 0) return false;
+    b.consume(static_cast<std::size_t>(n));
+    *len -= static_cast<std::size_t>(n);
+    *moved = true;
+  }
+  if (p.n > 0) {
+    ssize_t n = splice_some(p.r.get(), to, p.n);
+    if (n < 0 && !again(errno)) return false;
+    if (n > 0) {
+      p.n -= static_cast<std::size_t>(n);
+      p.stalled = false;
+      *moved = true;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 // How many of the agent's next bytes go by unread: all of a TLS stream
@@ -578,30 +603,10 @@ bool Judge::pump_up(uint64_t id, Conn& c) {
   Pipe& p = c.up_pipe;
   for (int round = 0; round < kSpliceRounds; ++round) {
     bool moved = false;
-    while (c.ok > 0 && p.n == 0) {
-      ssize_t n = ::send(c.far.get(), c.up.data(), c.ok, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0 && again(errno)) break;
-      if (n < 0) {
-        reset(c.agent);
-        drop(id);
-        return false;
-      }
-      c.up.consume(static_cast<std::size_t>(n));
-      c.ok -= static_cast<std::size_t>(n);
-      moved = true;
-    }
-    if (p.n > 0) {
-      ssize_t n = splice_some(p.r.get(), c.far.get(), p.n);
-      if (n < 0 && !again(errno)) {
-        reset(c.agent);
-        drop(id);
-        return false;
-      }
-      if (n > 0) {
-        p.n -= static_cast<std::size_t>(n);
-        p.stalled = false;
-        moved = true;
-      }
+    if (!drain(c.far.get(), c.up, &c.ok, p, &moved)) {
+      reset(c.agent);
+      drop(id);
+      return false;
     }
     if (c.agent_eof) break;
     uint64_t opaque = up_opaque(c);
@@ -649,29 +654,11 @@ bool Judge::pump_down(uint64_t id, Conn& c) {
   Pipe& p = c.down_pipe;
   for (int round = 0; round < kSpliceRounds; ++round) {
     bool moved = false;
-    while (c.down.size() > 0) {
-      ssize_t n = ::send(c.agent.get(), c.down.data(), c.down.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0 && again(errno)) break;
-      if (n < 0) {
-        reset(c.far);
-        drop(id);
-        return false;
-      }
-      c.down.consume(static_cast<std::size_t>(n));
-      moved = true;
-    }
-    if (p.n > 0) {
-      ssize_t n = splice_some(p.r.get(), c.agent.get(), p.n);
-      if (n < 0 && !again(errno)) {
-        reset(c.far);
-        drop(id);
-        return false;
-      }
-      if (n > 0) {
-        p.n -= static_cast<std::size_t>(n);
-        p.stalled = false;
-        moved = true;
-      }
+    std::size_t len = c.down.size();  // the far end's bytes are all "judged"
+    if (!drain(c.agent.get(), c.down, &len, p, &moved)) {
+      reset(c.far);
+      drop(id);
+      return false;
     }
     if (c.far_eof) break;
     ssize_t n;
