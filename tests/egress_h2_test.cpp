@@ -194,7 +194,7 @@ Fed feed(const std::string& t, std::size_t step = 4096,
         r.end = s.what;
         return r;
       }
-      h.accept();
+      h.accept_head();
       continue;
     }
     if (s.what != wire::H2::need_more) {
@@ -327,7 +327,7 @@ TEST(WireH2, DataPayloadsAreOpaque) {
   wire::H2Step s;
   while ((s = step(rest)).what == wire::H2::forward) rest.erase(0, s.n);
   ASSERT_EQ(s.what, wire::H2::authority);
-  h.accept();
+  h.accept_head();
   s = step(rest);
   ASSERT_EQ(s.what, wire::H2::forward);
   rest.erase(0, s.n);

@@ -466,7 +466,7 @@ bool Judge::judge_h2(uint64_t id, Conn& c) {
           refuse(id, c, "http h2c authority=" + s.host);
           return false;
         }
-        c.h2.accept();
+        c.h2.accept_head();
         continue;
       case wire::H2::no_authority:
         refuse(id, c, "http h2c no authority");

@@ -213,18 +213,30 @@ bool digits(std::string_view s) {
   return true;
 }
 
-HttpStep refuse(Http what, std::string why = "") {
-  HttpStep s;
+// A step of either stream parser (HttpStep, H2Step): a refusal, or `n`
+// bytes to forward.
+template <class Step, class What>
+Step refuse_as(What what, std::string why) {
+  Step s;
   s.what = what;
   s.why = std::move(why);
   return s;
 }
 
-HttpStep forward(std::size_t n) {
-  HttpStep s;
-  s.what = Http::forward;
+template <class Step>
+Step forward_as(std::size_t n) {
+  Step s;
+  s.what = decltype(s.what)::forward;
   s.n = n;
   return s;
+}
+
+HttpStep refuse(Http what, std::string why = "") {
+  return refuse_as<HttpStep>(what, std::move(why));
+}
+
+HttpStep forward(std::size_t n) {
+  return forward_as<HttpStep>(n);
 }
 
 // "name", "name:port", "[v6]", "[v6]:port" -> the host, lowercase; "" when
@@ -479,17 +491,11 @@ constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4, kPadded = 0x8, kPriority 
 constexpr std::size_t kMaxOpenStreams = 1024;
 
 H2Step h2_refuse(H2 what, std::string why = "") {
-  H2Step s;
-  s.what = what;
-  s.why = std::move(why);
-  return s;
+  return refuse_as<H2Step>(what, std::move(why));
 }
 
 H2Step h2_forward(std::size_t n) {
-  H2Step s;
-  s.what = H2::forward;
-  s.n = n;
-  return s;
+  return forward_as<H2Step>(n);
 }
 
 }  // namespace
@@ -613,7 +619,7 @@ H2Step H2Requests::next(const uint8_t* d, std::size_t n) {
   return s;
 }
 
-void H2Requests::accept() {
+void H2Requests::accept_head() {
   pending_accept_ = false;
   accepted_ = true;
 }

@@ -33,14 +33,21 @@ struct HttpRun {
   int end = 0;
 };
 
-HttpRun http(const uint8_t* d, size_t n, size_t step, bool splice = false) {
+// Follows one client stream as the judge does: whole or STEP bytes at a
+// time, with the bytes opaque_left() allows moved past the parser unread
+// when SPLICE. JUDGED_FIRST: not a byte may go before a request was judged
+// (HTTP/1.x; h2c forwards its preface and SETTINGS first, and the judge
+// connects only after a judged request).
+template <class Parser, class What>
+HttpRun follow(const uint8_t* d, size_t n, size_t step, bool splice, What forward, What judged,
+               bool judged_first) {
   HttpRun r;
-  wire::HttpRequests h;
+  Parser h;
   std::string have;
   size_t given = 0;
   for (int guard = 0; guard < 1 << 20; ++guard) {
     if (splice && have.empty() && h.opaque_left() > 0 && given < n) {
-      FUZZ_CHECK(!r.hosts.empty(), "opaque bytes before any head was judged");
+      FUZZ_CHECK(!judged_first || !r.hosts.empty(), "opaque bytes before any head was judged");
       size_t k =
           static_cast<size_t>(std::min<uint64_t>(h.opaque_left(), std::min(step, n - given)));
       r.forwarded.append(reinterpret_cast<const char*>(d + given), k);
@@ -48,20 +55,21 @@ HttpRun http(const uint8_t* d, size_t n, size_t step, bool splice = false) {
       given += k;
       continue;
     }
-    wire::HttpStep s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
-    if (s.what == wire::Http::forward) {
+    auto s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
+    if (s.what == forward) {
       FUZZ_CHECK(s.n > 0 && s.n <= have.size(), "forward beyond the input");
-      FUZZ_CHECK(!r.hosts.empty(), "a byte forwarded before any head was judged");
+      FUZZ_CHECK(!judged_first || !r.hosts.empty(), "a byte forwarded before any head was judged");
       r.forwarded += have.substr(0, s.n);
       have.erase(0, s.n);
       continue;
     }
-    if (s.what == wire::Http::host) {
+    if (s.what == judged) {
+      FUZZ_CHECK(!s.host.empty(), "an empty host judged");
       r.hosts.push_back(s.host);
       h.accept_head();
       continue;
     }
-    if (s.what != wire::Http::need_more) {
+    if (s.what != What::need_more) {
       r.end = static_cast<int>(s.what);
       return r;
     }
@@ -73,43 +81,14 @@ HttpRun http(const uint8_t* d, size_t n, size_t step, bool splice = false) {
   return r;
 }
 
+HttpRun http(const uint8_t* d, size_t n, size_t step, bool splice = false) {
+  return follow<wire::HttpRequests>(d, n, step, splice, wire::Http::forward, wire::Http::host,
+                                    true);
+}
+
 HttpRun h2(const uint8_t* d, size_t n, size_t step, bool splice = false) {
-  HttpRun r;
-  wire::H2Requests h;
-  std::string have;
-  size_t given = 0;
-  for (int guard = 0; guard < 1 << 20; ++guard) {
-    if (splice && have.empty() && h.opaque_left() > 0 && given < n) {
-      size_t k =
-          static_cast<size_t>(std::min<uint64_t>(h.opaque_left(), std::min(step, n - given)));
-      r.forwarded.append(reinterpret_cast<const char*>(d + given), k);
-      h.skip(k);
-      given += k;
-      continue;
-    }
-    wire::H2Step s = h.next(reinterpret_cast<const uint8_t*>(have.data()), have.size());
-    if (s.what == wire::H2::forward) {
-      FUZZ_CHECK(s.n > 0 && s.n <= have.size(), "h2: forward beyond the input");
-      r.forwarded += have.substr(0, s.n);
-      have.erase(0, s.n);
-      continue;
-    }
-    if (s.what == wire::H2::authority) {
-      FUZZ_CHECK(!s.host.empty(), "h2: an empty authority");
-      r.hosts.push_back(s.host);
-      h.accept();
-      continue;
-    }
-    if (s.what != wire::H2::need_more) {
-      r.end = static_cast<int>(s.what);
-      return r;
-    }
-    if (given >= n) return r;
-    size_t k = std::min(step, n - given);
-    have.append(reinterpret_cast<const char*>(d + given), k);
-    given += k;
-  }
-  return r;
+  return follow<wire::H2Requests>(d, n, step, splice, wire::H2::forward, wire::H2::authority,
+                                  false);
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ enum class H2 {
   need_more,     // wait for more bytes
   forward,       // `n` bytes may go to the far end
   authority,     // a complete request header block naming `host`: judge it,
-                 // then accept() to have its frames forwarded
+                 // then accept_head() to have its frames forwarded
   no_authority,  // a request with neither :authority nor host
   malformed,     // not HTTP/2 framing, an HPACK error, two authorities, ...
   too_large,     // a header block over kMaxH2Block
@@ -122,13 +122,13 @@ struct H2Step {
 };
 
 // One client-to-server h2c byte stream from its connection preface on,
-// used like HttpRequests: next() on the bytes not yet forwarded, accept()
+// used like HttpRequests: next() on the bytes not yet forwarded, accept_head()
 // after H2::authority. Only header blocks are read; every other frame's
 // payload is opaque (spliced).
 class H2Requests {
  public:
   H2Step next(const uint8_t* data, std::size_t len);
-  void accept();
+  void accept_head();
   bool accepted() const { return accepted_; }  // a request was judged and accepted
   uint64_t opaque_left() const;
   void skip(uint64_t n);
