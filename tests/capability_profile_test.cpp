@@ -626,10 +626,13 @@ TEST(CapabilityProfile, WorkspaceFileProfilesCannotGrant) {
           .ok());
 }
 
-// Red team round 11: `--workspace /etc` was auto-allowed.
+// Red team round 11: `--workspace /etc` was auto-allowed; round 12: /run
+// (systemd units, udev rules, modprobe.d) and /opt were.
 TEST(CapabilityProfile, SystemDirectoriesAreNoWorkspace) {
-  for (const char* ws : {"/etc", "/etc/cron.d", "/usr", "/usr/local/src/x", "/bin", "/lib64",
-                         "/boot", "/var", "/var/spool/cron", "/proc", "/sys", "/dev"}) {
+  for (const char* ws :
+       {"/etc", "/etc/cron.d", "/usr", "/usr/local/src/x", "/bin", "/lib64", "/boot", "/var",
+        "/var/spool/cron", "/proc", "/sys", "/dev", "/run", "/run/systemd/system", "/run/udev",
+        "/opt", "/opt/proj", "/srv/app", "/snap/x"}) {
     ResolveContext c = ctx();
     c.workspace = ws;
     for (const char* profile : {"workspace", "strict"}) {
@@ -640,9 +643,42 @@ TEST(CapabilityProfile, SystemDirectoriesAreNoWorkspace) {
     }
     EXPECT_TRUE(resolve("read-only", c).ok()) << ws;  // writes no workspace
   }
-  for (const char* ws : {"/var/tmp/x", "/srv/app", "/opt/proj", "/tmp/w", "/usrx"}) {
+  for (const char* ws : {"/var/tmp/x", "/tmp/w", "/usrx", "/runx", "/optional", "/mnt/data/p"}) {
     ResolveContext c = ctx();
     c.workspace = ws;
     EXPECT_TRUE(resolve("workspace", c).ok()) << ws;
   }
+}
+
+// Round 12 follow-up: a root caller's `--workspace /home` held every
+// other account's rc files.
+TEST(CapabilityProfile, AnotherAccountsHomeIsNoWorkspace) {
+  ResolveContext c = ctx();
+  c.homes = {"/home/bob", "/srv/git-home"};
+  c.home = "/root";  // root, whose own home is not under /home
+  for (const char* ws : {"/home", "/home/bob"}) {
+    c.workspace = ws;
+    auto r = resolve("workspace", c);
+    ASSERT_FALSE(r.ok()) << ws;
+    EXPECT_NE(r.error().message().find("of another account"), std::string::npos)
+        << r.error().message();
+  }
+  c.workspace = "/home/bob/project";  // inside it: the caller's choice
+  EXPECT_TRUE(resolve("workspace", c).ok());
+  c.workspace = "/home/ada/src";
+  EXPECT_TRUE(resolve("workspace", c).ok());
+}
+
+// Round 12: a custom `write: [~]` left ~/bin (on PATH by Debian's
+// .profile), editor plugin directories, toolchain env files writable.
+TEST(CapabilityProfile, TheHomeNamesTheHostRunsAreProtected) {
+  auto set =
+      merge({ConfigDoc{"profiles:\n  home: {extends: workspace, write: [\"~\"]}\n", "/u.yaml"}});
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  auto r = must(resolve(*set, "home", ctx()));
+  for (const char* p : {"/home/ada/bin", "/home/ada/.vim", "/home/ada/.emacs.d",
+                        "/home/ada/.bashrc.d", "/home/ada/.cargo/env", "/home/ada/.cargo/bin",
+                        "/home/ada/.gdbinit", "/home/ada/.ipython", "/home/ada/.local/share/nvim",
+                        "/home/ada/.gnupg", "/home/ada/.oh-my-zsh", "/home/ada/.pyenv"})
+    EXPECT_TRUE(has(r.protect, p)) << p;
 }

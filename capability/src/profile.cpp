@@ -154,6 +154,49 @@ const std::vector<std::string> kProtectedHome = {
     ".claude.json",
     ".cursor/",
     ".envrc",
+    // red team round 12: what a custom `write: [~]` left writable that the
+    // host runs: ~/bin (Debian's .profile puts it on PATH), editor plugin
+    // and start-up directories, shell completion and rc.d directories,
+    // language toolchains' PATH and env files, debugger and REPL start-up
+    ".bashrc.d/",
+    ".bash_completion",
+    ".bash_completion.d/",
+    "bin/",
+    ".vim/",
+    ".emacs",
+    ".emacs.d/",
+    ".config/emacs/",
+    ".local/share/nvim/",
+    ".local/share/bash-completion/",
+    ".local/share/applications/",
+    ".cargo/bin/",
+    ".cargo/env",
+    ".pyenv/",
+    ".rbenv/",
+    ".nvm/",
+    ".oh-my-zsh/",
+    ".zsh/",
+    ".gdbinit",
+    ".config/gdb/",
+    ".ipython/",
+    ".jupyter/",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".gnupg/",
+    ".tmux.conf",
+    ".config/tmux/",
+    ".xinitrc",
+    ".xprofile",
+    ".xsessionrc",
+    ".pam_environment",
+    ".config/environment.d/",
+    ".config/containers/",
+    ".docker/",
+    ".kube/",
+    ".aws/",
+    ".pypirc",
+    ".netrc",
+    ".gitconfig.local",
 };
 
 // Without {workspace}/.git, git looks for a bare repository in the
@@ -208,8 +251,12 @@ const std::vector<std::string> kRuntimeSocketDirs = {
 };
 
 // Refused as (or above) a workspace that a profile writes.
-const char* const kSystemDirs[] = {"/etc",    "/usr",  "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                                   "/libx32", "/boot", "/var", "/proc", "/sys", "/dev"};
+// Red team round 12: /run (systemd units, udev rules, modprobe.d and
+// tmpfiles.d are read from /run too), /opt and /srv (installed software and
+// services the host runs), /snap.
+const char* const kSystemDirs[] = {"/etc",   "/usr",    "/bin",  "/sbin", "/lib",  "/lib32",
+                                   "/lib64", "/libx32", "/boot", "/var",  "/proc", "/sys",
+                                   "/dev",   "/run",    "/opt",  "/srv",  "/snap"};
 
 class Expander {
  public:
@@ -363,6 +410,18 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
             (ws == home ? " is the home directory" : " holds the home directory " + home) +
             ": too much of what your shell and tools run lives there; use a "
             "project directory");
+      }
+      // Another account's home (red team round 12 follow-up: root with
+      // `--workspace /home` made every user's rc files writable).
+      for (const std::string& h : ctx.homes) {
+        if (h.empty() || h[0] != '/') continue;
+        const std::string other = detail::normalize_path(h);
+        if (other == "/" || other == home || !detail::path_under(other, ws)) continue;
+        return Error::msg("sandbox: the workspace " + ws +
+                          (ws == other ? " is the home directory" : " holds the home directory") +
+                          " " + other +
+                          " of another account: what its shells and tools run "
+                          "lives there; use a project directory");
       }
     }
     // A system directory as the workspace (red team round 11: `--workspace

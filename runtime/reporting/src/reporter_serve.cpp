@@ -62,8 +62,8 @@ EventWriter::EventWriter(const std::string& dir, std::string deliver)
 }
 
 bool EventWriter::line(const std::string& l, const std::string& surface, bool first_of_key,
-                       bool deliver) {
-  if (!budget_.admit(surface, first_of_key, bytes_, l.size() + 1)) return false;
+                       bool deliver, const std::string& entry) {
+  if (!budget_.admit(surface, first_of_key, bytes_, l.size() + 1, entry)) return false;
   raw(l);
   if (deliver) violations::deliver_line(deliver_, l);
   return true;
@@ -389,7 +389,8 @@ void Reporter::emit(const violations::Event& e, NotifAnswer* ans) {
   }
   if (seen_.size() < kMaxKeys) seen_[key].last = e;
   std::string l = violations::to_json_line(e);
-  bool written = out_->line(l, e.surface, /*first_of_key=*/true, /*deliver=*/false);
+  bool written = out_->line(l, e.surface, /*first_of_key=*/true, /*deliver=*/false,
+                            e.matched_entry.value_or(""));
   if (ans) ans->send();
   if (written) out_->deliver(l);
 }
@@ -399,7 +400,8 @@ void Reporter::flush() {
     if (p.count == 0) continue;
     p.last.repeated = p.count;
     p.count = 0;
-    out_->line(violations::to_json_line(p.last), p.last.surface, /*first_of_key=*/false);
+    out_->line(violations::to_json_line(p.last), p.last.surface, /*first_of_key=*/false, true,
+               p.last.matched_entry.value_or(""));
   }
 }
 

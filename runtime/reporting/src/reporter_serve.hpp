@@ -48,8 +48,9 @@ class EventWriter {
   // rest is counted per surface. deliver=false: the caller delivers it
   // later (deliver()), so that a slow delivery target never holds up the
   // answer to the agent.
+  // `entry`: the event's matched entry (EventBudget keeps the first of each).
   bool line(const std::string& l, const std::string& surface, bool first_of_key,
-            bool deliver = true);
+            bool deliver = true, const std::string& entry = "");
   // Always written (the events_truncated line).
   void raw(const std::string& l);
   void deliver(const std::string& l) { violations::deliver_line(deliver_, l); }

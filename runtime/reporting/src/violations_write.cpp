@@ -48,14 +48,22 @@ void deliver_line(const std::string& target, const std::string& line) {
     write_all(g_pinned_fd, line + "\n");
     return;
   }
-  UniqueFd fd(::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-  if (fd) write_all(fd.get(), line + "\n");
+  // Not pinned (another process's writer): never through a symlink, never
+  // into a FIFO or a device.
+  UniqueFd fd(::open(target.c_str(),
+                     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  struct stat st;
+  if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) write_all(fd.get(), line + "\n");
 }
 
 Status pin_delivery_target(const std::string& target) {
   if (target.empty() || target.rfind("unix:", 0) == 0) return {};
   int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Error::sys(errno, "open the events target " + target);
+  return pin_delivery_fd(target, fd);
+}
+
+Status pin_delivery_fd(const std::string& target, int fd) {
   if (g_pinned_fd >= 0) ::close(g_pinned_fd);
   g_pinned_fd = fd;
   g_pinned_target = target;
@@ -63,12 +71,23 @@ Status pin_delivery_target(const std::string& target) {
 }
 
 bool EventBudget::admit(const std::string& surface, bool first_of_key, std::uint64_t file_bytes,
-                        std::size_t bytes) {
+                        std::size_t bytes, const std::string& entry) {
   long& w = written_[surface];
-  const bool ok = file_bytes + bytes <= kMaxEventsBytes || (first_of_key && w < kKeepPerSurface) ||
+  long* we = nullptr;
+  if (!entry.empty()) {
+    const std::string k = surface + '\0' + entry;
+    auto it = written_entry_.find(k);
+    if (it != written_entry_.end())
+      we = &it->second;
+    else if (written_entry_.size() < kMaxEntryClasses)
+      we = &written_entry_[k];
+  }
+  const bool ok = file_bytes + bytes <= kMaxEventsBytes ||
+                  (first_of_key && (w < kKeepPerSurface || (we && *we < kKeepPerSurface))) ||
                   (first_of_key && file_bytes + bytes <= kMaxEventsBytesHard);
   if (ok) {
     w++;
+    if (we) ++*we;
   } else {
     dropped_[surface]++;
     dropped_total_++;
@@ -110,7 +129,8 @@ bool append_event(const std::string& state_dir, const Event& e, EventBudget& bud
   struct stat st;
   std::uint64_t size =
       fd && ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-  if (!budget.admit(e.surface, first_of_key, size, line.size() + 1)) return false;
+  if (!budget.admit(e.surface, first_of_key, size, line.size() + 1, e.matched_entry.value_or("")))
+    return false;
   if (fd) write_all(fd.get(), line + "\n");
   if (auto t = read_file(join_path(state_dir, "events.deliver")); t.ok()) deliver_line(*t, line);
   return true;

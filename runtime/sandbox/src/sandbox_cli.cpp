@@ -12,7 +12,9 @@
 #include <linux/fs.h>
 #include <pwd.h>
 #include <sched.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/random.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/capability/auto_allow.hpp"
@@ -32,6 +35,7 @@
 #include "comet/host/log.hpp"
 #include "comet/host/user_dirs.hpp"
 #include "comet/oci/spec.hpp"
+#include "comet/reporting/violations.hpp"
 #include "comet/sandbox/sandbox_config.hpp"
 #include "comet/sandbox/sandbox_launch.hpp"
 
@@ -139,15 +143,17 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   return p;
 }
 
-// `--events unix:PATH` is connected for each event: a socket in a tree
-// the command writes could be unlinked and bound again by the command,
-// which then swallows (or answers) the events (red team round 11). Such a
-// PATH is refused; the private /tmp is no host tree, devbox protects
-// nothing by design.
-Status events_socket_outside(const Prepared& p, const std::string& events) {
-  if (events.rfind("unix:", 0) != 0 || !p.profile.sandboxed || p.profile.base == "devbox")
-    return {};
-  std::string path = events.substr(5);
+// The --events target must lie outside every tree the command can write
+// (red team rounds 11 and 12): a socket there could be unlinked and bound
+// again by the command, which then swallows the events; a file there could
+// be replaced by a symlink to a shell start-up file that the runtime (root,
+// or root for a sudo caller) then appends to, or by a FIFO that blocks the
+// reporter. The private /tmp is no host tree; devbox protects nothing by
+// design.
+Status events_target_outside(const Prepared& p, const std::string& events) {
+  if (events.empty() || !p.profile.sandboxed || p.profile.base == "devbox") return {};
+  const bool sock = events.rfind("unix:", 0) == 0;
+  std::string path = sock ? events.substr(5) : events;
   char buf[PATH_MAX];
   if (path.empty() || path[0] != '/')
     path = std::string(::getcwd(buf, sizeof buf) ? buf : "") + "/" + path;
@@ -158,11 +164,45 @@ Status events_socket_outside(const Prepared& p, const std::string& events) {
   for (const std::string& w : p.profile.write) {
     if (w == p.ctx.tmp && p.profile.limits.tmp != 0) continue;  // a private tmpfs inside
     if (path == w || path.rfind(w == "/" ? w : w + "/", 0) == 0)
-      return Error::msg("sandbox: --events unix:" + events.substr(5) + " is in " + w +
-                        ", which the command can write (it could take the socket's name); "
-                        "put the socket elsewhere");
+      return Error::msg("sandbox: --events " + events + " is in " + w +
+                        ", which the command can write (it could " +
+                        (sock ? "take the socket's name" : "replace the file") +
+                        "); put it elsewhere");
   }
   return {};
+}
+
+// An --events FILE is opened once, before the command exists, and every
+// event goes to that open file (violations::pin_delivery_fd): never a
+// symlink (O_NOFOLLOW), only a regular file (a FIFO would block the
+// reporter), and for a sudo caller with the caller's own file-system ids,
+// so that root never writes where the caller could not.
+Status open_events_file(const Prepared& p, const std::string& events) {
+  if (events.empty() || events.rfind("unix:", 0) == 0) return {};
+  const bool as_caller = p.who.via_sudo && ::geteuid() == 0;
+  if (as_caller) {
+    ::setfsgid(p.who.gid);
+    ::setfsuid(p.who.uid);
+  }
+  int fd =
+      ::open(events.c_str(),
+             O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
+  const int err = errno;
+  if (as_caller) {
+    ::setfsuid(0);
+    ::setfsgid(0);
+  }
+  if (fd < 0 && err == ENXIO)  // a FIFO without a reader (O_NONBLOCK)
+    return Error::msg("sandbox: --events " + events + " is not a regular file");
+  if (fd < 0)
+    return Error::sys(
+        err, "sandbox: --events " + events + (err == ELOOP ? " is a symlink (refused)" : ": open"));
+  UniqueFd owner(fd);
+  struct stat st;
+  if (::fstat(fd, &st) < 0) return Error::sys(errno, "sandbox: --events " + events + ": fstat");
+  if (!S_ISREG(st.st_mode))
+    return Error::msg("sandbox: --events " + events + " is not a regular file");
+  return violations::pin_delivery_fd(events, owner.release());
 }
 
 std::string self_exe() {
@@ -459,7 +499,15 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     char cwd[PATH_MAX];
     if (::getcwd(cwd, sizeof cwd)) l.events = join_path(cwd, l.events);
   }
-  if (Status st = events_socket_outside(p, l.events); !st.ok()) return exit_for(st.error());
+  if (Status st = events_target_outside(p, l.events); !st.ok()) return exit_for(st.error());
+  if (Status st = open_events_file(p, l.events); !st.ok()) return exit_for(st.error());
+  // Dies with its parent (red team round 12: a SIGKILLed harness left the
+  // runtime and the command running): the init already dies with the
+  // runtime, and the guardian (a child, which PDEATHSIG does not follow)
+  // cleans up after it. Checked against the parent's death in between.
+  const pid_t parent = ::getppid();
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && parent != 1 && ::getppid() != parent)
+    return exit_for(Error::msg("sandbox: the caller exited before the sandbox started"));
   log::debug("sandbox " + l.id + ": profile " + p.profile.name + ", workspace " + p.workspace);
   auto rc = launch_sandbox(l);
   if (!rc.ok()) return exit_for(rc.error());

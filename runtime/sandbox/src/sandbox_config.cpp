@@ -95,6 +95,18 @@ cap::ResolveContext resolve_context(const Invoker& who, const std::string& works
   c.home = who.home;
   c.tmp = "/tmp";
   c.uid = who.uid;
+  // Every local account's home (ResolveContext::homes) that exists: read
+  // from /etc/passwd itself, not getpwent(), which would enumerate a whole
+  // LDAP directory at every start.
+  if (auto pw = read_file("/etc/passwd"); pw.ok()) {
+    for (const std::string& line : split(*pw, '\n')) {
+      std::vector<std::string> f = split(line, ':');
+      if (f.size() < 7 || f[5].empty() || f[5][0] != '/') continue;
+      const std::string h = clean_path(f[5]);
+      if (h == "/" || h == who.home || !is_dir(h)) continue;
+      c.homes.push_back(h);
+    }
+  }
   std::string xdg = who.via_sudo ? std::string() : get(env, "XDG_CONFIG_HOME");
   if (!xdg.empty() && xdg[0] == '/')
     c.config_home = clean_path(xdg);

@@ -148,6 +148,11 @@ struct ResolveContext {
   // host's zsh reads its rc files; the home table's zsh names are protected
   // there too (red team round 11).
   std::string zdotdir = {};
+  // Every account's home directory (the passwd database, read by the
+  // runtime): a workspace at or above any of them is refused as the
+  // caller's own is, since a root caller's workspace profile would make
+  // another user's rc files writable.
+  std::vector<std::string> homes = {};
 };
 
 struct ResolvedProfile {

@@ -27,14 +27,18 @@ inline constexpr const char* kEventsAnnotation = "org.soyaos.comet.events";
 inline constexpr int kViolationExit = 3;
 // An events file is written freely up to kMaxEventsBytes. Past it, a flood
 // of cheap violations must not push a later, real one out of the record
-// (EventBudget): the first kKeepPerSurface events of every surface are
-// always written, and so is the first event of a new (surface, requested,
-// syscall) while the file is under kMaxEventsBytesHard. The rest is
-// counted per surface, and the writer that dropped them ends with one
-// "events_truncated" line.
+// (EventBudget): the first kKeepPerSurface events of every surface, and of
+// every (surface, matched entry) of a surface (a protected path's, red team
+// round 12: 9,000 refused mkdirs hid a write to .git/hooks/pre-commit),
+// are always written, and so is the first event of a new (surface,
+// requested, syscall) while the file is under kMaxEventsBytesHard. The
+// rest is counted per surface, and the writer that dropped them ends with
+// one "events_truncated" line. At most kMaxEntryClasses entries are kept
+// apart (the policy bounds them).
 inline constexpr std::uint64_t kMaxEventsBytes = 1 << 20;
 inline constexpr std::uint64_t kMaxEventsBytesHard = 2 << 20;
 inline constexpr long kKeepPerSurface = 16;
+inline constexpr std::size_t kMaxEntryClasses = 4096;
 
 // Pure: which lines a writer keeps (above). One per writer (the reporter,
 // the resolver): each keeps the first events of the surfaces it writes.
@@ -43,8 +47,9 @@ class EventBudget {
   // Whether a line of `bytes` for `surface` is written to a file now
   // `file_bytes` long; `first_of_key`: the first of its (surface,
   // requested, syscall) (not a repeat summary). Counts either way.
+  // `entry`: the event's matched entry ("" when none).
   bool admit(const std::string& surface, bool first_of_key, std::uint64_t file_bytes,
-             std::size_t bytes);
+             std::size_t bytes, const std::string& entry = "");
   long dropped() const { return dropped_total_; }
   const std::map<std::string, long>& dropped_by_surface() const { return dropped_; }
   // {"type":"events_truncated",...,"dropped":N,"dropped_by_surface":{...}}
@@ -52,6 +57,7 @@ class EventBudget {
 
  private:
   std::map<std::string, long> written_, dropped_;
+  std::map<std::string, long> written_entry_;  // surface NUL entry
   long dropped_total_ = 0;
 };
 
@@ -133,6 +139,9 @@ void deliver_line(const std::string& target, const std::string& line);
 // read-only (the confined resolver, helper_confine.hpp). unix: targets and
 // "" are left alone.
 Status pin_delivery_target(const std::string& target);
+// The same with a file the caller opened (and checked: sandbox's --events
+// FILE, never a symlink nor a FIFO); takes the fd.
+Status pin_delivery_fd(const std::string& target, int fd);
 
 // Where --events asked the events to go ("" = nowhere); set by the CLI for
 // run/create/pack run, read by create (the annotation is the fallback).
