@@ -36,7 +36,7 @@ std::vector<Step> placeholder_steps(const std::vector<capability::Placeholder>& 
   return steps;
 }
 
-Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
+Result<struct stat> make_placeholder(const Step& step, uid_t uid, gid_t gid) {
   const std::string& path = step.path;
   if (step.dir) {
     if (::mkdir(path.c_str(), 0755) < 0)
@@ -58,7 +58,25 @@ Status make_placeholder(const Step& step, uid_t uid, gid_t gid) {
     }
     ::close(fd);
   }
-  if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
+  // Made by the owner already (rootless; root for root): no chown, which
+  // would only dirty the new inode once more.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) < 0) return Error::sys(errno, "sandbox: stat " + path);
+  if (st.st_uid != uid || st.st_gid != gid) {
+    if (::lchown(path.c_str(), uid, gid) < 0) return Error::sys(errno, "sandbox: chown " + path);
+    st.st_uid = uid;
+    st.st_gid = gid;
+  }
+  return st;
+}
+
+Status PlaceholderRegistry::flush() {
+  if (pending_.empty()) return ok();
+  std::string lines = std::move(pending_);
+  pending_.clear();
+  ::lseek(mutex_.get(), 0, SEEK_END);
+  if (::write(mutex_.get(), lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
+    return Error::sys(errno, "sandbox: write the placeholder registry");
   return ok();
 }
 

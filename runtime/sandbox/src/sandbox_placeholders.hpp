@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -37,7 +38,9 @@ struct Step {
 // are about to create (and will remove while it is still ours and as made).
 std::vector<Step> placeholder_steps(const std::vector<capability::Placeholder>& ps);
 
-Status make_placeholder(const Step& step, uid_t uid, gid_t gid);
+// Makes STEP owned by UID:GID; its lstat once made (the identity the
+// registry and the guardian check before they remove it).
+Result<struct stat> make_placeholder(const Step& step, uid_t uid, gid_t gid);
 
 // Removes M if it is still the empty placeholder made. A directory comes
 // back open (O_PATH) once removed: its last close, which frees its block,
@@ -60,7 +63,11 @@ class PlaceholderRegistry {
   Status open(const std::string& state_root, const std::string& workspace);
   // Registered and still there as made.
   std::vector<Made> entries() const;
-  Status add(const Made& m) {
+  // Registers M: written with the others by join() (or by the cleanup's
+  // last(): the mutex is held from open() to either, so no other sandbox
+  // reads the registry in between; the guardian knows each placeholder on
+  // its own).
+  void add(const Made& m) {
     static const char* digits = "0123456789abcdef";
     std::string hex;  // the content a file placeholder holds ("-": none), at most 64 bytes
     for (unsigned char c : m.content.substr(0, 64)) {
@@ -70,13 +77,11 @@ class PlaceholderRegistry {
     std::string line = std::to_string(static_cast<unsigned long long>(m.dev)) + " " +
                        std::to_string(static_cast<unsigned long long>(m.ino)) +
                        (m.dir ? " d " : " f ") + (hex.empty() ? "-" : hex) + " " + m.path + "\n";
-    ::lseek(mutex_.get(), 0, SEEK_END);
-    if (::write(mutex_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      return Error::sys(errno, "sandbox: write the placeholder registry");
-    return ok();
+    pending_ += line;
   }
   // A user from now on; the mutex is released.
   Status join() {
+    TRYV(flush());
     if (::flock(users_.get(), LOCK_SH) < 0) return Error::sys(errno, "sandbox: lock users");
     unlock();
     return ok();
@@ -86,6 +91,7 @@ class PlaceholderRegistry {
   // removed and this object goes.
   bool last() {
     if (!mutex_) return true;
+    (void)flush();  // a launch that failed between add() and join()
     if (!locked_ && ::flock(mutex_.get(), LOCK_EX) == 0) locked_ = true;
     if (::flock(users_.get(), LOCK_EX | LOCK_NB) < 0) {
       unlock();
@@ -113,7 +119,9 @@ class PlaceholderRegistry {
   const std::string& dir() const { return dir_; }
 
  private:
+  Status flush();
   std::string dir_, registry_path_, users_path_;
+  std::string pending_;  // add()'s lines, not yet written
   UniqueFd mutex_, users_;
   bool finished_ = false;
 
