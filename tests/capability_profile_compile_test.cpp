@@ -650,6 +650,25 @@ TEST(ProfileCompile, GitKeptValid) {
                                       " (the workload could replace it)");
 }
 
+// Every writable bind (write paths, pins) is made through a fd opened
+// following no symlink (red team round 12: a write path swapped for a
+// symlink between the plan and the mount bound where it led); read-only
+// binds and the pinned links themselves are not.
+TEST(ProfileCompile, WritableBindsFollowNoSymlink) {
+  for (const char* name : {"workspace", "read-only", "strict", "devbox"}) {
+    SandboxPlan p = must_plan(builtin(name));
+    int writable = 0;
+    for (const oci::Mount& m : p.spec.mounts) {
+      if (m.type != "bind") continue;
+      const bool ro = has(m.options, "rro") || has(m.options, "ro");
+      const bool link = has(m.options, "x-comet.link");
+      EXPECT_EQ(has(m.options, "x-comet.nofollow"), !ro && !link) << name << " " << m.destination;
+      if (!ro && !link) ++writable;
+    }
+    EXPECT_GT(writable, 0) << name;
+  }
+}
+
 // A symlink on the way to a protected path, in the writable workspace (red
 // team rounds 8 and 9): bound onto itself ("x-comet.link"), with the
 // directories between the workspace and it pinned; one outside every

@@ -525,10 +525,14 @@ class Planner {
       case Op::read:
       case Op::protect:
         return mount(e.path, "bind", e.path, ro);
+      // Writable binds: the source is opened following no symlink and bound
+      // through that fd (x-comet.nofollow, child_mounts.cpp), so a path
+      // swapped for a symlink after the plan fails the run (red team 12).
       case Op::write:
-        return mount(e.path, "bind", e.path, {"rbind", "rw", "rnosuid", "rnodev"});
+        return mount(e.path, "bind", e.path,
+                     {"rbind", "rw", "rnosuid", "rnodev", "x-comet.nofollow"});
       case Op::pin:
-        return mount(e.path, "bind", e.path, {"rbind", "rnosuid", "rnodev"});
+        return mount(e.path, "bind", e.path, {"rbind", "rnosuid", "rnodev", "x-comet.nofollow"});
       case Op::pin_link:
         return mount(e.path, "bind", e.path, {"bind", "x-comet.link"});
       case Op::deny:

@@ -168,15 +168,34 @@ void mount_link(int rootfd, const MountOp& op) {
     die(errno, "pin the symlink %s", op.dest.c_str());
 }
 
+// The source of an "x-comet.nofollow" bind (the sandbox's writable trees),
+// opened in this mount namespace without following any symlink: the bind
+// then goes through this fd (its /proc/self/fd path), so what was opened is
+// what is mounted; a component swapped for a symlink since the plan (by a
+// concurrent sandbox, red team round 12) answers ELOOP and fails the run.
+int open_source_nofollow(const std::string& source) {
+  struct open_how how = {};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return sys_openat2(AT_FDCWD, source.c_str(), how, /*attempts=*/128);
+}
+
 void mount_bind(int rootfd, const MountOp& op) {
   if (op.opt.link) return mount_link(rootfd, op);
+  UniqueFd src;
+  if (op.opt.nofollow) {
+    src.reset(open_source_nofollow(op.source));
+    if (!src) die(errno, "bind mount source %s (opened following no symlink)", op.source.c_str());
+  }
+  const std::string from = src ? fdpath(src.get()) : op.source;
   struct stat st;
-  if (::stat(op.source.c_str(), &st) < 0) die(errno, "bind mount source %s", op.source.c_str());
+  if (::stat(from.c_str(), &st) < 0) die(errno, "bind mount source %s", op.source.c_str());
   UniqueFd fd(ensure_target(rootfd, op.dest, S_ISDIR(st.st_mode)));
   if (!fd) die(errno, "mount target %s", op.dest.c_str());
   unsigned long f = MS_BIND | (op.opt.recursive_bind ? MS_REC : 0);
-  if (::mount(op.source.c_str(), fdpath(fd.get()).c_str(), nullptr, f, nullptr) < 0)
+  if (::mount(from.c_str(), fdpath(fd.get()).c_str(), nullptr, f, nullptr) < 0)
     die(errno, "bind mount %s on %s", op.source.c_str(), op.dest.c_str());
+  src.reset();
   fd.reset();
   unsigned long extra = op.opt.flags & ~(MS_REMOUNT);
   if (extra) {

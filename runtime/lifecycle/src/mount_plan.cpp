@@ -74,6 +74,12 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       o.if_exists = true;
       continue;
     }
+    // The sandbox's writable binds: a source that became a symlink since
+    // the plan fails the run instead of binding where it leads.
+    if (opt == "x-comet.nofollow") {
+      o.nofollow = true;
+      continue;
+    }
     if (opt == "idmap" || opt == "ridmap")
       return Error::msg("mount option \"" + opt + "\": idmapped mounts are not supported");
     bool rec = false;

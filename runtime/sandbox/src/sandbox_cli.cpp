@@ -4,6 +4,7 @@
 
 #include "sandbox_parts.hpp"
 #include "sandbox_protect.hpp"
+#include "sandbox_write_paths.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -101,6 +102,21 @@ Status workspace_profile_stays_inside(const Prepared& p) {
   return {};
 }
 
+// Every write path, whatever profile source named it, bound where it is
+// and not where a symlink leads (red team round 12: `build -> /host/dir`
+// and `~/.comet/sessions -> /etc`, left by an earlier run). The private
+// /tmp is no host path; devbox writes everything anyway.
+Status write_paths_checked(const Prepared& p) {
+  if (!p.profile.sandboxed || p.profile.base == "devbox") return {};
+  std::vector<std::string> writes;
+  for (const std::string& w : p.profile.write)
+    if (w != p.ctx.tmp) writes.push_back(w);
+  std::vector<std::string> keep_out = writes;
+  keep_out.push_back(p.workspace);
+  if (!p.who.home.empty()) keep_out.push_back(p.who.home);
+  return sandbox_parts::write_paths_follow_no_links(writes, keep_out);
+}
+
 Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   Prepared p;
   TRY(p.who, invoking_user(env));
@@ -119,6 +135,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
     return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
   TRYV(workspace_profile_stays_inside(p));
+  TRYV(write_paths_checked(p));
   // The home the account has (passwd), beside $HOME (the profile's "~"):
   // a workspace at or above either is refused where the profile writes the
   // workspace (capability/profile.cpp); devbox protects nothing by design.

@@ -25,6 +25,9 @@ struct MountOptions {
   bool tmpcopyup = false;
   bool link = false;       // "x-comet.link": a bind of a symlink onto itself (mount_link)
   bool if_exists = false;  // "x-comet.if-exists": skipped when the target is gone
+  // "x-comet.nofollow": the source is opened following no symlink
+  // (RESOLVE_NO_SYMLINKS) and bound through that fd (child_mounts.cpp)
+  bool nofollow = false;
 };
 
 // Parse an OCI mount option list with libmount's Linux option map.
