@@ -166,6 +166,10 @@ def test_verbs_without_cgroup(user):
         st = json.loads(rt(user, "state", cid).stdout)
         assert st["status"] == "created"
         assert st["org.soyaos.comet.rootless"]["cgroup"] == "none (not delegated)"
+        # runc's owner: the user's name (root's containers: "")
+        assert st["owner"] == user.name, st
+        listed = json.loads(rt(user, "list", "--format", "json").stdout)
+        assert [(e["id"], e["owner"]) for e in listed] == [(cid, user.name)], listed
         assert rt(user, "start", cid).returncode == 0
         ex = rt(user, "exec", cid, "id")
         assert ex.returncode == 0, ex.stderr
@@ -453,6 +457,15 @@ def test_rootless_podman_run_exec_stop(user):
         assert res.returncode == status, res.stdout + res.stderr
         if status == 3:
             assert "can't fork" in res.stderr, res.stderr
+    # the violation flagged the pack version, in the user's own data dir
+    # (the runtime runs as uid 0 of podman's user namespace: its files are
+    # the user's), and the user's `pack flags list` shows it
+    flag = user.home / ".local" / "share" / "comet-runtime" / "flags" / "rl-test@0.0.1.json"
+    assert flag.is_file() and flag.stat().st_uid == user.uid, \
+        sorted(str(p) for p in user.home.rglob("flags*"))
+    assert json.loads(flag.read_text())["count"] >= 1, flag.read_text()
+    flags = user.run([RT, "pack", "flags", "list"])
+    assert "rl-test@0.0.1" in flags.stdout, flags.stdout + flags.stderr
     # Only podman's own pause process (it holds its user namespace: catatonit
     # -P where catatonit is installed, else podman's own, "podman") is left,
     # once conmon has run the --rm cleanup it started. podman names it in

@@ -506,7 +506,7 @@ Status save_record(Creation& c) {
   rec.bundle = c.bundle;
   rec.rootfs = c.rootfs;
   rec.created = rfc3339_now();
-  rec.owner = "";
+  rec.owner = container_owner();
   rec.annotations = c.spec.annotations;
   rec.cgroup_dirs = c.ctx.fs.cgroups.dirs();
   rec.freezer_dir = c.ctx.fs.cgroups.freezer_dir;
