@@ -130,6 +130,7 @@ def test_the_filters_deny_what_they_say(user, deny):
 
 
 def test_pack_run_without_landlock_is_125_naming_it(user, deny, pack):
+    # errors.md: layer-missing
     res = pack_run(user, deny, "landlock", pack, "stdio")
     assert res.returncode == 125, (res.stdout, res.stderr)
     errs = errors(res.stderr)
@@ -184,6 +185,7 @@ def test_pack_run_without_the_listener_is_125_naming_it(user, deny, pack):
 
 
 def test_sandbox_cannot_run_without_the_listener_even_when_allowed(user, deny):
+    # errors.md: layer-listener-needed
     # the workspace profile's unix-socket rule is enforced by the reporter
     for env in (None, {"COMET_ALLOW_MISSING": "seccomp-listener"}):
         res = sandbox(user, deny, "listener", "sh", "-c", "echo ran", env=env)

@@ -203,6 +203,7 @@ def test_pack_fs_events_off_recorded_enforcement_kept(user):
         res = rt_detached(user, "create", cid, bundle_dir=b)
         assert res.returncode == 0, res.stderr
         assert res.stderr.count("fs.read/fs.write violation events are off") == 1, res.stderr
+        assert f"events are off for {cid}: no CAP_BPF" in res.stderr, res.stderr
         st = json.loads(rt(user, "state", cid).stdout)
         assert st["org.soyaos.comet.rootless"]["fs-events"] == "off (no CAP_BPF)"
         assert "landlock:exec" in st["org.soyaos.comet.layers"], st

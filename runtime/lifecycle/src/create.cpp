@@ -468,7 +468,12 @@ Status watch_fs_events(Creation& c) {
   } else if (v2.empty() || fswatch_unsupported(w.error())) {
     // What this kernel or caller cannot do (no CAP_BPF, BTF, bpffs or
     // cgroup2): the mounts still enforce, only these events are missing.
-    log::warn("fs.read/fs.write violation events are off for " + c.o.id + ": " + w.error().what());
+    // As a user the reason is always CAP_BPF (over the initial user
+    // namespace), whatever failed first (no cgroup2 directory, bpf(2)).
+    log::warn("fs.read/fs.write violation events are off for " + c.o.id + ": " +
+              (rootless() ? std::string("no CAP_BPF (the BPF program needs it; an ordinary user "
+                                        "has none); enforcement is unchanged (docs/rootless.md)")
+                          : w.error().what()));
     if (rootless()) c.rootless_notes[kNoteFsEvents] = "off (no CAP_BPF)";
   } else {
     return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
