@@ -35,7 +35,12 @@ def user():
 def ws(user, request):
     d = user.make_dir(f"proj-{request.node.name.replace('[', '-').replace(']', '')}"[:60])
     yield d
+    # nothing of the user's left after each test: no process, nothing in its
+    # runtime dir but the seccomp cache (issue 24)
+    left = [_cmdline(p) for p in _running(user)]
     user.kill_processes()
+    assert left == [], left
+    assert _leftovers(user) == []
 
 
 def sbx(user, ws, *cmd, profile="workspace", timeout=60, env=None, extra=()):
