@@ -377,15 +377,25 @@ def test_no_subordinate_range_is_one_line():
 
 # -- a host that refuses user namespaces -----------------------------------------
 
-def test_userns_refused_names_the_cause(user):
+@pytest.mark.parametrize("path", ["clone", "two-stage"])
+def test_userns_refused_names_the_cause(user, path):
     # errors.md: rootless-userns
+    # two-stage (a time namespace): the child unshares the user namespace
+    # itself; before, that said `unshare namespaces: EPERM`
+    def timens(conf):
+        if path == "two-stage":
+            conf["linux"]["namespaces"].append({"type": "time"})
     tmp = Path(tempfile.mkdtemp(prefix="comet-deny-userns-"))
     try:
         os.chmod(tmp, 0o755)
         tool = tmp / "deny_userns"
         subprocess.run(["cc", "-O2", "-o", str(tool), str(TOOLS / "deny_userns.c")], check=True)
-        b = bundle(user, ["true"])
-        res = rt(user, "run", "x" + secrets.token_hex(3), bundle_dir=b, wrap=[str(tool)])
+        b = bundle(user, ["true"], timens)
+        if path == "two-stage":  # the control: it runs where user namespaces are allowed
+            ok = rt(user, "run", "t" + secrets.token_hex(3), bundle_dir=b)
+            assert ok.returncode == 0, ok.stderr
+        wrap = [str(tool)] + (["--unshare-only"] if path == "two-stage" else [])
+        res = rt(user, "run", "x" + secrets.token_hex(3), bundle_dir=b, wrap=wrap)
         assert res.returncode == 125, res.stderr
         line = one_line(res.stderr)
         assert "rootless: cannot create a user namespace (Operation not permitted)" in line, line

@@ -558,7 +558,16 @@ Status write_maps(Creation& c) {
   if (!(ctx.ns.new_ns_flags & CLONE_NEWUSER)) return {};
   if (ctx.ns.slow_path) {
     auto m = expect_msg(c.sfd(), MsgType::kNeedMaps);
-    if (!m.ok()) return c.failed(m.error());
+    if (!m.ok()) {
+      // Two-stage, the child unshares the user namespace itself
+      // (child.cpp enter_namespaces): the host's refusal, said as at clone.
+      const Error e = c.failed(m.error());
+      const int err = e.err();
+      if (rootless() && e.message() == "unshare namespaces" &&
+          (err == EPERM || err == EACCES || err == ENOSPC))
+        return refusal(userns_refusal(err));
+      return e;
+    }
   }
   const int pid = static_cast<int>(c.pid);
   TRYV(write_id_maps(c.proc_fd.get(), pid, c.lx().uid_mappings, c.lx().gid_mappings));
