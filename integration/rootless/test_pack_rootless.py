@@ -312,3 +312,18 @@ def test_a_host_refusing_user_namespaces_is_one_line_125(user, packprobe, tmp_pa
     assert "rootless: cannot create a user namespace (Operation not permitted)" in errs[0], errs
     assert lines(res) == []
     assert_nothing_left(user)
+
+
+def test_default_pids_limit_is_rlimit_nproc_without_a_cgroup(user, packprobe):
+    """No cgroup (none delegated): the manifest's default resources.pids (128,
+    docs/policy.md)
+    becomes RLIMIT_NPROC, counted inside the user namespace (docs/rootless.md
+    "Limits"); the user's own session has a far larger one."""
+    pack = probe_pack(user, "p-nproc", packprobe)
+    res = pack_run(user, pack, "cat=/proc/self/limits", extra=["--no-cache"])
+    assert res.returncode == 0, res.stderr
+    row = [l.split() for l in res.stdout.splitlines() if l.startswith("Max processes")]
+    assert row and row[0][2] == row[0][3] == "128", res.stdout
+    mine = user.run(["cat", "/proc/self/limits"]).stdout
+    assert "Max processes             128 " not in mine
+    assert_nothing_left(user)
