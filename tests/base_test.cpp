@@ -120,5 +120,23 @@ TEST(BaseSwitches, ReadTheEnvironment) {
   ::unsetenv("COMET_FLAGS_DIR");
 }
 
+TEST(BaseSwitches, AllowMissingNamesWholeLayers) {
+  ::unsetenv("COMET_ALLOW_MISSING");
+  EXPECT_FALSE(switches::allow_missing("landlock"));
+  ::setenv("COMET_ALLOW_MISSING", "landlock", 1);
+  EXPECT_TRUE(switches::allow_missing("landlock"));
+  EXPECT_FALSE(switches::allow_missing("seccomp-listener"));
+  ::setenv("COMET_ALLOW_MISSING", "seccomp-listener,landlock", 1);
+  EXPECT_TRUE(switches::allow_missing("landlock"));
+  EXPECT_TRUE(switches::allow_missing("seccomp-listener"));
+  // a word, not a prefix or a substring
+  ::setenv("COMET_ALLOW_MISSING", "landlockx,seccomp", 1);
+  EXPECT_FALSE(switches::allow_missing("landlock"));
+  EXPECT_FALSE(switches::allow_missing("seccomp-listener"));
+  ::setenv("COMET_ALLOW_MISSING", "", 1);
+  EXPECT_FALSE(switches::allow_missing("landlock"));
+  ::unsetenv("COMET_ALLOW_MISSING");
+}
+
 }  // namespace
 }  // namespace comet

@@ -166,6 +166,10 @@ def test_verbs_without_cgroup(user):
         st = json.loads(rt(user, "state", cid).stdout)
         assert st["status"] == "created"
         assert st["org.soyaos.comet.rootless"]["cgroup"] == "none (not delegated)"
+        # runc's owner: the user's name (root's containers: "")
+        assert st["owner"] == user.name, st
+        listed = json.loads(rt(user, "list", "--format", "json").stdout)
+        assert [(e["id"], e["owner"]) for e in listed] == [(cid, user.name)], listed
         assert rt(user, "start", cid).returncode == 0
         ex = rt(user, "exec", cid, "id")
         assert ex.returncode == 0, ex.stderr
@@ -199,6 +203,7 @@ def test_pack_fs_events_off_recorded_enforcement_kept(user):
         res = rt_detached(user, "create", cid, bundle_dir=b)
         assert res.returncode == 0, res.stderr
         assert res.stderr.count("fs.read/fs.write violation events are off") == 1, res.stderr
+        assert f"events are off for {cid}: no CAP_BPF" in res.stderr, res.stderr
         st = json.loads(rt(user, "state", cid).stdout)
         assert st["org.soyaos.comet.rootless"]["fs-events"] == "off (no CAP_BPF)"
         assert "landlock:exec" in st["org.soyaos.comet.layers"], st
@@ -372,15 +377,25 @@ def test_no_subordinate_range_is_one_line():
 
 # -- a host that refuses user namespaces -----------------------------------------
 
-def test_userns_refused_names_the_cause(user):
+@pytest.mark.parametrize("path", ["clone", "two-stage"])
+def test_userns_refused_names_the_cause(user, path):
     # errors.md: rootless-userns
+    # two-stage (a time namespace): the child unshares the user namespace
+    # itself; before, that said `unshare namespaces: EPERM`
+    def timens(conf):
+        if path == "two-stage":
+            conf["linux"]["namespaces"].append({"type": "time"})
     tmp = Path(tempfile.mkdtemp(prefix="comet-deny-userns-"))
     try:
         os.chmod(tmp, 0o755)
         tool = tmp / "deny_userns"
         subprocess.run(["cc", "-O2", "-o", str(tool), str(TOOLS / "deny_userns.c")], check=True)
-        b = bundle(user, ["true"])
-        res = rt(user, "run", "x" + secrets.token_hex(3), bundle_dir=b, wrap=[str(tool)])
+        b = bundle(user, ["true"], timens)
+        if path == "two-stage":  # the control: it runs where user namespaces are allowed
+            ok = rt(user, "run", "t" + secrets.token_hex(3), bundle_dir=b)
+            assert ok.returncode == 0, ok.stderr
+        wrap = [str(tool)] + (["--unshare-only"] if path == "two-stage" else [])
+        res = rt(user, "run", "x" + secrets.token_hex(3), bundle_dir=b, wrap=wrap)
         assert res.returncode == 125, res.stderr
         line = one_line(res.stderr)
         assert "rootless: cannot create a user namespace (Operation not permitted)" in line, line
@@ -453,6 +468,15 @@ def test_rootless_podman_run_exec_stop(user):
         assert res.returncode == status, res.stdout + res.stderr
         if status == 3:
             assert "can't fork" in res.stderr, res.stderr
+    # the violation flagged the pack version, in the user's own data dir
+    # (the runtime runs as uid 0 of podman's user namespace: its files are
+    # the user's), and the user's `pack flags list` shows it
+    flag = user.home / ".local" / "share" / "comet-runtime" / "flags" / "rl-test@0.0.1.json"
+    assert flag.is_file() and flag.stat().st_uid == user.uid, \
+        sorted(str(p) for p in user.home.rglob("flags*"))
+    assert json.loads(flag.read_text())["count"] >= 1, flag.read_text()
+    flags = user.run([RT, "pack", "flags", "list"])
+    assert "rl-test@0.0.1" in flags.stdout, flags.stdout + flags.stderr
     # Only podman's own pause process (it holds its user namespace: catatonit
     # -P where catatonit is installed, else podman's own, "podman") is left,
     # once conmon has run the --rm cleanup it started. podman names it in

@@ -219,6 +219,7 @@ def test_fs_violations_are_refused_and_an_exec_is_reported(user, packprobe, tmp_
     assert got[0]["pack"] == {"name": "probe-pack", "version": "0.0.1"}
     # fs.read/fs.write events need CAP_BPF: one warning, enforcement unchanged
     assert res.stderr.count("fs.read/fs.write violation events are off") == 1, res.stderr
+    assert "no CAP_BPF" in res.stderr and "no cgroup2 directory" not in res.stderr, res.stderr
     # the violation flag is the user's
     flags = user.home / ".local" / "share" / "comet-runtime" / "flags"
     assert flags.is_dir() and any(flags.iterdir()), res.stderr
@@ -310,4 +311,19 @@ def test_a_host_refusing_user_namespaces_is_one_line_125(user, packprobe, tmp_pa
     assert len(errs) == 1, res.stderr
     assert "rootless: cannot create a user namespace (Operation not permitted)" in errs[0], errs
     assert lines(res) == []
+    assert_nothing_left(user)
+
+
+def test_default_pids_limit_is_rlimit_nproc_without_a_cgroup(user, packprobe):
+    """No cgroup (none delegated): the manifest's default resources.pids (128,
+    docs/policy.md)
+    becomes RLIMIT_NPROC, counted inside the user namespace (docs/rootless.md
+    "Limits"); the user's own session has a far larger one."""
+    pack = probe_pack(user, "p-nproc", packprobe)
+    res = pack_run(user, pack, "cat=/proc/self/limits", extra=["--no-cache"])
+    assert res.returncode == 0, res.stderr
+    row = [l.split() for l in res.stdout.splitlines() if l.startswith("Max processes")]
+    assert row and row[0][2] == row[0][3] == "128", res.stdout
+    mine = user.run(["cat", "/proc/self/limits"]).stdout
+    assert "Max processes             128 " not in mine
     assert_nothing_left(user)

@@ -35,7 +35,12 @@ def user():
 def ws(user, request):
     d = user.make_dir(f"proj-{request.node.name.replace('[', '-').replace(']', '')}"[:60])
     yield d
+    # nothing of the user's left after each test: no process, nothing in its
+    # runtime dir but the seccomp cache (issue 24)
+    left = [_cmdline(p) for p in _running(user)]
     user.kill_processes()
+    assert left == [], left
+    assert _leftovers(user) == []
 
 
 def sbx(user, ws, *cmd, profile="workspace", timeout=60, env=None, extra=()):
@@ -383,3 +388,28 @@ def test_home_names_are_protected_when_home_is_writable(user, ws):
     finally:
         (cfgdir / "sandbox.yaml").unlink()
         (user.home / "plain.txt").unlink(missing_ok=True)
+
+
+def test_sudo_uid_as_root_is_not_rootless(user, ws):
+    """Root with SUDO_UID set (sudo comet-runtime sandbox ...) is root, not
+    rootless mode (issue 24): no user namespace of the user's, root's state
+    root, not the user's runtime dir; the command runs as the invoking user
+    (the sandbox issue's rule)."""
+    env = user.env({"SUDO_UID": str(user.uid), "SUDO_GID": str(user.gid),
+                    "SUDO_USER": user.name})
+    mine = user.runtime_dir / "comet-runtime"
+
+    def users_state():  # the user's own runs of this module made it
+        return sorted(str(p) for p in mine.rglob("*")) if mine.exists() else []
+    before = users_state()
+    r = subprocess.run([str(cfg.RUNTIME), "sandbox", "--profile", "workspace", "--", "sh", "-c",
+                        "id -u; id -g; cat /proc/self/uid_map; echo x > mine"],
+                       env=env, cwd=str(ws), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split()
+    assert out[:2] == [str(user.uid), str(user.gid)], r.stdout
+    assert out[2:5] == ["0", "0", "4294967295"], r.stdout  # the host's ids, no user namespace
+    assert (ws / "mine").stat().st_uid == user.uid
+    assert users_state() == before  # root's state root, not the user's
+    assert not any(p.stat().st_uid == 0 for p in user.runtime_dir.rglob("*"))
+    assert _running(user) == []

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -30,6 +31,21 @@ bool rootless() noexcept {
   return ::geteuid() != 0 || in_user_namespace();
 }
 
+unsigned long outer_uid() noexcept {
+  unsigned long uid = ::geteuid();
+  if (!in_user_namespace()) return uid;
+  auto map = read_file("/proc/self/uid_map");
+  if (!map) return uid;
+  // "INSIDE OUTSIDE COUNT" lines
+  for (const std::string& line : split(*map, '\n')) {
+    unsigned long in = 0, out = 0, count = 0;
+    if (std::sscanf(line.c_str(), "%lu %lu %lu", &in, &out, &count) == 3 && uid >= in &&
+        uid - in < count)
+      return out + (uid - in);
+  }
+  return uid;
+}
+
 namespace {
 
 // $NAME when it is set to an absolute path, else "".
@@ -41,7 +57,8 @@ std::string abs_env(const char* name) {
 std::string home_dir() {
   std::string home = abs_env("HOME");
   if (!home.empty()) return home;
-  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/')
+  const auto uid = static_cast<uid_t>(outer_uid());
+  if (const passwd* pw = ::getpwuid(uid); pw && pw->pw_dir && pw->pw_dir[0] == '/')
     return pw->pw_dir;
   return "/tmp";
 }

@@ -18,11 +18,14 @@
 
 #include "comet/base/fd.hpp"
 #include "comet/base/openat2.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/capability/compile.hpp"
 #include "comet/host/elf.hpp"
+#include "comet/host/log.hpp"
 #include "comet/host/seccomp_cache.hpp"
 #include "comet/host/sha256.hpp"
+#include "comet/lifecycle/rootless.hpp"
 #include "comet/reporting/reporter.hpp"
 #include "comet/seccomp/bpf_eval.hpp"
 #include "comet/seccomp/seccomp.hpp"
@@ -93,10 +96,41 @@ Result<std::string> read_in_root(int rootfd, const std::string& path, size_t lim
 
 }  // namespace
 
-int landlock_abi() noexcept {
+int landlock_abi(int* err) noexcept {
   long v = ll_create(nullptr, 0, kCreateRulesetVersion);
+  if (v < 0 && err) *err = errno;
   return v < 0 ? 0 : static_cast<int>(v);
 }
+
+int seccomp_listener_missing() noexcept {
+  long rc =
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, nullptr);
+  if (rc < 0 && errno == EFAULT) return 0;
+  return rc < 0 ? errno : EINVAL;  // rc >= 0 cannot happen without a program
+}
+
+namespace {
+
+// A layer this kernel cannot give (docs/rootless.md, "Fail closed"): an
+// error naming the layer, why, and the switch that runs without it; exit
+// 125 (rootless.hpp is_refusal).
+Error missing_layer(const char* layer, const std::string& why, const std::string& loses) {
+  return layer_refusal(std::string(layer) + ": " + why + "; without it " + loses +
+                       ": refusing to run; COMET_ALLOW_MISSING=" + layer +
+                       " runs without it (docs/rootless.md)");
+}
+
+std::string landlock_why(int err) {
+  if (err == EOPNOTSUPP)
+    return "Landlock is disabled on this kernel (landlock_create_ruleset: EOPNOTSUPP; add "
+           "landlock to the lsm= boot parameter)";
+  if (err == ENOSYS)
+    return "this kernel has no Landlock (landlock_create_ruleset: ENOSYS; Linux 5.13 or "
+           "later with CONFIG_SECURITY_LANDLOCK)";
+  return "Landlock is not available (landlock_create_ruleset: " + errno_name(err) + ")";
+}
+
+}  // namespace
 
 namespace {
 
@@ -201,6 +235,26 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
     return Error::msg(
         "the git rule (policy \"git\") needs the violation reporter, and the config's own "
         "seccomp filter already has a listener (the kernel allows one)");
+  if (lo.notify) {
+    if (int err = seccomp_listener_missing()) {
+      const std::string why =
+          "this kernel cannot make a seccomp user-notification listener "
+          "(seccomp SECCOMP_FILTER_FLAG_NEW_LISTENER: " +
+          errno_name(err) + "; Linux 5.0 or later has it)";
+      if (lo.unix_rule || lo.create_rule)
+        return layer_refusal(std::string("seccomp-listener: ") + why + "; the policy's " +
+                             (lo.unix_rule ? "unix-socket" : "git") +
+                             " rule is enforced through it: cannot run without it");
+      if (!switches::allow_missing("seccomp-listener"))
+        return missing_layer("seccomp-listener", why,
+                             "violations are refused but never reported (no events, no exit 3)");
+      log::warn("seccomp-listener: " + why +
+                "; running without it (COMET_ALLOW_MISSING): "
+                "violations are refused but not reported");
+      lo.notify = false;
+      ctx.confine.layers.push_back("missing:seccomp-listener");
+    }
+  }
   if (!ctx.confine.has_seccomp) {
     // No filter of the engine's or the config's: the Docker-like one. When
     // reporting, it lets the lock-down's syscalls through to the lock-down
@@ -249,7 +303,17 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
   for (const auto& d : p.deny) ctx.confine.verify_unreadable.push_back(d);
   ctx.confine.layers.push_back("verify:read-deny");
 
-  int abi = landlock_abi();
+  int ll_err = 0;
+  int abi = landlock_abi(&ll_err);
+  if (abi < 1) {
+    if (!switches::allow_missing("landlock"))
+      return missing_layer("landlock", landlock_why(ll_err),
+                           std::string("writes are held by the mounts alone") +
+                               (p.exec ? " and the exec lock cannot hold" : ""));
+    log::warn("landlock: " + landlock_why(ll_err) + "; running without it (COMET_ALLOW_MISSING)" +
+              (p.exec ? ": the exec lock holds no files, fork is still refused" : ""));
+    ctx.confine.layers.push_back("missing:landlock");
+  }
   ctx.confine.landlock_abi = abi;
   if (abi >= 1) {
     // Writes only beneath the mounts the plan makes writable (defence in
@@ -277,11 +341,9 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
   }
   if (abi >= 6) ctx.confine.layers.push_back("landlock:scope");
   if (p.exec) {
-    if (abi < 1)
-      return Error::msg(
-          "policy: the exec lock needs Landlock, which this kernel does not provide "
-          "(landlock_create_ruleset: ABI 0); refusing to run with a weaker sandbox");
-    ctx.confine.landlock_fs |= kAccessFsExecute;
+    // The list is also the reporter's: what it does not report. Without
+    // Landlock (allowed missing) nothing else holds the files.
+    if (abi >= 1) ctx.confine.landlock_fs |= kAccessFsExecute;
     UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!root) return Error::sys(errno, "open rootfs " + rootfs);
     std::vector<std::string> allow;
@@ -313,7 +375,7 @@ Status plan_confinement(const capability::Policy& p, const std::string& rootfs,
       }
     }
     ctx.confine.exec_allow = std::move(allow);
-    ctx.confine.layers.push_back("landlock:exec");
+    if (abi >= 1) ctx.confine.layers.push_back("landlock:exec");
   }
   return {};
 }

@@ -468,7 +468,12 @@ Status watch_fs_events(Creation& c) {
   } else if (v2.empty() || fswatch_unsupported(w.error())) {
     // What this kernel or caller cannot do (no CAP_BPF, BTF, bpffs or
     // cgroup2): the mounts still enforce, only these events are missing.
-    log::warn("fs.read/fs.write violation events are off for " + c.o.id + ": " + w.error().what());
+    // As a user the reason is always CAP_BPF (over the initial user
+    // namespace), whatever failed first (no cgroup2 directory, bpf(2)).
+    log::warn("fs.read/fs.write violation events are off for " + c.o.id + ": " +
+              (rootless() ? std::string("no CAP_BPF (the BPF program needs it; an ordinary user "
+                                        "has none); enforcement is unchanged (docs/rootless.md)")
+                          : w.error().what()));
     if (rootless()) c.rootless_notes[kNoteFsEvents] = "off (no CAP_BPF)";
   } else {
     return Error(w.error().err(), "fs.read/fs.write violation events: " + w.error().message());
@@ -506,7 +511,7 @@ Status save_record(Creation& c) {
   rec.bundle = c.bundle;
   rec.rootfs = c.rootfs;
   rec.created = rfc3339_now();
-  rec.owner = "";
+  rec.owner = container_owner();
   rec.annotations = c.spec.annotations;
   rec.cgroup_dirs = c.ctx.fs.cgroups.dirs();
   rec.freezer_dir = c.ctx.fs.cgroups.freezer_dir;
@@ -553,7 +558,16 @@ Status write_maps(Creation& c) {
   if (!(ctx.ns.new_ns_flags & CLONE_NEWUSER)) return {};
   if (ctx.ns.slow_path) {
     auto m = expect_msg(c.sfd(), MsgType::kNeedMaps);
-    if (!m.ok()) return c.failed(m.error());
+    if (!m.ok()) {
+      // Two-stage, the child unshares the user namespace itself
+      // (child.cpp enter_namespaces): the host's refusal, said as at clone.
+      const Error e = c.failed(m.error());
+      const int err = e.err();
+      if (rootless() && e.message() == "unshare namespaces" &&
+          (err == EPERM || err == EACCES || err == ENOSPC))
+        return refusal(userns_refusal(err));
+      return e;
+    }
   }
   const int pid = static_cast<int>(c.pid);
   TRYV(write_id_maps(c.proc_fd.get(), pid, c.lx().uid_mappings, c.lx().gid_mappings));

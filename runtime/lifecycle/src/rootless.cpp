@@ -1,17 +1,21 @@
 #include "comet/lifecycle/rootless.hpp"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "comet/base/sys.hpp"
+#include "comet/host/user_dirs.hpp"
 
 namespace comet::runtime {
 namespace {
 
 constexpr std::string_view kPrefix = "rootless: ";
+constexpr std::string_view kLayerPrefix = "layer ";
 
 // "memory" -> the config field a user would remove.
 std::string field_of(const std::string& ctl) {
@@ -24,12 +28,23 @@ std::string field_of(const std::string& ctl) {
 
 }  // namespace
 
+std::string container_owner() {
+  if (!rootless()) return "";
+  const unsigned long uid = outer_uid();
+  if (const passwd* pw = ::getpwuid(static_cast<uid_t>(uid)); pw && pw->pw_name) return pw->pw_name;
+  return "#" + std::to_string(uid);
+}
+
 Error refusal(const std::string& why) {
   return Error::msg(std::string(kPrefix) + why);
 }
 
+Error layer_refusal(const std::string& why) {
+  return Error::msg(std::string(kLayerPrefix) + why);
+}
+
 bool is_refusal(const Error& e) {
-  return e.message().rfind(kPrefix, 0) == 0;
+  return e.message().rfind(kPrefix, 0) == 0 || e.message().rfind(kLayerPrefix, 0) == 0;
 }
 
 Status check_rootless_limits(const CgroupPlan& plan, const std::string& note,

@@ -66,6 +66,25 @@ inline bool violation_reporting_off() noexcept {
   return detail::equals("COMET_VIOLATION_REPORTING", "off");
 }
 
+// COMET_ALLOW_MISSING=LAYER[,LAYER]: run without a confinement layer this
+// kernel cannot give (docs/rootless.md, "Fail closed"): `landlock` (no
+// Landlock: the write and exec-file rules are not applied), `seccomp-listener`
+// (no SECCOMP_FILTER_FLAG_NEW_LISTENER: violations are refused but not
+// reported). Unset, a missing layer is an error (exit 125). A layer the
+// kernel has is applied whatever this says.
+inline bool allow_missing(const char* layer) {
+  const std::string v = detail::text("COMET_ALLOW_MISSING");
+  const std::string want(layer);
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    size_t end = v.find(',', pos);
+    if (end == std::string::npos) end = v.size();
+    if (v.compare(pos, end - pos, want) == 0) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
 // COMET_ROOTFS_CACHE=<dir>: where `pack run` keeps the default rootfs it
 // builds from the host ("": the built-in directory; tests use a private one).
 inline std::string rootfs_cache() {

@@ -7,6 +7,8 @@
 //             does unless USER=root,
 //             $XDG_DATA_HOME/comet-runtime (else ~/.local/share/comet-runtime),
 //             $XDG_CACHE_HOME/comet-runtime (else ~/.cache/comet-runtime)
+//             where ~ is $HOME, else the passwd home of outer_uid() (podman's
+//             cleanup runs `delete` with no HOME: not /root, the user's)
 //
 // runc rootless uses $XDG_RUNTIME_DIR/runc the same way. Running as root with
 // SUDO_UID set is root, not rootless (the sandbox then drops to the invoker).
@@ -26,6 +28,11 @@ bool rootless() noexcept;
 // True when this process is in a user namespace other than the initial one
 // (/proc/self/uid_map is not "0 0 4294967295").
 bool in_user_namespace() noexcept;
+
+// The effective uid as the parent user namespace sees it: geteuid(), or in
+// a user namespace the id /proc/self/uid_map maps it to (uid 0 of rootless
+// podman's namespace is the user who ran podman).
+unsigned long outer_uid() noexcept;
 
 struct UserDirs {
   std::string runtime;  // state of running containers and sandboxes (tmpfs)

@@ -25,8 +25,16 @@
 namespace comet::runtime {
 
 // The running kernel's Landlock ABI version, 0 when Landlock is absent or
-// disabled.
-int landlock_abi() noexcept;
+// disabled (then *err, when given, is landlock_create_ruleset's errno:
+// ENOSYS no Landlock in this kernel, EOPNOTSUPP disabled at boot).
+int landlock_abi(int* err = nullptr) noexcept;
+
+// Whether seccomp(2) can make a user-notification listener
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER, Linux 5.0): 0, or the errno that says
+// it cannot. libseccomp's probe: the flag with no program is EFAULT when
+// the kernel knows the flag (it checks flags before reading the program),
+// EINVAL when it does not. Installs nothing.
+int seccomp_listener_missing() noexcept;
 
 // The file a config's command names, as the exec lock sees it:
 // process.args[0] when it has a slash (joined to process.cwd when

@@ -21,6 +21,10 @@ constexpr int kExitRefused = 125;
 
 // "rootless: " + WHY: an error is_refusal() knows.
 Error refusal(const std::string& why);
+// "layer " + WHY: a confinement layer this kernel cannot give, for root
+// and user alike (Landlock, the seccomp listener; confine.cpp). Also a
+// refusal: exit 125.
+Error layer_refusal(const std::string& why);
 bool is_refusal(const Error& e);
 
 // The limits RES sets that the rootless cgroup cannot hold: none when there
@@ -33,6 +37,12 @@ Status check_rootless_limits(const CgroupPlan& plan, const std::string& note,
 // process in the init's pid namespace when it has one of its own. For ps,
 // kill --all and delete.
 std::vector<int> container_pids(const ContainerRecord& rec);
+
+// The owner state and list show (runc's list: the name of the user the
+// state belongs to): "" for root, else the user's name, "#UID" when the
+// user has none. In a user namespace (rootless podman, pack run) uid 0 is
+// the user that /proc/self/uid_map maps it to.
+std::string container_owner();
 
 // The record's "rootless" notes keys.
 inline constexpr const char* kNoteCgroup = "cgroup";
