@@ -77,7 +77,7 @@ def make_pack(work: Path, name: str, egress: list[str], netprobe: Path, probe: P
     shutil.copy2(netprobe, rootfs / "netprobe")
     (rootfs / "etc" / "resolv.conf").write_text("")
     bundle = work / f"bundle-{name}"
-    sh(COMET, "pack", "bundle", pack, "--rootfs", rootfs, "-o", bundle)
+    sh(COMET, "pack", "bundle", pack, "--rootfs", rootfs, "--bundle", bundle)
     return bundle
 
 

@@ -367,11 +367,17 @@ def r_pack_invalid(x):
     return x.cli("pack", "validate", str(d), root=False)
 
 
-def r_pack_compile_output(x):
+def r_pack_bundle(x, *args, pack="weather-egress"):
     rootfs = x.w / "prootfs"
-    rootfs.mkdir()
-    return x.cli("pack", "bundle", str(REPO_DIR / "examples" / "weather-egress"), "--rootfs", str(rootfs),
-                 "-o", str(x.w / "pb"), root=False)
+    rootfs.mkdir(exist_ok=True)
+    return x.cli("pack", "bundle", str(REPO_DIR / "examples" / pack), "--rootfs", str(rootfs),
+                 *args, root=False)
+
+
+def r_pack_bundle_unwritable(x):
+    out = x.w / "pout"
+    out.mkdir(mode=0o755)  # root's: the agent (nobody) cannot write it
+    return r_pack_bundle(x, "--bundle", str(x.w / "pb"), "--output", str(out))
 
 
 def fault(name):
@@ -419,7 +425,7 @@ def r_pack_compile_abs(x):
     rootfs = x.w / "prootfs"
     rootfs.mkdir()
     return x.cli("pack", "bundle", str(REPO_DIR / "examples" / "weather-egress"), "--rootfs", "prootfs",
-                 "-o", "pb", root=False, cwd=x.w, env=fault("pack-relative-paths"))
+                 "--bundle", "pb", root=False, cwd=x.w, env=fault("pack-relative-paths"))
 
 
 def r_child_seccomp_load(x):
@@ -643,7 +649,10 @@ RECIPES = {
     # packs
     "pack-open": lambda x: x.cli("pack", "validate", str(x.w / "no-pack"), root=False),
     "pack-invalid": r_pack_invalid,
-    "pack-compile-output": r_pack_compile_output,
+    "pack-bundle-o": lambda x: r_pack_bundle(x, "-o", str(x.w / "pb")),
+    "pack-bundle-no-bundle": lambda x: r_pack_bundle(x),
+    "pack-bundle-output-undeclared": lambda x: r_pack_bundle(x, "--bundle", str(x.w / "pb"), "--output", str(x.w / "po"), pack="bad-lint"),
+    "pack-bundle-unwritable": r_pack_bundle_unwritable,
     "pack-explain-args": lambda x: x.cli("pack", "explain", PACK, root=False),
     "pack-explain-host": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test", root=False),
     "pack-explain-port": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test:0", root=False),

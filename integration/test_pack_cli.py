@@ -74,10 +74,9 @@ def test_bundle_compiles_and_refusal_writes_nothing(tmp_path):
     rootfs = tmp_path / "rootfs"
     rootfs.mkdir()
     out, outdir, indir = tmp_path / "bundle", tmp_path / "out", tmp_path / "in"
-    outdir.mkdir()
     indir.mkdir()
     res = comet("pack", "bundle", str(EXAMPLES / "summarize-inputs"), "--rootfs", str(rootfs),
-                "-o", str(out), "--input", str(indir), "--output", str(outdir))
+                "--bundle", str(out), "--input", str(indir), "--output", str(outdir))
     assert res.returncode == 0, res
     c = json.loads((out / "config.json").read_text())
     assert c["root"]["readonly"] is True
@@ -87,18 +86,68 @@ def test_bundle_compiles_and_refusal_writes_nothing(tmp_path):
     dests = {m["destination"]: m for m in c["mounts"]}
     assert "ro" in dests["/workdir"]["options"]
     assert dests["/workdir/out"]["source"] == str(outdir)
-    # no --output for a declared fs.write: refused, and no bundle dir made
+    # --output did not exist: made for the agent, who runs as nobody
+    uid = c["process"]["user"]["uid"]
+    assert uid == 65534 and outdir.stat().st_uid == uid, outdir.stat()
+    assert f"/workdir/out: {outdir} (the agent, uid 65534, writes there)" in res.stdout
+    # an --output the agent cannot write (root's, 0755): refused, and no
+    # bundle dir made (issue 26: the run failed with PermissionError)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o755)
     out2 = tmp_path / "bundle2"
     res = comet("pack", "bundle", str(EXAMPLES / "summarize-inputs"), "--rootfs", str(rootfs),
-                "-o", str(out2))
+                "--bundle", str(out2), "--output", str(mine))
     assert res.returncode == 1, res
+    assert f"the agent runs as uid 65534 and cannot write {mine}" in res.stderr, res.stderr
     assert not out2.exists()
+    assert mine.stat().st_uid == 0, "an existing directory is never handed over"
+
+
+def test_bundle_without_output_writes_into_the_bundle(tmp_path):
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    b = tmp_path / "b"
+    res = comet("pack", "bundle", str(EXAMPLES / "weather-egress"), "--rootfs", str(rootfs),
+                "--bundle", str(b))
+    assert res.returncode == 0, res
+    dests = {m["destination"]: m for m in json.loads((b / "config.json").read_text())["mounts"]}
+    assert dests["/workdir/out"]["source"] == str(b / "out")
+    assert (b / "out").stat().st_uid == 65534
+
+
+@pytest.mark.parametrize("args,needle", [
+    # -o beside --output read as either: refused with the new spelling
+    (["-o", "B"], "-o is ambiguous: give the bundle directory as --bundle DIR"),
+    (["--bundle", "B", "-o", "C"], "-o is ambiguous"),
+    ([], "--bundle DIR is required"),
+])
+def test_bundle_flags_cannot_be_confused(tmp_path, args, needle):
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    res = subprocess.run([str(cfg.RUNTIME), "pack", "bundle", str(EXAMPLES / "summarize-inputs"),
+                          "--rootfs", str(rootfs), *args], capture_output=True, text=True,
+                         timeout=20, cwd=tmp_path)
+    assert res.returncode == 2, res
+    assert needle in res.stderr, res.stderr
+    assert len([l for l in res.stderr.splitlines() if l.strip()]) == 1, res.stderr
+    assert not (tmp_path / "B").exists() and not (tmp_path / "C").exists()
+    # --output-bundle cannot be misread: it stays
+    ok = subprocess.run([str(cfg.RUNTIME), "pack", "bundle", str(EXAMPLES / "weather-egress"),
+                         "--rootfs", str(rootfs), "--output-bundle", str(tmp_path / "ob")],
+                        capture_output=True, text=True, timeout=20)
+    assert ok.returncode == 0 and (tmp_path / "ob" / "config.json").exists(), ok
+
+
+SAMPLE = str(EXAMPLES / "summarize-inputs" / "sample-inputs")
 
 
 @pytest.mark.parametrize("args,rc,text", [
-    (["--path", "/workdir/out/summary.json"], 0, "allowed: write"),
-    (["--path", "/workdir/inputs/a.txt"], 0, "allowed: read"),
-    (["--path", "/etc/passwd"], 1, "denied"),
+    (["--path", "/workdir/out/summary.json"], 0, "/workdir/out/summary.json: does not exist, writable, not readable"),
+    (["--path", "/workdir/inputs/fox.txt", "--input", SAMPLE], 0, "/workdir/inputs/fox.txt: file, readable, not writable"),
+    (["--path", "/workdir/inputs/fox.txt"], 1, "/workdir/inputs/fox.txt: does not exist"),
+    # issue 26: "denied ... does not exist in the sandbox" while the agent
+    # reads the image's (the default rootfs's) /etc/passwd
+    (["--path", "/etc/passwd"], 0, "/etc/passwd: file, readable, not writable"),
     (["--host", "api.test:443"], 1, "denied"),
 ])
 def test_explain(args, rc, text):

@@ -19,7 +19,8 @@ run() {
   "$rt" --root "$work/state" "$@"
 }
 run pack lint --strict "$pack"
-run pack explain "$pack" --path /etc/passwd || true
+run pack explain "$pack" --path /etc/passwd
+run pack explain "$pack" --path /workdir/out/summary.json
 export COMET_CACHE_DIR="$work/cache"
 run pack run "$pack" --input "$pack/sample-inputs" --output "$work/out"
 echo "+ cat out/summary.json"

@@ -8,6 +8,9 @@ COMET_PACKAGES=(
   build-essential cmake ninja-build pkg-config clang clang-format
   libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libmount-dev
   libnftables-dev libcli11-dev libgtest-dev libssl-dev libbpf-dev libelf-dev zlib1g-dev
+  # the Debian package (docs/install.md): cpack's Depends come from dpkg-shlibdeps
+  # (dpkg-dev), which cpack runs on the files that file(1) says are ELF
+  dpkg-dev file
   # run and test
   busybox-static python3 python3-pytest python3-pytest-xdist python3-h2 iproute2 nftables util-linux procps
   # egress (docs/egress.md): user-mode network for containers (slirp4netns; pasta when

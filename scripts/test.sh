@@ -2,6 +2,9 @@
 # Builds comet-runtime and runs every test, in stages:
 #   deps                  Debian packages (scripts/deps.sh, idempotent)
 #   build (release)       g++ Release into build/ (scripts/build.sh)
+#   package               the Debian package (cpack -G DEB), its Depends
+#                         checked, unpacked with dpkg -x and one smoke
+#                         `pack run` from the unpacked binary (scripts/package.sh)
 #   format                clang-format --dry-run on every tracked C++ file
 #   unit                  the unit tests (ctest, no root needed)
 #   integration           the integration suites, as root, against the real
@@ -69,6 +72,7 @@ fi
 
 stage "deps" bash scripts/deps.sh
 stage "build (release)" bash scripts/build.sh
+stage "package" bash scripts/package.sh
 stage "format" format_check
 stage "unit" unit
 stage "integration" integration

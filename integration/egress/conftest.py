@@ -74,7 +74,7 @@ class Pack:
         (self.rootfs / "etc" / "resolv.conf").write_text("")
         self.bundle = harness.path(f"bundle-{name}")
         res = subprocess.run([str(cfg.RUNTIME), "pack", "bundle", str(self.dir), "--rootfs",
-                              str(self.rootfs), "-o", str(self.bundle)],
+                              str(self.rootfs), "--bundle", str(self.bundle)],
                              capture_output=True, text=True, timeout=20)
         assert res.returncode == 0, res
         self.config = json.loads((self.bundle / "config.json").read_text())

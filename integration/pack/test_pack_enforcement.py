@@ -157,8 +157,7 @@ def test_input_is_read_only(rt, pack, workdir):
 def test_state_records_the_layers(rt, pack, workdir):
     p, rootfs = pack
     b = workdir / "bundle"
-    (workdir / "o").mkdir()
-    res = rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(b), "--output",
+    res = rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "--bundle", str(b), "--output",
              str(workdir / "o"))
     assert res.rc in (0, 3), res  # 3: a violation was reported
     cid = rt.new_id("layers")

@@ -93,7 +93,7 @@ def make_pack_bundle(rt, workdir, name, rootfs):
     bdir = workdir / f"{name}-bundle"
     # --input only for a pack that declares fs.read /workdir/inputs
     extra = ["--input", str(inputs)] if "/workdir/inputs" in (pack / "soyapack.yaml").read_text() else []
-    res = rt("pack", "bundle", str(pack), "--rootfs", str(rootfs), "-o", str(bdir), *extra,
+    res = rt("pack", "bundle", str(pack), "--rootfs", str(rootfs), "--bundle", str(bdir), *extra,
              "--output", str(out), root=False)
     assert res.rc == 0, res
     return bdir, out

@@ -32,7 +32,7 @@ def pack_bundle(rt, workdir, packprobe, flags_dir) -> Path:
     """`pack bundle` of the probe pack, for create/start by an engine."""
     p, rootfs = make_pack(workdir, packprobe)
     b, out = workdir / "bundle", workdir / "out"
-    out.mkdir()
-    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(b), "--output", str(out),
+    # pack bundle makes OUT for the agent (uid 65534)
+    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "--bundle", str(b), "--output", str(out),
        root=False).expect_ok()
     return b

@@ -299,8 +299,7 @@ def pack_bundle(rt, pack, workdir, *ops):
     p, rootfs = pack
     bundle = workdir / "bundle"
     out = workdir / "out"
-    out.mkdir()
-    res = rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(bundle), "--output",
+    res = rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "--bundle", str(bundle), "--output",
              str(out))
     assert res.rc == 0, res
     cfg = json.loads((bundle / "config.json").read_text())

@@ -3,6 +3,7 @@
 // --from-host` (hostroot.hpp), the default rootfs of `pack run`.
 #include <iostream>
 
+#include "comet/host/log.hpp"
 #include "comet/pack/hostroot.hpp"
 #include "comet/pack/pack_cli.hpp"
 #include "comet/reporting/violations.hpp"
@@ -57,14 +58,26 @@ CLI::App* add_pack(CLI::App& app, const Verb& v, Options& o) {
   auto* pbundle = pack->add_subcommand("bundle", "compile the capabilities into an OCI bundle");
   pbundle->add_option("pack", o.pack_path, "pack directory")->required();
   pbundle->add_option("--rootfs", o.pack_rootfs, "the rootfs the pack runs on")->required();
-  pbundle->add_option("-o,--output-bundle", o.pack_out, "bundle directory to write")->required();
-  pbundle->add_option("--input", o.pack_input, "host dir for /workdir/inputs");
-  pbundle->add_option("--output", o.pack_output, "host dir for /workdir/out");
+  // --bundle, not -o: beside --output (the results dir) a "-o" reads as
+  // either one (issue 26). --output-bundle cannot be misread and stays.
+  pbundle->add_option("--bundle,--output-bundle", o.pack_out,
+                      "the OCI bundle directory to write (config.json, workdir/)");
+  pbundle->add_option("-o", o.pack_out_o)->group("");  // refused with a hint
+  pbundle->add_option("--input", o.pack_input, "host dir served read-only at /workdir/inputs");
+  pbundle->add_option("--output", o.pack_output,
+                      "host dir the agent (uid 65534) writes as /workdir/out; made for it when "
+                      "missing (default: BUNDLE/out)");
   o.pbundle = pbundle;
-  o.pexplain = pack->add_subcommand("explain", "say whether a path or host is allowed, and why");
+  o.pexplain = pack->add_subcommand(
+      "explain", "say what the agent sees at a path (and why), or whether a host is allowed");
   o.pexplain->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
   o.pexplain->add_option("--path", o.explain_path, "a sandbox path");
   o.pexplain->add_option("--host", o.explain_host, "HOST:PORT[:PROTO]");
+  o.pexplain->add_option("--rootfs", o.pack_rootfs,
+                         "the rootfs pack run would get (default: its default rootfs)");
+  o.pexplain->add_option("--input", o.pack_input, "the dir pack run --input would get");
+  o.pexplain->add_option("--format", o.pack_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
   add_pack_run(pack, o);
   // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
   o.pflags = pack->add_subcommand("flags", "list or clear pack versions flagged for violations");
@@ -80,9 +93,18 @@ CLI::App* add_pack(CLI::App& app, const Verb& v, Options& o) {
 int run_pack(CLI::App&, Options& o) {
   if (*o.pvalidate) return pack_validate(o.pack_path);
   if (*o.plint) return pack_lint(o.pack_path, o.pack_strict, o.pack_format, o.pack_rootfs);
-  if (*o.pbundle)
-    return pack_bundle(o.pack_path, o.pack_rootfs, o.pack_out, o.pack_input, o.pack_output);
-  if (*o.pexplain) return pack_explain(o.pack_path, o.explain_path, o.explain_host);
+  if (*o.pbundle) {
+    if (o.pbundle->count("-o")) {
+      log::error(
+          "pack bundle: -o is ambiguous: give the bundle directory as --bundle DIR (--output DIR "
+          "is the host dir for /workdir/out)");
+      return 2;
+    }
+    return pack_bundle({o.pack_path, o.pack_rootfs, o.pack_out, o.pack_input, o.pack_output});
+  }
+  if (*o.pexplain)
+    return pack_explain(
+        {o.pack_path, o.explain_path, o.explain_host, o.pack_rootfs, o.pack_input, o.pack_format});
   if (*o.pflags) return violations::flags_cli(o.flags_action, o.flags_arg);
   if (*o.prun) {
     if (o.prun->count("args")) o.pack_run.args = o.pack_run_args;

@@ -49,8 +49,8 @@ struct Options {
   ExecOptions exec;
 
   // pack_verbs.cpp
-  std::string pack_path, pack_format = "text", pack_rootfs, pack_out, pack_input, pack_output,
-                         explain_path, explain_host;
+  std::string pack_path, pack_format = "text", pack_rootfs, pack_out, pack_out_o, pack_input,
+                         pack_output, explain_path, explain_host;
   bool pack_strict = false;
   PackRunOptions pack_run;
   std::vector<std::string> pack_run_args;

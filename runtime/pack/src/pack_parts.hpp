@@ -42,6 +42,12 @@ OrExit<Loaded> load(const std::string& path, bool validate, int unreadable, int 
 // P made absolute and normal (as given when that fails).
 std::string abs_path(const std::string& p);
 
+// ROOTFS when given, else the default rootfs of `pack run` for the pack's
+// interpreter (default_rootfs(): built once, cached). VERB names the
+// command in the error.
+OrExit<std::string> pack_rootfs(const Loaded& l, const std::string& rootfs,
+                                const std::string& verb);
+
 // TRY_EXIT(decl, expr): EXPR is an OrExit<T>; an exit code is returned, a
 // value bound to DECL.
 #define TRY_EXIT(decl, expr) TRY_EXIT_IMPL_(COMET_CONCAT(try_exit_, __LINE__), decl, expr)

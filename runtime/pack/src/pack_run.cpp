@@ -186,24 +186,6 @@ OrExit<cache::Decision> decide_cache(const Loaded& l, const PackRunOptions& o) {
   return decision;
 }
 
-// --rootfs, or the embedded default: the interpreter and what it needs,
-// from the host.
-OrExit<std::string> run_rootfs(const Loaded& l, const PackRunOptions& o) {
-  if (!o.rootfs.empty()) return o.rootfs;
-  // COMET_ROOTFS_CACHE: another cache directory (tests use a private one).
-  const std::string rcache = switches::rootfs_cache();
-  // An ordinary user's cache is in its own data dir (user_dirs.hpp).
-  const std::string fallback =
-      rootless() ? join_path(user_dirs().data, "rootfs") : std::string(kDefaultRootfsCache);
-  auto r = default_rootfs(l.man.runtime.interpreter, rcache.empty() ? fallback : rcache);
-  if (!r.ok()) {
-    log::error("pack run: no --rootfs given, and the default rootfs for " +
-               l.man.runtime.interpreter + " cannot be built: " + r.error().what());
-    return 1;
-  }
-  return *r;
-}
-
 // The cache lookup: a hit is replayed (its exit status returned); a miss
 // gets a temp dir in the store (PENDING) that the run's streams and output
 // go to. A store that cannot be used only means no caching.
@@ -521,7 +503,7 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   if (int rc = check_usage(l, o); rc != 0) return rc;
   TRY_EXIT(cache::Decision decision, decide_cache(l, o));
   TRY_EXIT(Identity who, enter_user_namespace_if_rootless());
-  TRY_EXIT(std::string rootfs, run_rootfs(l, o));
+  TRY_EXIT(std::string rootfs, pack_rootfs(l, o.rootfs, "pack run"));
 
   // The cache: look up; on a hit, replay and stop here.
   cache::Store store(cache::store_dir(o.cache_dir));

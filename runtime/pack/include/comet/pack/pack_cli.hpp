@@ -2,7 +2,8 @@
 //   validate  0 valid, 1 invalid, 2 unreadable
 //   lint      0 clean (warnings allowed), 1 errors, 2 unusable input
 //   bundle    0 written, 1 the manifest or inputs are refused, 2 usage
-//   explain   0 allowed, 1 denied, 2 usage
+//   explain   --path: 0 the agent can read or write it, 1 neither; --host:
+//             0 allowed, 1 denied; 2 usage
 //   run       the agent's exit status; 1 when the runtime failed, 2 usage
 #pragma once
 
@@ -17,9 +18,34 @@ namespace comet::runtime {
 int pack_validate(const std::string& path);
 int pack_lint(const std::string& path, bool strict, const std::string& format,
               const std::string& rootfs);
-int pack_bundle(const std::string& pack, const std::string& rootfs, const std::string& out,
-                const std::string& input, const std::string& output);
-int pack_explain(const std::string& pack, const std::string& path, const std::string& host);
+struct BundleOptions {
+  std::string pack;    // pack directory
+  std::string rootfs;  // the rootfs the pack runs on
+  std::string bundle;  // --bundle DIR: the OCI bundle to write
+  std::string input;   // host dir for /workdir/inputs (read-only)
+  std::string output;  // host dir for /workdir/out ("": BUNDLE/out)
+};
+// Compiles the pack into BUNDLE/config.json with a copy of the pack at
+// BUNDLE/workdir. Every fs.write place (but /tmp, a tmpfs) is a host
+// directory the agent (uid 65534) can write: --output DIR for /workdir/out,
+// else BUNDLE/out; BUNDLE/write/<path> for the others. A directory that does
+// not exist is made and given to the agent; one that exists must be
+// writable by the agent already (refused otherwise: nothing is changed).
+int pack_bundle(const BundleOptions& o);
+
+struct ExplainOptions {
+  std::string pack;             // pack directory or soyapack.yaml
+  std::string path;             // --path: a sandbox path
+  std::string host;             // --host HOST:PORT[:PROTO]
+  std::string rootfs;           // --rootfs: "" is the default rootfs of `pack run`
+  std::string input;            // --input: the dir `pack run --input` would get
+  std::string format = "text";  // text or json
+};
+// --path: what the agent of `pack run` sees at the path: the layer that
+// serves it (image, pack, input, a writable place, /dev, procfs, masked),
+// and what a read and a write there would answer, with why (pack_view.hpp).
+// --host: whether capabilities.egress allows the connection, by which entry.
+int pack_explain(const ExplainOptions& o);
 
 struct PackRunOptions {
   std::string pack;    // pack directory or soyapack.yaml
