@@ -260,7 +260,7 @@ def test_egress_allowed_and_refused(user, netprobe, internet, tun):
     bad = pack_run(user, pack, "tcp", ADDR["other.test"], "443", "--", "resolve", "other.test",
                    extra=dns, events=ev)
     got = lines(bad, "cmd")
-    assert [g["result"] for g in got] == ["ECONNREFUSED", "REFUSED"], bad.stdout
+    assert [g["result"] for g in got] == ["ECONNREFUSED", "NXDOMAIN"], bad.stdout
     assert bad.returncode == 3, bad.stderr
     seen = sorted((e["surface"], e["requested"]) for e in events_of(ev))
     assert seen == [("dns", "other.test"), ("egress", f"{ADDR['other.test']}:443/tcp")], seen
