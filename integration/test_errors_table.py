@@ -544,6 +544,8 @@ RECIPES = {
     # config.json
     "cfg-bundle": lambda x: x.cli("create", "--bundle", str(x.w / "no-bundle"), x.rt.new_id()),
     "cfg-missing": r_cfg_missing,
+    "cfg-pack-name-alone": lambda x: x.cfg(lambda b: b.config.setdefault("annotations", {}).__setitem__(
+        "org.soyaos.comet.pack", "p@1.0.0")),
     "cfg-json": lambda x: x.cfg(lambda b: b.write_raw('{"ociVersion": ')),
     "cfg-type": lambda x: x.cfg(_set("process.args", "notalist")),
     "cfg-version": lambda x: x.cfg(_set("ociVersion", "2.0.0")),
@@ -643,6 +645,8 @@ RECIPES = {
     # packs
     "pack-open": lambda x: x.cli("pack", "validate", str(x.w / "no-pack"), root=False),
     "pack-invalid": r_pack_invalid,
+    "pack-dir-flag": lambda x: x.cli("pack", "run", str(REPO_DIR / "examples" / "summarize-inputs"),
+                                     "--input", str(x.w / "no-such-input"), root=False),
     "pack-compile-output": r_pack_compile_output,
     "pack-explain-args": lambda x: x.cli("pack", "explain", PACK, root=False),
     "pack-explain-host": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test", root=False),

@@ -1,4 +1,4 @@
-// The SoyaPack verbs (verbs.hpp): `pack validate|lint|bundle|explain|run|
+// The SoyaPack verbs (verbs.hpp): `pack validate|lint|bundle|explain|annotation|run|
 // flags` (pack_cli.hpp, violations.hpp for flags), and `rootfs
 // --from-host` (hostroot.hpp), the default rootfs of `pack run`.
 #include <iostream>
@@ -65,6 +65,19 @@ CLI::App* add_pack(CLI::App& app, const Verb& v, Options& o) {
   o.pexplain->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
   o.pexplain->add_option("--path", o.explain_path, "a sandbox path");
   o.pexplain->add_option("--host", o.explain_host, "HOST:PORT[:PROTO]");
+  o.pannotation = pack->add_subcommand(
+      "annotation",
+      "print the annotations that confine a container to the pack's capabilities, for an "
+      "engine (podman --annotation, a Kubernetes pod's metadata.annotations, or the raw JSON "
+      "value of org.soyaos.comet.capabilities)");
+  o.pannotation->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
+  o.pannotation
+      ->add_option("--format", o.annotation_format,
+                   "podman: one --annotation argument (CSV, quotes doubled) carrying both "
+                   "annotations; k8s: a YAML `annotations:` block; json: the capabilities JSON "
+                   "alone")
+      ->check(CLI::IsMember({"podman", "k8s", "json"}))
+      ->capture_default_str();
   add_pack_run(pack, o);
   // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
   o.pflags = pack->add_subcommand("flags", "list or clear pack versions flagged for violations");
@@ -83,7 +96,8 @@ int run_pack(CLI::App&, Options& o) {
   if (*o.pbundle)
     return pack_bundle(o.pack_path, o.pack_rootfs, o.pack_out, o.pack_input, o.pack_output);
   if (*o.pexplain) return pack_explain(o.pack_path, o.explain_path, o.explain_host);
-  if (*o.pflags) return violations::flags_cli(o.flags_action, o.flags_arg);
+  if (*o.pannotation) return pack_annotation(o.pack_path, o.annotation_format);
+  if (*o.pflags) return violations::flags_cli(o.g.root, o.flags_action, o.flags_arg);
   if (*o.prun) {
     if (o.prun->count("args")) o.pack_run.args = o.pack_run_args;
     o.pack_run.allow_upstream = o.pack_run_cache == "allow-upstream";

@@ -244,6 +244,8 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
   }
   // A pack an engine ran: its violations flag the version here (violations.hpp).
   violations::flag_at_delete(dir.path(), rec.annotations);
+  // Its events outlive it, in a bounded store (violations.hpp keep_events).
+  (void)violations::keep_events(g.root, id, dir.path());
   Status rm = dir.remove();
   if (!result.ok()) return result;
   return rm;

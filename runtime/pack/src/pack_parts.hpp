@@ -42,6 +42,10 @@ OrExit<Loaded> load(const std::string& path, bool validate, int unreadable, int 
 // P made absolute and normal (as given when that fails).
 std::string abs_path(const std::string& p);
 
+// A directory flag's value ("" passes): "VERB FLAG PATH: <errno>" when it is
+// not an existing directory.
+Status check_dir_flag(const std::string& verb, const std::string& flag, const std::string& path);
+
 // TRY_EXIT(decl, expr): EXPR is an OrExit<T>; an exit code is returned, a
 // value bound to DECL.
 #define TRY_EXIT(decl, expr) TRY_EXIT_IMPL_(COMET_CONCAT(try_exit_, __LINE__), decl, expr)
