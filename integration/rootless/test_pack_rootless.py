@@ -157,7 +157,8 @@ def assert_nothing_left(user: OrdinaryUser) -> None:
     runs = user.runtime_dir / "comet-runtime" / "packs"
     assert not runs.exists() or list(runs.iterdir()) == []
     state = user.runtime_dir / "comet-runtime"
-    left = [p.name for p in state.iterdir() if p.name not in ("packs", "cache")] \
+    # .events@: the kept events of the last runs (docs/events.md), on purpose
+    left = [p.name for p in state.iterdir() if p.name not in ("packs", "cache", ".events@")] \
         if state.exists() else []
     assert left == [], left
 
@@ -222,6 +223,28 @@ def test_fs_violations_are_refused_and_an_exec_is_reported(user, packprobe, tmp_
     # the violation flag is the user's
     flags = user.home / ".local" / "share" / "comet-runtime" / "flags"
     assert flags.is_dir() and any(flags.iterdir()), res.stderr
+    assert_nothing_left(user)
+
+
+def test_a_users_violations_are_said_and_kept_in_the_users_root(user, packprobe):
+    """Issue 26, trap 2, as an ordinary user: the run with a violation says
+    so on stderr, the events stay in the user's own state root (0700, the
+    user's) for `events --violations ID`, and the user's flags list names
+    the version on that same run."""
+    pack = probe_pack(user, "p-said", packprobe)
+    cid = "said-by-user"
+    res = pack_run(user, pack, "exec=/bin/busybox", extra=["--no-cache", "--id", cid])
+    assert res.returncode == 3, res.stderr
+    kept = user.runtime_dir / "comet-runtime" / ".events@" / f"{cid}.jsonl"
+    said = [x for x in res.stderr.splitlines() if x.startswith("comet: ")]
+    assert said == [f"comet: 1 capability violation: exec \u00d71 (/bin/busybox); events: {kept}"], res.stderr
+    assert "pack probe-pack@0.0.1 is flagged" in res.stderr, res.stderr
+    assert kept.stat().st_uid == user.uid and kept.parent.stat().st_mode & 0o777 == 0o700
+    ev = user.run([RT, "events", "--violations", cid])
+    assert ev.returncode == 0, ev.stderr
+    assert [json.loads(x)["requested"] for x in ev.stdout.splitlines()] == ["/bin/busybox"]
+    listed = user.run([RT, "pack", "flags", "list"])
+    assert "probe-pack@0.0.1" in listed.stdout, listed
     assert_nothing_left(user)
 
 
