@@ -80,7 +80,10 @@ CLI::App* add_pack(CLI::App& app, const Verb& v, Options& o) {
       ->capture_default_str();
   add_pack_run(pack, o);
   // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
-  o.pflags = pack->add_subcommand("flags", "list or clear pack versions flagged for violations");
+  o.pflags = pack->add_subcommand(
+      "flags",
+      "list or clear pack versions flagged for violations (per --root and per user; "
+      "docs/events.md \"Flags\")");
   o.pflags->add_option("action", o.flags_action, "list or clear")
       ->check(CLI::IsMember({"list", "clear"}));
   o.pflags->add_option("pack-version", o.flags_arg, "NAME@VERSION (for clear)");
