@@ -165,6 +165,7 @@ def _leave_bpffs_as_found(before: dict) -> None:
     # (sandbox, the seccomp program cache): gone again if it was not there
     if not before["had_run_root"] and RUN_ROOT.is_dir():
         shutil.rmtree(RUN_ROOT / "cache", ignore_errors=True)
+        shutil.rmtree(RUN_ROOT / ".events@", ignore_errors=True)  # kept events (docs/events.md)
         try:
             RUN_ROOT.rmdir()
         except OSError:

@@ -550,6 +550,8 @@ RECIPES = {
     # config.json
     "cfg-bundle": lambda x: x.cli("create", "--bundle", str(x.w / "no-bundle"), x.rt.new_id()),
     "cfg-missing": r_cfg_missing,
+    "cfg-pack-name-alone": lambda x: x.cfg(lambda b: b.config.setdefault("annotations", {}).__setitem__(
+        "org.soyaos.comet.pack", "p@1.0.0")),
     "cfg-json": lambda x: x.cfg(lambda b: b.write_raw('{"ociVersion": ')),
     "cfg-type": lambda x: x.cfg(_set("process.args", "notalist")),
     "cfg-version": lambda x: x.cfg(_set("ociVersion", "2.0.0")),
@@ -653,6 +655,8 @@ RECIPES = {
     "pack-bundle-no-bundle": lambda x: r_pack_bundle(x),
     "pack-bundle-output-undeclared": lambda x: r_pack_bundle(x, "--bundle", str(x.w / "pb"), "--output", str(x.w / "po"), pack="bad-lint"),
     "pack-bundle-unwritable": r_pack_bundle_unwritable,
+    "pack-dir-flag": lambda x: x.cli("pack", "run", str(REPO_DIR / "examples" / "summarize-inputs"),
+                                     "--input", str(x.w / "no-such-input"), root=False),
     "pack-explain-args": lambda x: x.cli("pack", "explain", PACK, root=False),
     "pack-explain-host": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test", root=False),
     "pack-explain-port": lambda x: x.cli("pack", "explain", PACK, "--host", "api.test:0", root=False),

@@ -1,11 +1,14 @@
 """`pack validate|lint|bundle|explain` on the examples/ packs: exit codes,
 the seed's lint text, the compiled bundle, and that a refused manifest
 writes nothing."""
+import csv
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lib import config as cfg
 
@@ -45,8 +48,87 @@ def test_lint_json_and_unusable_input(tmp_path):
     assert "egress-uncovered-tool" in json.dumps(doc)
     (tmp_path / "soyapack.yaml").write_text("apiVersion: soyapack/v0\nname: [oops\n")
     res = comet("pack", "lint", str(tmp_path))
-    assert res.returncode == 2, res
+    assert res.returncode == 1, res  # a wrong manifest, as validate says (issue 26)
     assert "soyapack.yaml:" in res.stderr
+    assert comet("pack", "validate", str(tmp_path)).returncode == 1
+
+
+def test_validate_and_lint_agree_on_a_typo(tmp_path):
+    """Issue 26, trap 5: the same typo was exit 1 for validate and 2 for
+    lint. Both say 1 (a wrong manifest), with the same message; 2 is kept
+    for a manifest that cannot be read."""
+    text = (EXAMPLES / "summarize-inputs" / "soyapack.yaml").read_text()
+    shutil.copytree(EXAMPLES / "summarize-inputs", tmp_path / "p")
+    (tmp_path / "p" / "soyapack.yaml").write_text(text.replace("capabilities:", "capabilites:"))
+    v = comet("pack", "validate", str(tmp_path / "p"))
+    lint = comet("pack", "lint", "--strict", str(tmp_path / "p"))
+    assert (v.returncode, lint.returncode) == (1, 1), (v, lint)
+    assert 'capabilites: unknown field (did you mean \\"capabilities\\"?)' in v.stderr, v.stderr
+    assert v.stderr.strip().split("msg=")[-1] == lint.stderr.strip().split("msg=")[-1], (v.stderr, lint.stderr)
+    for verb in ("validate", "lint"):
+        assert comet("pack", verb, str(tmp_path / "none")).returncode == 2
+
+
+def test_lint_strict_fails_a_pack_without_its_entrypoint(tmp_path):
+    """Issue 26, trap 5: `lint --strict` passed a pack whose entrypoint file
+    was missing (every run of it fails at once)."""
+    shutil.copytree(EXAMPLES / "summarize-inputs", tmp_path / "p")
+    (tmp_path / "p" / "agent.py").unlink()
+    res = comet("pack", "lint", "--strict", str(tmp_path / "p"))
+    assert res.returncode == 1, res
+    assert "err   runtime.entrypoint agent.py is not in the pack directory" in res.stdout, res.stdout
+    (tmp_path / "p" / "agent.py").mkdir()  # a directory is no entrypoint either
+    assert comet("pack", "lint", str(tmp_path / "p")).returncode == 1
+
+
+def test_a_missing_input_names_the_flag(tmp_path):
+    """Issue 26, trap 5: a missing --input said `bind mount source ...:
+    ENOENT` without naming the flag. Now the flag and the path, exit 2,
+    before anything is built."""
+    missing = tmp_path / "no-such-dir"
+    res = comet("pack", "run", str(EXAMPLES / "summarize-inputs"), "--input", str(missing))
+    assert res.returncode == 2, res
+    assert f"pack run --input {missing}: ENOENT" in res.stderr, res.stderr
+    assert "bind mount" not in res.stderr
+    (tmp_path / "file").write_text("x")
+    res = comet("pack", "bundle", str(EXAMPLES / "summarize-inputs"), "--rootfs", str(tmp_path),
+                "-o", str(tmp_path / "b"), "--input", str(tmp_path / "file"))
+    assert res.returncode == 2 and f"pack bundle --input {tmp_path / 'file'}: ENOTDIR" in res.stderr, res
+    assert not (tmp_path / "b").exists()
+
+
+def test_pack_annotation_formats():
+    """Issue 26, trap 1: the annotations that confine a container, from the
+    manifest: the JSON is what the compiler writes into a bundle."""
+    pack = EXAMPLES / "weather-egress"
+    j = comet("pack", "annotation", str(pack), "--format", "json")
+    assert j.returncode == 0, j
+    caps = json.loads(j.stdout)
+    assert caps["egress"] == [{"host": "api.test", "port": 443, "protocol": "https"}], caps
+    pod = comet("pack", "annotation", str(pack), "--format", "k8s")
+    ann = yaml.safe_load(pod.stdout)["annotations"]
+    assert ann == {"org.soyaos.comet.capabilities": j.stdout.strip(),
+                   "org.soyaos.comet.pack": "weather-egress@1.0.0"}, pod.stdout
+    pm = comet("pack", "annotation", str(pack))  # podman is the default
+    assert pm.stdout.count("\n") == 1
+    # podman splits --annotation as CSV: two fields, the first quoted
+    fields = next(csv.reader([pm.stdout.strip()]))
+    assert fields == ["org.soyaos.comet.capabilities=" + j.stdout.strip(),
+                      "org.soyaos.comet.pack=weather-egress@1.0.0"], fields
+
+
+def test_pack_annotation_errors_and_help(tmp_path):
+    res = comet("pack", "annotation", str(tmp_path / "none"))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res
+    res = comet("pack", "annotation", str(EXAMPLES / "weather-egress"), "--format", "xml")
+    assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1, res
+    (tmp_path / "soyapack.yaml").write_text("apiVersion: soyapack/v0\nname: Bad Name!\n")
+    res = comet("pack", "annotation", str(tmp_path))
+    assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1, res
+    h = comet("pack", "annotation", "--help")
+    assert h.returncode == 0
+    assert "podman" in h.stdout and "k8s" in h.stdout and "json" in h.stdout
+    assert "org.soyaos.comet.capabilities" in h.stdout
 
 
 def test_a_manifest_is_read_up_to_its_cap(tmp_path):

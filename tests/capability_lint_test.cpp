@@ -437,6 +437,26 @@ TEST(CapabilityLint, InterpreterMissingOnlyWithARootfs) {
             "EACCES)");
 }
 
+// Issue 26: `lint --strict` passed a pack whose entrypoint file was missing.
+TEST(CapabilityLint, EntrypointMissingOnlyWithAPackDir) {
+  Manifest m = parse("capabilities: {determinism_tier: read-only}\n");
+  EXPECT_TRUE(only(lint(m), "entrypoint-missing").empty());
+  LintOptions o;
+  std::string asked;
+  o.exists_in_pack = [&](const std::string& p) {
+    asked = p;
+    return false;
+  };
+  auto f = only(lint(m, o), "entrypoint-missing");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(asked, m.runtime.entrypoint);
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].path, "runtime.entrypoint");
+  EXPECT_EQ(f[0].message, "runtime.entrypoint " + m.runtime.entrypoint + " is not in the pack directory");
+  o.exists_in_pack = [](const std::string&) { return true; };
+  EXPECT_TRUE(only(lint(m, o), "entrypoint-missing").empty());
+}
+
 TEST(CapabilityLint, CleanManifestHasNoFindingsEvenStrict) {
   Manifest m = parse(
       "tools:\n  - {name: fetch, kind: builtin.http_get, url: \"https://api.openai.com/v1/x\"}\n"
@@ -542,7 +562,7 @@ TEST(CapabilityLint, RuleTableAndDocsAgree) {
     EXPECT_TRUE(ids.count(id)) << id;
   }
   EXPECT_EQ(find_rule("no-such-rule"), nullptr);
-  EXPECT_EQ(lint_rules().size(), 17u);
+  EXPECT_EQ(lint_rules().size(), 18u);
 }
 
 TEST(CapabilityLint, ValidateRefusesExactlyTheValidateRules) {

@@ -66,10 +66,15 @@ TEST(EgressAnswer, QueriesForwardedOrRefused) {
   for (const char* n : {"other.test", "cdn.test", "api.test.evil"}) {
     QueryDecision d = check_query(al, query(n));
     EXPECT_EQ(d.action, QueryAction::reply) << n;
-    EXPECT_EQ(d.reply.rcode(), kRefused) << n;
+    // NXDOMAIN, not REFUSED: getaddrinfo says the name does not exist
+    // (EAI_NONAME) instead of EAI_AGAIN, which agents retry (issue 26)
+    EXPECT_EQ(d.reply.rcode(), kNxDomain) << n;
+    EXPECT_TRUE(d.refused) << n;
   }
   // allowed name, other type (TXT): refused
   EXPECT_EQ(check_query(al, query("api.test", 16)).reply.rcode(), kRefused);
+  EXPECT_TRUE(check_query(al, query("api.test", 16)).refused);
+  EXPECT_FALSE(check_query(al, query("api.test")).refused);
   // class CH
   Message ch = query("api.test");
   ch.questions[0].qclass = 3;
@@ -140,7 +145,8 @@ TEST(EgressAnswer, CnameChainOnlyWhenEveryNameIsAllowed) {
   auto bad =
       answer(pack(), q,
              upstream_for(q, {cname("api.test", "evil.test"), a("evil.test", {10, 77, 0, 66})}));
-  EXPECT_EQ(bad.reply.rcode(), kRefused);
+  EXPECT_EQ(bad.reply.rcode(), kNxDomain);
+  EXPECT_TRUE(bad.refused);
   EXPECT_TRUE(bad.reply.answers.empty());
   EXPECT_TRUE(bad.pins.empty());
   // a two-step chain whose second link leaves the allowlist
@@ -148,7 +154,8 @@ TEST(EgressAnswer, CnameChainOnlyWhenEveryNameIsAllowed) {
       answer(pack(), q,
              upstream_for(q, {cname("api.test", "x.cdn.test"), cname("x.cdn.test", "cdn.test"),
                               a("cdn.test", {10, 77, 0, 67})}));
-  EXPECT_EQ(bad2.reply.rcode(), kRefused);
+  EXPECT_EQ(bad2.reply.rcode(), kNxDomain);
+  EXPECT_TRUE(bad2.refused);
   EXPECT_TRUE(bad2.pins.empty());
   // records for names off the chain are dropped
   auto off =
@@ -226,6 +233,7 @@ TEST(EgressAnswer, UpstreamErrorsAndMismatches) {
   Message q = query("api.test");
   auto nx = answer(pack(), q, upstream_for(q, {}, kNxDomain));
   EXPECT_EQ(nx.reply.rcode(), kNxDomain);
+  EXPECT_FALSE(nx.refused);  // the upstream's own NXDOMAIN is no violation
   EXPECT_TRUE(nx.pins.empty());
   auto sf = answer(pack(), q, upstream_for(q, {}, kRefused));
   EXPECT_EQ(sf.reply.rcode(), kServFail);

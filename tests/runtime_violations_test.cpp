@@ -141,23 +141,75 @@ TEST(Violations, FlagsRegistry) {
   auto dir = std::filesystem::temp_directory_path() / ("cmtflags" + std::to_string(::getpid()));
   ::setenv("COMET_FLAGS_DIR", dir.c_str(), 1);
   std::map<std::string, std::string> ann = {{"org.soyaos.comet.pack", "p@1"}};
-  EXPECT_EQ(v::flag_warning(ann), "");
-  ASSERT_TRUE(v::record_flag({"p", "1"}, 2, "T1", "T2").ok());
-  ASSERT_TRUE(v::record_flag({"p", "1"}, 3, "T3", "T4").ok());
-  auto flags = v::list_flags();
+  EXPECT_EQ(v::flag_warning("", ann), "");
+  ASSERT_TRUE(v::record_flag("", {"p", "1"}, 2, "T1", "T2").ok());
+  ASSERT_TRUE(v::record_flag("", {"p", "1"}, 3, "T3", "T4").ok());
+  auto flags = v::list_flags("");
   ASSERT_EQ(flags.size(), 1u);
   EXPECT_EQ(flags[0].pack, "p@1");
   EXPECT_EQ(flags[0].count, 5);
   EXPECT_EQ(flags[0].first, "T1");
   EXPECT_EQ(flags[0].last, "T4");
-  EXPECT_NE(v::flag_warning(ann).find("pack p@1 is flagged: 5"), std::string::npos);
-  EXPECT_EQ(v::flag_warning({{"org.soyaos.comet.pack", "p@2"}}), "");  // a new version is clean
-  EXPECT_FALSE(v::clear_flag("../etc@x").ok());
-  ASSERT_TRUE(v::clear_flag("p@1").ok());
-  EXPECT_EQ(v::flag_warning(ann), "");
-  EXPECT_FALSE(v::clear_flag("p@1").ok());
+  EXPECT_NE(v::flag_warning("", ann).find("pack p@1 is flagged: 5"), std::string::npos);
+  EXPECT_EQ(v::flag_warning("", {{"org.soyaos.comet.pack", "p@2"}}), "");  // a new version is clean
+  EXPECT_FALSE(v::clear_flag("", "../etc@x").ok());
+  ASSERT_TRUE(v::clear_flag("", "p@1").ok());
+  EXPECT_EQ(v::flag_warning("", ann), "");
+  EXPECT_FALSE(v::clear_flag("", "p@1").ok());
   std::filesystem::remove_all(dir);
   ::unsetenv("COMET_FLAGS_DIR");
+}
+
+// Issue 26: one --root's flags are not another's; the default root's are
+// the user's own (COMET_FLAGS_DIR unset).
+TEST(Violations, FlagsAreScopedWithTheStateRoot) {
+  ::unsetenv("COMET_FLAGS_DIR");
+  auto base = std::filesystem::temp_directory_path() / ("cmtroots" + std::to_string(::getpid()));
+  const std::string a = (base / "a").string(), b = (base / "b").string();
+  EXPECT_EQ(v::flags_dir(a), a + "/.flags@");
+  EXPECT_NE(v::flags_dir(a), v::flags_dir(b));
+  ASSERT_TRUE(v::record_flag(a, {"p", "1"}, 1, "T1", "T1").ok());
+  EXPECT_EQ(v::list_flags(a).size(), 1u);
+  EXPECT_TRUE(v::list_flags(b).empty());
+  EXPECT_EQ(v::flag_warning(b, {{"org.soyaos.comet.pack", "p@1"}}), "");
+  std::filesystem::remove_all(base);
+}
+
+// Issue 26: the end of a run with violations says what and where.
+TEST(Violations, SummaryNamesEachSurfaceItsCountAndFirstRequest) {
+  const std::string text =
+      "{\"type\":\"capability_violation\",\"surface\":\"exec\",\"requested\":\"/bin/ls\"}\n"
+      "{\"type\":\"capability_violation\",\"surface\":\"fs.write\",\"requested\":\"/etc/x\"}\n"
+      "{\"type\":\"capability_violation\",\"surface\":\"exec\",\"requested\":\"/bin/cat\","
+      "\"repeated\":2}\n"
+      "{\"type\":\"events_truncated\",\"dropped\":5}\n";
+  EXPECT_EQ(v::violation_summary(text, "/r/.events@/x.jsonl"),
+            "comet: 4 capability violations: exec \u00d73 (/bin/ls), fs.write \u00d71 (/etc/x); "
+            "events: /r/.events@/x.jsonl");
+  EXPECT_EQ(v::violation_summary("{\"type\":\"events_truncated\"}\n", "F"), "");
+}
+
+TEST(Violations, KeptEventsAreBoundedOldestFirst) {
+  auto root = std::filesystem::temp_directory_path() / ("cmtkeep" + std::to_string(::getpid()));
+  auto state = root / "c";
+  std::filesystem::create_directories(state);
+  { std::ofstream(state / "events.jsonl") << "{\"type\":\"capability_violation\"}\n"; }
+  for (int i = 0; i < v::kKeptRuns + 3; i++) {
+    std::string id = "run" + std::to_string(i);
+    EXPECT_EQ(v::keep_events(root.string(), id, state.string()),
+              v::kept_events_file(root.string(), id));
+    auto t = std::filesystem::file_time_type::clock::now() - std::chrono::hours(100 - i);
+    std::filesystem::last_write_time(v::kept_events_file(root.string(), id), t);
+  }
+  size_t n = 0;
+  for (auto& e : std::filesystem::directory_iterator(root / v::kKeptEventsDir)) n += e.exists();
+  EXPECT_EQ(n, static_cast<size_t>(v::kKeptRuns));
+  EXPECT_FALSE(std::filesystem::exists(v::kept_events_file(root.string(), "run0")));
+  EXPECT_TRUE(std::filesystem::exists(
+      v::kept_events_file(root.string(), "run" + std::to_string(v::kKeptRuns + 2))));
+  std::filesystem::remove(state / "events.jsonl");  // nothing to keep: nothing kept
+  EXPECT_EQ(v::keep_events(root.string(), "empty", state.string()), "");
+  std::filesystem::remove_all(root);
 }
 
 TEST(Violations, RateLimitedWritesTheFirstAtOnceAndCountsRepeats) {

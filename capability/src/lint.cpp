@@ -58,6 +58,7 @@ class Linter {
     fs_rules();
     duplicate_rules();
     interpreter_rule();
+    entrypoint_rule();
     std::stable_sort(out_.begin(), out_.end(), [](const Finding& a, const Finding& b) {
       auto key = [](const Finding& f) {
         return std::pair(f.loc.line ? f.loc.line : INT_MAX, f.loc.column);
@@ -390,6 +391,23 @@ class Linter {
       add("interpreter-missing", "runtime.interpreter",
           "runtime.interpreter " + interp + " does not exist in the rootfs" + why);
     }
+  }
+
+  void entrypoint_rule() {
+    if (!o_.exists_in_pack || m_.runtime.entrypoint.empty()) return;
+    const std::string& ep = m_.runtime.entrypoint;
+    bool exists = false;
+    std::string why;
+    try {
+      exists = o_.exists_in_pack(ep);
+    } catch (const std::exception& e) {
+      why = std::string(" (could not check: ") + e.what() + ")";
+    } catch (...) {
+      why = " (could not check)";
+    }
+    if (!exists)
+      add("entrypoint-missing", "runtime.entrypoint",
+          "runtime.entrypoint " + ep + " is not in the pack directory" + why);
   }
 
   const Manifest& m_;

@@ -89,6 +89,10 @@ const std::vector<RuleInfo> kRules = {
      "runtime.interpreter does not exist in the rootfs",
      "The interpreter is the only program the sandbox may execute. Checked when lint is given "
      "the rootfs the pack will run on."},
+    {"entrypoint-missing", E, false, false, false, "runtime.entrypoint is not in the pack",
+     "The entrypoint is the file the interpreter runs, from the pack directory (/workdir in "
+     "the sandbox): without it every run fails at once. Checked by pack lint, which knows the "
+     "pack directory."},
 };
 
 }  // namespace

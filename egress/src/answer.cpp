@@ -27,8 +27,14 @@ QueryDecision check_query(const Allowlist& a, const Message& q) {
   }
   const dns::Question& qq = q.questions.front();
   bool type_ok = qq.type == dns::kTypeA || qq.type == dns::kTypeAaaa || qq.type == dns::kTypeCname;
-  if (qq.qclass != dns::kClassIn || !type_ok || !a.resolvable(qq.name)) {
+  if (!a.resolvable(qq.name)) {
+    d.reply = dns::error_reply(q, dns::kNxDomain);
+    d.refused = true;
+    return d;
+  }
+  if (qq.qclass != dns::kClassIn || !type_ok) {
     d.reply = dns::error_reply(q, dns::kRefused);
+    d.refused = true;
     return d;
   }
   d.action = QueryAction::forward;
@@ -79,7 +85,8 @@ AnswerDecision answer(const Allowlist& a, const Message& query, const Message& u
     });
     if (it == up.answers.end()) break;
     if (!a.resolvable(it->target)) {
-      d.reply = dns::error_reply(query, dns::kRefused);
+      d.reply = dns::error_reply(query, dns::kNxDomain);
+      d.refused = true;
       return d;
     }
     if (!seen.insert(it->target).second) {  // a loop

@@ -283,7 +283,7 @@ class Resolver {
   void on_query(const uint8_t* data, std::size_t len, const Client& c);
   void forward(Message q, const Client& c, std::size_t upstream);
   void finish(Pending& p, const Message* upstream_reply);
-  void reply(const Client& c, const Message& m);
+  void reply(const Client& c, const Message& m, bool refused = false);
   bool pin(const std::vector<Pin>& pins);
   std::optional<Message> tcp_upstream(const Message& uq, std::size_t upstream);
   void on_udp();
@@ -310,11 +310,12 @@ class Resolver {
   std::map<std::tuple<std::string, uint8_t, uint16_t>, Clock::time_point> pinned_;
 };
 
-void Resolver::reply(const Client& c, const Message& m) {
-  // REFUSED is only ever the allowlist's answer (an upstream's REFUSED
-  // becomes SERVFAIL in answer()): a dns violation.
-  if (m.rcode() == dns::kRefused && !m.questions.empty() && cfg_.on_refused) {
+void Resolver::reply(const Client& c, const Message& m, bool refused) {
+  // REFUSED, NXDOMAIN for a name the allowlist does not take (answer.hpp):
+  // a dns violation, reported before the answer is sent.
+  if (refused && !m.questions.empty() && cfg_.on_refused) {
     DnsRefusal r;
+    r.rcode = static_cast<uint16_t>(m.rcode());
     r.name = m.questions.front().name;
     r.qtype = m.questions.front().type;
     r.tcp = c.tcp;
@@ -376,7 +377,7 @@ void Resolver::on_query(const uint8_t* data, std::size_t len, const Client& c) {
   QueryDecision d = check_query(allow_, *m);
   if (d.action == QueryAction::drop) return;
   if (d.action == QueryAction::reply) {
-    reply(c, d.reply);
+    reply(c, d.reply, d.refused);
     return;
   }
   if (upstreams_.empty() || pending_.size() >= kMaxPending) {
@@ -498,7 +499,7 @@ void Resolver::finish(Pending& p, const Message* up) {
     reply(p.client, dns::error_reply(p.query, dns::kServFail));
     return;
   }
-  reply(p.client, d.reply);
+  reply(p.client, d.reply, d.refused);
 }
 
 void Resolver::on_udp() {

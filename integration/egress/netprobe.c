@@ -7,6 +7,8 @@
  * or the errno name (ETIMEDOUT for a timeout). Commands:
  *   resolve NAME [a|aaaa]        ask the resolver in /etc/resolv.conf;
  *                                result = rcode name, "addrs" = answers
+ *   gai NAME                     glibc's getaddrinfo(NAME, AF_INET): result
+ *                                "ok" or the EAI_ name (what an agent sees)
  *   tcp HOST PORT                HOST a name (resolved as above) or an IP
  *                                literal; connect (2 s), then read a line
  *   udp IP PORT                  connected send, then recv (1 s): "send"
@@ -37,6 +39,7 @@
  * The exit status is 0; the test reads the lines. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
@@ -324,6 +327,22 @@ static void cmd_resolve(const char *name, const char *type) {
   char extra[1100];
   snprintf(extra, sizeof extra, "\"addrs\":[%s]", rc >= 0 ? addrs : "");
   out("resolve", name, rc < 0 ? ename(-rc) : rcode_name(rc), extra);
+}
+
+static void cmd_gai(const char *name) {
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(name, NULL, &hints, &res);
+  const char *r = rc == 0                ? "ok"
+                  : rc == EAI_NONAME     ? "EAI_NONAME"
+                  : rc == EAI_AGAIN      ? "EAI_AGAIN"
+                  : rc == EAI_FAIL       ? "EAI_FAIL"
+                  : rc == EAI_NODATA     ? "EAI_NODATA"
+                  : rc == EAI_SYSTEM     ? "EAI_SYSTEM"
+                                         : "EAI_OTHER";
+  if (res) freeaddrinfo(res);
+  out("gai", name, r, NULL);
 }
 
 static void cmd_dnsudp(const char *server, const char *name) {
@@ -1052,6 +1071,7 @@ int main(int argc, char **argv) {
     char **a = argv + i;
     if (n >= 1) {
       if (!strcmp(a[0], "resolve") && n >= 2) cmd_resolve(a[1], n >= 3 ? a[2] : "a");
+      else if (!strcmp(a[0], "gai") && n >= 2) cmd_gai(a[1]);
       else if (!strcmp(a[0], "tcp") && n >= 3) cmd_tcp(a[1], a[2]);
       else if (!strcmp(a[0], "udp") && n >= 3) cmd_udp(a[1], a[2]);
       else if (!strcmp(a[0], "dnsudp") && n >= 3) cmd_dnsudp(a[1], a[2]);

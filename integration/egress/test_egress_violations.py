@@ -1,5 +1,6 @@
-"""DNS violations (issue 6, docs/events.md): a query the resolver answers
-REFUSED becomes one capability_violation event with surface "dns", written
+"""DNS violations (issue 6, docs/events.md): a query the allowlist refuses
+(answered NXDOMAIN for a name it does not take, REFUSED for another record
+type) becomes one capability_violation event with surface "dns", written
 before the answer, rate-limited, and the run exits 3. An allowed lookup
 reports nothing. Runs against the egress suite's own internet (inet.py)."""
 from __future__ import annotations
@@ -29,7 +30,7 @@ def run_with_events(pack, *cmds):
 def test_refused_name_is_one_dns_event_and_exit_3(internet, make_pack):
     pack = make_pack()
     res, lines, events, cid = run_with_events(pack, ["resolve", "other.test"])
-    assert lines[0]["result"] == "REFUSED", lines
+    assert lines[0]["result"] == "NXDOMAIN", lines
     assert res.rc == 3, res
     assert len(events) == 1, events
     e = events[0]
@@ -37,7 +38,7 @@ def test_refused_name_is_one_dns_event_and_exit_3(internet, make_pack):
     assert e["surface"] == "dns"
     assert e["requested"] == "other.test"
     assert e["matched_entry"] is None
-    assert e["errno"] == "REFUSED"
+    assert e["errno"] == "NXDOMAIN"
     assert e["syscall"] == "udp"
     assert e["container"] == cid
     assert e["pack"] == {"name": pack.config["annotations"]["org.soyaos.comet.pack"].split("@")[0],
@@ -59,17 +60,30 @@ def test_cname_out_of_the_allowlist_and_wildcard_apex_are_reported(internet, mak
     pack = make_pack()
     res, lines, events, _ = run_with_events(pack, ["resolve", "bad.cdn.test"],
                                             ["resolve", "cdn.test"])
-    assert [l["result"] for l in lines] == ["REFUSED", "REFUSED"], lines
+    assert [l["result"] for l in lines] == ["NXDOMAIN", "NXDOMAIN"], lines
     assert res.rc == 3, res
     assert sorted(e["requested"] for e in events) == ["bad.cdn.test", "cdn.test"], events
-    assert all(e["surface"] == "dns" and e["errno"] == "REFUSED" for e in events)
+    assert all(e["surface"] == "dns" and e["errno"] == "NXDOMAIN" for e in events)
+
+
+def test_a_refused_name_does_not_exist_for_getaddrinfo(internet, make_pack):
+    """Issue 26: the allowlist's REFUSED made glibc's getaddrinfo return
+    EAI_AGAIN (a temporary failure), so agents retried; now the name does
+    not exist (EAI_NONAME), and the event is still written. An allowed name
+    still resolves."""
+    pack = make_pack()
+    res, lines, events, _ = run_with_events(pack, ["gai", "other.test"], ["gai", "api.test"])
+    assert [(l["cmd"], l["result"]) for l in lines] == [("gai", "EAI_NONAME"), ("gai", "ok")], lines
+    assert res.rc == 3, res
+    assert [(e["surface"], e["requested"], e["errno"]) for e in events] == [
+        ("dns", "other.test", "NXDOMAIN")], events
 
 
 def test_repeated_refusals_are_rate_limited(internet, make_pack):
     pack = make_pack()
     n = 40
     res, lines, events, _ = run_with_events(pack, *[["resolve", "other.test"]] * n)
-    assert all(l["result"] == "REFUSED" for l in lines) and len(lines) == n, lines
+    assert all(l["result"] == "NXDOMAIN" for l in lines) and len(lines) == n, lines
     assert res.rc == 3, res
     # one line at once, the rest counted: at most a few summary lines, and
     # the total (first + repeated) is every query the stub resolver sent.

@@ -70,7 +70,7 @@ def test_engine_netns_is_filtered(internet, make_pack):
             ("tcp", "a.cdn.test:8443", "ok"),
             ("tcp", "api.test:8443", "ECONNREFUSED"),
             ("tcp", f"{ADDR['other.test']}:443", "ECONNREFUSED"),
-            ("resolve", "other.test", "REFUSED"),
+            ("resolve", "other.test", "NXDOMAIN"),
             ("dnsudp", ADDR["dns2"], got[5][2]),
         ], got
         assert got[5][2] in ("EPERM", "ETIMEDOUT"), r[5]  # another DNS server: dropped

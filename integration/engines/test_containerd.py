@@ -179,10 +179,40 @@ def test_run_detached(ctr):
 
 def test_annotation_reaches_config(ctr):
     cid = ctr.new_id("a")
-    p = ctr.run("--rm", "--annotation", "org.soyaos.comet.pack=engines-test@0.0.1", IMAGE, cid, "sh", "-c", el.SETTLE)
+    p = ctr.run("--rm", "--annotation", "org.soyaos.comet.engines-test=x", IMAGE, cid, "sh", "-c", el.SETTLE)
     assert p.returncode == 0, p.stderr
     ann = ctr.wrapper.config_of(cid).get("annotations", {})
-    assert ann.get("org.soyaos.comet.pack") == "engines-test@0.0.1", ann
+    assert ann.get("org.soyaos.comet.engines-test") == "x", ann
+
+
+def test_pack_name_alone_is_refused(ctr):
+    """Issue 26, trap 1: a config naming a pack without its capabilities ran
+    unconfined while looking confined; the shim's create now fails with the
+    runtime's one line, and the command never runs."""
+    if el.IS_RUNC:
+        pytest.skip("runc ignores comet's annotations")
+    cid = ctr.new_id("alone")
+    p = ctr.run("--rm", "--annotation", "org.soyaos.comet.pack=engines-test@0.0.1", IMAGE, cid,
+                "sh", "-c", "echo ran")
+    assert p.returncode != 0, p
+    assert "ran" not in p.stdout
+    assert ("annotation org.soyaos.comet.pack=engines-test@0.0.1 without org.soyaos.comet.capabilities"
+            in p.stderr), p.stderr
+    ctr.ctr("c", "rm", cid)
+
+
+def test_doc_json_format_confines_under_ctr(ctr, tmp_path):
+    """docs/engines.md's ctr line: the capabilities from `pack annotation
+    --format json`; a write to /etc is refused and the task exits 3."""
+    if el.IS_RUNC:
+        pytest.skip("`pack annotation` is comet-runtime's own command")
+    caps = el.comet("pack", "annotation", el.doc_pack_dir(tmp_path), "--format", "json").stdout.strip()
+    cid = ctr.new_id("j")
+    p = ctr.run("--rm", "--annotation", f"org.soyaos.comet.capabilities={caps}",
+                "--annotation", "org.soyaos.comet.pack=engines-example@0.1.0", IMAGE, cid,
+                "sh", "-c", el.SETTLE_NOFORK + "echo x > /etc/x")
+    assert p.returncode == 3, p
+    assert "/etc/x" in p.stderr, p
 
 
 @pytest.mark.parametrize("script,status", [

@@ -4,6 +4,7 @@ handler's calls must reach comet-runtime: every test checks the wrapper's
 argv log and comet-runtime's own state under the handler's Root."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import secrets
@@ -17,6 +18,10 @@ from . import crilib
 from . import enginelib as el
 
 PACK = "engines-example@0.1.0"  # the pod annotation in the doc's pod.yaml
+#: the lifecycle tests' pod: the doc's, with a pass-through annotation instead
+#: of the pack's (a confined pod allows one program per container);
+#: test_doc_pod_confines runs the doc's pod as written
+POD_ANNOTATION = {"org.soyaos.comet.engines-pod": "pod"}
 
 
 class CRIEnv:
@@ -35,7 +40,9 @@ class CRIEnv:
         self.torn_down = False
         self.problems: list[str] = []
         self.runtimeclass = yaml.safe_load(el.snippet("runtimeclass.yaml"))
-        self.pod_yaml = yaml.safe_load(el.snippet("pod.yaml"))
+        self.doc_pod = yaml.safe_load(el.snippet("pod.yaml"))
+        self.pod_yaml = copy.deepcopy(self.doc_pod)
+        self.pod_yaml["metadata"]["annotations"] = dict(POD_ANNOTATION)
 
     def handler_for(self, pod: dict) -> str:
         rc = self.runtimeclass
@@ -136,7 +143,7 @@ def test_pod_with_runtimeclass_comet(env):
         sb_cfg = env.wrapper.config_of(sid)
         netns = [n for n in sb_cfg["linux"]["namespaces"] if n["type"] == "network"]
         assert netns and netns[0].get("path", "").startswith(str(env.dir)), sb_cfg["linux"]["namespaces"]
-        assert sb_cfg["annotations"].get("org.soyaos.comet.pack") == PACK, sb_cfg["annotations"]
+        assert sb_cfg["annotations"].get("org.soyaos.comet.engines-pod") == "pod", sb_cfg["annotations"]
         assert sb_cfg["annotations"].get("io.kubernetes.cri.container-type") == "sandbox"
         assert "example.com/pod-not-passed" not in sb_cfg["annotations"], sb_cfg["annotations"]
 
@@ -148,7 +155,7 @@ def test_pod_with_runtimeclass_comet(env):
         assert pod.status(cid)["state"] == "CONTAINER_RUNNING"
         assert el.wait_for(lambda: "hello from comet" in pod.log(spec["name"]), 5), pod.log(spec["name"])
         ann = env.wrapper.config_of(cid)["annotations"]
-        assert ann.get("org.soyaos.comet.pack") == PACK, ann  # pod_annotations
+        assert ann.get("org.soyaos.comet.engines-pod") == "pod", ann  # pod_annotations
         assert ann.get("org.soyaos.comet.engines-test") == "container", ann  # container_annotations
         assert "example.com/not-passed" not in ann and "example.com/pod-not-passed" not in ann, ann
         assert ann.get("io.kubernetes.cri.sandbox-id") == sid
@@ -194,6 +201,41 @@ def test_pod_with_runtimeclass_comet(env):
         pod.teardown()
 
 
+def test_doc_pod_confines(env):
+    """Issue 26, trap 1: docs/engines.md's pod.yaml carried the pack name
+    alone, and its containers ran unconfined. As written now, the pod's
+    annotations confine the sandbox and every container: the doc's agent
+    runs and stops on TERM; another container of the pod that writes /etc
+    is refused (EROFS), exits 3, and its event is kept after removal."""
+    if el.IS_RUNC:
+        pytest.skip("runc ignores comet's annotations")
+    pod = env.new_pod(env.doc_pod)
+    spec = env.doc_pod["spec"]["containers"][0]
+    try:
+        sid = pod.run()
+        caps = env.doc_pod["metadata"]["annotations"]["org.soyaos.comet.capabilities"]
+        assert env.wrapper.config_of(sid)["annotations"].get("org.soyaos.comet.capabilities") == caps
+        cid = pod.start_container(spec)
+        assert el.wait_for(lambda: "hello from comet" in pod.log(spec["name"]), 5), pod.log(spec["name"])
+        assert env.wrapper.config_of(cid)["annotations"].get("org.soyaos.comet.capabilities") == caps
+        w = pod.start_container({"name": "writer", "image": spec["image"],
+                                 "command": ["sh", "-c", el.SETTLE_NOFORK + "echo x > /etc/x; exit 0"]})
+        st = pod.wait_exited(w)
+        assert st["exit_code"] == 3, (st, pod.log("writer"))
+        assert "/etc/x" in pod.log("writer"), pod.log("writer")
+        env.cri.call("StopContainer", {"container_id": cid, "timeout": 10})
+        st = pod.status(cid)
+        assert st["state"] == "CONTAINER_EXITED" and st["exit_code"] == 0, st
+        env.cri.call("RemoveContainer", {"container_id": w})
+        pod.containers.pop("writer")
+        ev = el.run([env.wrapper.real, "--root", env.ns_root, "events", "--violations", w], timeout=20)
+        assert ev.returncode == 0, ev
+        got = [json.loads(x) for x in ev.stdout.splitlines() if x.strip()]
+        assert ("fs.write", "/etc/x") in [(e["surface"], e["requested"]) for e in got], got
+    finally:
+        pod.teardown()
+
+
 OOM_BUG = (
     "comet-runtime `exec` ignores the process's oomScoreAdj: the shim sends `exec --process P --detach --pid-file F "
     "ID` with P.oomScoreAdj = 1000 (kubelet, BestEffort) and the exec'd process keeps the shim's 1; runc gives it 1000. "
@@ -232,7 +274,8 @@ def test_exec_lock_under_a_pods_capabilities_annotation(env, script, said):
         pod.run()
         spec = {"name": "locked", "image": env.pod_yaml["spec"]["containers"][0]["image"],
                 "command": ["sh", "-c", el.SETTLE_NOFORK + script]}
-        cid = pod.start_container(spec, annotations={"org.soyaos.comet.capabilities": caps})
+        cid = pod.start_container(spec, annotations={"org.soyaos.comet.capabilities": caps,
+                                                     "org.soyaos.comet.pack": PACK})
         st = pod.wait_exited(cid)
         assert st["exit_code"] == 3, (st, pod.log("locked"))
         assert said in pod.log("locked"), pod.log("locked")

@@ -3,13 +3,16 @@ the containerd 2.x handler (not packaged here) matches the tested 1.x one."""
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 
+import pytest
 import yaml
 
 from . import enginelib as el
 
-EXPECTED = {"podman-containers.conf", "containerd-1.x.toml", "containerd-2.x.toml", "runtimeclass.yaml", "pod.yaml"}
+EXPECTED = {"podman-containers.conf", "containerd-1.x.toml", "containerd-2.x.toml", "runtimeclass.yaml", "pod.yaml",
+            "engines-example/soyapack.yaml", "podman-run.sh"}
 
 
 def test_every_snippet_is_there_and_parses():
@@ -18,6 +21,8 @@ def test_every_snippet_is_there_and_parses():
     for name, text in s.items():
         if name.endswith((".toml", ".conf")):
             tomllib.loads(text)
+        elif name.endswith(".sh"):
+            assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, text
         else:
             yaml.safe_load(text)
 
@@ -53,6 +58,23 @@ def test_placeholders_are_the_ones_the_suites_replace():
     pod = yaml.safe_load(el.snippet("pod.yaml"))
     assert pod["spec"]["runtimeClassName"] == rc["metadata"]["name"] and rc["handler"] == "comet"
     assert pod["spec"]["containers"][0]["image"] == el.DOC_POD_IMAGE
+
+
+def test_every_engine_example_confines():
+    """Issue 26, trap 1: the docs' engine examples used only the pack-name
+    annotation, which confines nothing. Every example that starts a
+    container carries the capabilities annotation `pack annotation` prints
+    for the doc's pack (the pod's annotations are its --format k8s output)."""
+    pack_dir = el.doc_pack_dir()
+    k8s = yaml.safe_load(el.comet("pack", "annotation", str(pack_dir), "--format", "k8s").stdout)
+    pod = yaml.safe_load(el.snippet("pod.yaml"))
+    assert pod["metadata"]["annotations"] == k8s["annotations"], pod["metadata"]
+    assert "pack annotation ./engines-example" in el.snippet("podman-run.sh")
+    doc = el.DOC.read_text()
+    # no example names a pack without its capabilities
+    for m in re.finditer(r"--annotation\s+org\.soyaos\.comet\.pack=", doc):
+        item = doc[doc.rfind("\n\n", 0, m.start()) + 2:m.end()]  # its paragraph or list item
+        assert "org.soyaos.comet.capabilities" in item or "pack annotation" in item, item
 
 
 def test_toml_writer_round_trips():

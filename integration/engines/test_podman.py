@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import secrets
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -468,12 +469,69 @@ def test_device_rules(pm):
 # ------------------------------------------------------------------ annotations
 def test_annotation_reaches_config(pm):
     cidfile = pm.dir / f"cid-{pm.name('a')}"
-    p = pm("run", "--rm", *NET, "--cidfile", cidfile, "--annotation", "org.soyaos.comet.pack=engines-test@0.0.1",
+    p = pm("run", "--rm", *NET, "--cidfile", cidfile, "--annotation", "org.soyaos.comet.engines-test=x",
            IMAGE, "sh", "-c", el.SETTLE)
     assert p.returncode == 0, p.stderr
     cid = cidfile.read_text().strip()
     ann = pm.wrapper.config_of(cid).get("annotations", {})
-    assert ann.get("org.soyaos.comet.pack") == "engines-test@0.0.1", ann
+    assert ann.get("org.soyaos.comet.engines-test") == "x", ann
+
+
+def _doc_run(pm, script: str, cidfile: Path, pack_dir: Path) -> subprocess.CompletedProcess:
+    """docs/engines.md's podman-run.sh, with this suite's binary, pack
+    directory, podman (its private storage and the wrapper) and image."""
+    real = shlex.quote(str(pm.wrapper.real))
+    script = script.replace("comet-runtime pack annotation ./engines-example", f"{real} pack annotation {shlex.quote(str(pack_dir))}")
+    script = script.replace("podman --runtime comet-runtime run --rm",
+                            " ".join(shlex.quote(str(a)) for a in pm.argv) + f" run --cidfile {shlex.quote(str(cidfile))} --rm")
+    script = script.replace("IMAGE", IMAGE)
+    return el.run(["bash", "-c", script], env=pm.env, timeout=90, cwd=str(pm.dir))
+
+
+def test_doc_example_confines(pm):
+    """Issue 26, trap 1: docs/engines.md's podman example ran with the pack
+    name alone, which confined nothing (the container wrote /etc). Run as
+    written, it confines: /tmp is writable, the write to /etc is refused and
+    reported, the status is 3, the events outlive the container and the
+    version is flagged."""
+    if el.IS_RUNC:
+        pytest.skip("`pack annotation` is comet-runtime's own command")
+    pack_dir = el.doc_pack_dir(pm.dir / pm.name("doc"))
+    cidfile = pm.dir / f"cid-{pm.name('doc')}"
+    p = _doc_run(pm, el.snippet("podman-run.sh"), cidfile, pack_dir)
+    assert p.returncode == 3, f"{p}\ncalls:\n{pm.wrapper.dump()}"
+    assert p.stdout.splitlines() == ["ok"], p
+    assert "/etc/x" in p.stderr, p
+    cid = cidfile.read_text().strip()
+    ann = pm.wrapper.config_of(cid)["annotations"]
+    caps = json.loads(ann["org.soyaos.comet.capabilities"])
+    assert caps["fs"]["write"] == ["/tmp"] and caps["egress"] == [], caps
+    assert ann["org.soyaos.comet.pack"] == "engines-example@0.1.0", ann
+    ev = el.run([pm.wrapper.real, "--root", pm.comet_root, "events", "--violations", cid], timeout=20)
+    assert ev.returncode == 0, ev
+    got = [json.loads(x) for x in ev.stdout.splitlines() if x.strip()]
+    assert ("fs.write", "/etc/x") in [(e["surface"], e["requested"]) for e in got], got
+    flag = json.loads((pm.wrapper.dir / "flags" / "engines-example@0.1.0.json").read_text())
+    assert flag["count"] >= 1, flag
+
+
+def test_pack_name_alone_is_refused(pm):
+    """Issue 26, trap 1: a config naming a pack without its capabilities ran
+    unconfined while looking confined. It is refused at create, in one line,
+    and the command never runs."""
+    if el.IS_RUNC:
+        pytest.skip("runc ignores comet's annotations")
+    marker = pm.dir / pm.name("never-ran")
+    name = pm.name("alone")
+    p = pm("run", "--rm", *NET, "--name", name, "-v", f"{pm.dir}:/host", "--annotation",
+           "org.soyaos.comet.pack=engines-example@0.1.0", IMAGE, "sh", "-c", f"touch /host/{marker.name}")
+    assert p.returncode != 0, p
+    assert ("annotation org.soyaos.comet.pack=engines-example@0.1.0 without org.soyaos.comet.capabilities: "
+            "the pack name alone confines nothing") in p.stderr, p.stderr
+    assert not marker.exists()
+    creates = [c for c in pm.wrapper.calls() if c.verb == "create"]
+    assert creates and creates[-1].rc not in (None, 0), pm.wrapper.dump()
+    pm("rm", "--force", name)
 
 
 # A pack's capabilities by annotation (docs/policy.md): a violation makes the

@@ -157,7 +157,8 @@ def assert_nothing_left(user: OrdinaryUser) -> None:
     runs = user.runtime_dir / "comet-runtime" / "packs"
     assert not runs.exists() or list(runs.iterdir()) == []
     state = user.runtime_dir / "comet-runtime"
-    left = [p.name for p in state.iterdir() if p.name not in ("packs", "cache")] \
+    # .events@: the kept events of the last runs (docs/events.md), on purpose
+    left = [p.name for p in state.iterdir() if p.name not in ("packs", "cache", ".events@")] \
         if state.exists() else []
     assert left == [], left
 
@@ -226,6 +227,28 @@ def test_fs_violations_are_refused_and_an_exec_is_reported(user, packprobe, tmp_
     assert_nothing_left(user)
 
 
+def test_a_users_violations_are_said_and_kept_in_the_users_root(user, packprobe):
+    """Issue 26, trap 2, as an ordinary user: the run with a violation says
+    so on stderr, the events stay in the user's own state root (0700, the
+    user's) for `events --violations ID`, and the user's flags list names
+    the version on that same run."""
+    pack = probe_pack(user, "p-said", packprobe)
+    cid = "said-by-user"
+    res = pack_run(user, pack, "exec=/bin/busybox", extra=["--no-cache", "--id", cid])
+    assert res.returncode == 3, res.stderr
+    kept = user.runtime_dir / "comet-runtime" / ".events@" / f"{cid}.jsonl"
+    said = [x for x in res.stderr.splitlines() if x.startswith("comet: ")]
+    assert said == [f"comet: 1 capability violation: exec \u00d71 (/bin/busybox); events: {kept}"], res.stderr
+    assert "pack probe-pack@0.0.1 is flagged" in res.stderr, res.stderr
+    assert kept.stat().st_uid == user.uid and kept.parent.stat().st_mode & 0o777 == 0o700
+    ev = user.run([RT, "events", "--violations", cid])
+    assert ev.returncode == 0, ev.stderr
+    assert [json.loads(x)["requested"] for x in ev.stdout.splitlines()] == ["/bin/busybox"]
+    listed = user.run([RT, "pack", "flags", "list"])
+    assert "probe-pack@0.0.1" in listed.stdout, listed
+    assert_nothing_left(user)
+
+
 def test_a_limit_the_manifest_sets_is_refused_not_dropped(user, packprobe):
     # errors.md: rootless-pack-limit
     man = packs.MANIFEST + "resources:\n  memory: 64Mi\n"
@@ -261,7 +284,7 @@ def test_egress_allowed_and_refused(user, netprobe, internet, tun):
     bad = pack_run(user, pack, "tcp", ADDR["other.test"], "443", "--", "resolve", "other.test",
                    extra=dns, events=ev)
     got = lines(bad, "cmd")
-    assert [g["result"] for g in got] == ["ECONNREFUSED", "REFUSED"], bad.stdout
+    assert [g["result"] for g in got] == ["ECONNREFUSED", "NXDOMAIN"], bad.stdout
     assert bad.returncode == 3, bad.stderr
     seen = sorted((e["surface"], e["requested"]) for e in events_of(ev))
     assert seen == [("dns", "other.test"), ("egress", f"{ADDR['other.test']}:443/tcp")], seen

@@ -1,4 +1,4 @@
-// The SoyaPack verbs (verbs.hpp): `pack validate|lint|bundle|explain|run|
+// The SoyaPack verbs (verbs.hpp): `pack validate|lint|bundle|explain|annotation|run|
 // flags` (pack_cli.hpp, violations.hpp for flags), and `rootfs
 // --from-host` (hostroot.hpp), the default rootfs of `pack run`.
 #include <iostream>
@@ -78,9 +78,25 @@ CLI::App* add_pack(CLI::App& app, const Verb& v, Options& o) {
   o.pexplain->add_option("--input", o.pack_input, "the dir pack run --input would get");
   o.pexplain->add_option("--format", o.pack_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  o.pannotation = pack->add_subcommand(
+      "annotation",
+      "print the annotations that confine a container to the pack's capabilities, for an "
+      "engine (podman --annotation, a Kubernetes pod's metadata.annotations, or the raw JSON "
+      "value of org.soyaos.comet.capabilities)");
+  o.pannotation->add_option("pack", o.pack_path, "pack directory or soyapack.yaml")->required();
+  o.pannotation
+      ->add_option("--format", o.annotation_format,
+                   "podman: one --annotation argument (CSV, quotes doubled) carrying both "
+                   "annotations; k8s: a YAML `annotations:` block; json: the capabilities JSON "
+                   "alone")
+      ->check(CLI::IsMember({"podman", "k8s", "json"}))
+      ->capture_default_str();
   add_pack_run(pack, o);
   // `pack flags [list|clear NAME@VERSION]` (violations.hpp).
-  o.pflags = pack->add_subcommand("flags", "list or clear pack versions flagged for violations");
+  o.pflags = pack->add_subcommand(
+      "flags",
+      "list or clear pack versions flagged for violations (per --root and per user; "
+      "docs/events.md \"Flags\")");
   o.pflags->add_option("action", o.flags_action, "list or clear")
       ->check(CLI::IsMember({"list", "clear"}));
   o.pflags->add_option("pack-version", o.flags_arg, "NAME@VERSION (for clear)");
@@ -105,7 +121,8 @@ int run_pack(CLI::App&, Options& o) {
   if (*o.pexplain)
     return pack_explain(
         {o.pack_path, o.explain_path, o.explain_host, o.pack_rootfs, o.pack_input, o.pack_format});
-  if (*o.pflags) return violations::flags_cli(o.flags_action, o.flags_arg);
+  if (*o.pannotation) return pack_annotation(o.pack_path, o.annotation_format);
+  if (*o.pflags) return violations::flags_cli(o.g.root, o.flags_action, o.flags_arg);
   if (*o.prun) {
     if (o.prun->count("args")) o.pack_run.args = o.pack_run_args;
     o.pack_run.allow_upstream = o.pack_run_cache == "allow-upstream";

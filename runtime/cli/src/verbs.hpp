@@ -3,7 +3,7 @@
 //   lifecycle_verbs.cpp  create run start state kill delete list pause resume
 //                        spec features
 //   process_verbs.cpp    ps update events exec
-//   pack_verbs.cpp       pack (validate lint bundle explain run flags), rootfs
+//   pack_verbs.cpp       pack (validate lint bundle explain annotation run flags), rootfs
 //   cache_verbs.cpp      cache (ls show prune hash)
 //   sandbox_verb.cpp     sandbox (its flags are sandbox_cli.cpp's)
 #pragma once
@@ -49,8 +49,8 @@ struct Options {
   ExecOptions exec;
 
   // pack_verbs.cpp
-  std::string pack_path, pack_format = "text", pack_rootfs, pack_out, pack_out_o, pack_input,
-                         pack_output, explain_path, explain_host;
+  std::string pack_path, pack_format = "text", annotation_format = "podman", pack_rootfs, pack_out,
+                         pack_out_o, pack_input, pack_output, explain_path, explain_host;
   bool pack_strict = false;
   PackRunOptions pack_run;
   std::vector<std::string> pack_run_args;
@@ -68,7 +68,7 @@ struct Options {
   // The subcommands whose handlers look at which of their own was parsed,
   // and `pack run` (its usage errors exit 2).
   CLI::App *pack = nullptr, *pvalidate = nullptr, *plint = nullptr, *pbundle = nullptr,
-           *pexplain = nullptr, *pflags = nullptr, *prun = nullptr;
+           *pexplain = nullptr, *pflags = nullptr, *prun = nullptr, *pannotation = nullptr;
   CLI::App *cls = nullptr, *cshow = nullptr, *cprune = nullptr, *chash = nullptr;
 };
 

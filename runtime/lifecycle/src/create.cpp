@@ -234,6 +234,16 @@ Status load_config(Creation& c) {
   TRYV(oci::validate_spec(spec));
   // org.soyaos.comet.policy / .capabilities: tighten the config (never
   // loosen it) before anything is planned from it.
+  // A pack's name alone confines nothing, and the runtime has no registry
+  // to resolve it from: refused, so that a container never runs unconfined
+  // while its config looks confined (docs/engines.md, issue 26).
+  if (spec.annotations.count(std::string(capability::kAnnotationPack)) &&
+      !spec.annotations.count(std::string(capability::kAnnotationCapabilities)))
+    return Error::msg("annotation org.soyaos.comet.pack=" +
+                      spec.annotations.at(std::string(capability::kAnnotationPack)) +
+                      " without org.soyaos.comet.capabilities: the pack name alone confines "
+                      "nothing; add the capabilities annotation (comet-runtime pack annotation "
+                      "PACK)");
   TRY(c.policy, capability::policy_from_annotations(spec.annotations));
   if (c.policy) TRYV(capability::tighten(spec, *c.policy));
   if (c.policy && c.policy->git_own)
@@ -241,7 +251,8 @@ Status load_config(Creation& c) {
         "annotation org.soyaos.comet.policy: git: only `comet-runtime sandbox` "
         "enforces the git rule (its init makes the calls)");
   // A pack version with recorded violations: one warning line (violations.hpp).
-  if (std::string w = violations::flag_warning(spec.annotations); !w.empty()) log::warn(w);
+  if (std::string w = violations::flag_warning(c.g.root, spec.annotations); !w.empty())
+    log::warn(w);
   if (!spec.process) return Error::msg("config.json: process: required");
   if (!spec.root || spec.root->path.empty()) return Error::msg("config.json: root.path: required");
   std::string rootfs_path =

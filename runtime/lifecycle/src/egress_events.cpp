@@ -88,7 +88,7 @@ void report_egress_violations(egress::SetupRequest& er, const std::string& state
     e.syscall = r.tcp ? "tcp" : "udp";  // the transport: the resolver sees no syscall
     int owner = violations::socket_owner(ipid, r.client, r.tcp);
     e.pid = owner > 0 ? owner : ipid;
-    e.err_name = "REFUSED";
+    e.err_name = r.rcode == 3 ? "NXDOMAIN" : "REFUSED";  // the DNS answer (dns_message.hpp)
     out->report(e);
   };
   // Egress violations: the packets the ruleset refused, from its NFLOG

@@ -14,6 +14,7 @@
 
 #include "comet/base/fault.hpp"
 #include "comet/base/sys.hpp"
+#include "comet/capability/compile.hpp"
 #include "comet/egress/egress.hpp"
 #include "comet/host/cgroups.hpp"
 #include "comet/host/log.hpp"
@@ -244,6 +245,10 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
   }
   // A pack an engine ran: its violations flag the version here (violations.hpp).
   violations::flag_at_delete(dir.path(), rec.annotations);
+  // A pack's events outlive it, in a bounded store (violations.hpp
+  // keep_events); a sandbox's go to its caller (docs/sandbox.md).
+  if (rec.annotations.count(std::string(capability::kAnnotationCapabilities)))
+    (void)violations::keep_events(g.root, id, dir.path());
   Status rm = dir.remove();
   if (!result.ok()) return result;
   return rm;

@@ -11,7 +11,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "comet/base/sys.hpp"
 #include "comet/capability/compile.hpp"
@@ -171,14 +173,29 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
   // Only a pack (capabilities) turns them into exit 3: a sandbox profile's
   // command keeps its own status (docs/sandbox.md), its events are kept.
   bool is_pack = false;
-  if (auto rec = ContainerDir(g.root, o.id).load(); rec.ok())
+  std::map<std::string, std::string> annotations;
+  if (auto rec = ContainerDir(g.root, o.id).load(); rec.ok()) {
     is_pack = rec->annotations.count(std::string(capability::kAnnotationCapabilities)) > 0;
+    annotations = rec->annotations;
+  }
   // A reporter thread ends once the last confined process is gone (its
   // listener hangs up); give it the bounded time a process gets.
   (void)wait_reporter_threads(3000);
   long violations_seen = violations::finish_run(g.root, o.id);
   (void)delete_container(g, o.id, true);
-  if (violations_seen > 0 && is_pack) return violations::kViolationExit;
+  if (violations_seen > 0 && is_pack) {
+    // Never silent (issue 26): one line naming what was refused and where
+    // the events are kept, then the flag this run set or raised.
+    const std::string kept = violations::kept_events_file(g.root, o.id);
+    if (auto text = read_file(kept); text.ok()) {
+      const std::string where =
+          violations::delivery().empty() ? kept : violations::delivery() + " and " + kept;
+      if (std::string line = violations::violation_summary(*text, where); !line.empty())
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    if (std::string w = violations::flag_warning(g.root, annotations); !w.empty()) log::warn(w);
+    return violations::kViolationExit;
+  }
   // A pack's own init exits 3 for a violation it read or for a reporter
   // that did not answer (it says so on stderr); the agent may exit 3 itself.
   if (is_pack && WIFEXITED(status) && WEXITSTATUS(status) == violations::kViolationExit)

@@ -61,6 +61,14 @@ std::string abs_path(const std::string& p) {
   return ec ? p : a.lexically_normal().string();
 }
 
+Status check_dir_flag(const std::string& verb, const std::string& flag, const std::string& path) {
+  if (path.empty()) return {};
+  struct stat st;
+  if (::stat(path.c_str(), &st) < 0) return Error::sys(errno, verb + " " + flag + " " + path);
+  if (!S_ISDIR(st.st_mode)) return Error::sys(ENOTDIR, verb + " " + flag + " " + path);
+  return {};
+}
+
 OrExit<Loaded> load(const std::string& path, bool validate, int unreadable, int invalid) {
   auto m = read_manifest(path);
   if (!m.ok()) {
@@ -105,8 +113,10 @@ int pack_validate(const std::string& path) {
 
 int pack_lint(const std::string& path, bool strict, const std::string& format,
               const std::string& rootfs) {
-  // lint runs on anything that parses; shape errors make the input unusable.
-  TRY_EXIT(Loaded l, load(path, /*validate=*/false, 2, 2));
+  // lint runs on anything that parses. Exit codes as validate's: 1 for a
+  // manifest that is wrong (a typo, a shape error or a lint error), 2 for
+  // one that cannot be read (docs/errors.md).
+  TRY_EXIT(Loaded l, load(path, /*validate=*/false, 2, 1));
   cap::LintOptions opts;
   opts.strict = strict;
   if (!rootfs.empty()) {
@@ -115,6 +125,11 @@ int pack_lint(const std::string& path, bool strict, const std::string& format,
       return ::stat(join_path(rootfs, p).c_str(), &st) == 0;
     };
   }
+  const std::string dir = l.dir;
+  opts.exists_in_pack = [dir](const std::string& p) {
+    struct stat st;
+    return ::stat(join_path(dir, p).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
   auto findings = cap::lint(l.man, opts);
   if (format == "json")
     std::printf("%s\n", cap::render_json(findings, l.file, 2).c_str());
@@ -169,6 +184,11 @@ int pack_bundle(const BundleOptions& o) {
     log::error("pack bundle --output: the pack does not declare fs.write /workdir/out");
     return 2;
   }
+  for (auto [flag, dir] : {std::pair{"--rootfs", &rootfs}, std::pair{"--input", &input}})
+    if (Status st = check_dir_flag("pack bundle", flag, *dir); !st.ok()) {
+      log::error(st.error().what());
+      return 2;
+    }
   cap::CompileInputs in;
   in.rootfs = abs_path(o.rootfs);
   in.pack_dir = abs_path(join_path(o.bundle, "workdir"));
@@ -276,7 +296,33 @@ int explain_path(const Loaded& l, const ExplainOptions& o) {
   return rc;
 }
 
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
+  return s;
+}
 }  // namespace
+
+int pack_annotation(const std::string& pack, const std::string& format) {
+  TRY_EXIT(Loaded l, load(pack, /*validate=*/true, 2, 1));
+  const std::string caps = cap::capabilities_to_json(l.man.capabilities);
+  const std::string name = l.man.name + "@" + l.man.version;
+  const std::string kc(cap::kAnnotationCapabilities), kp(cap::kAnnotationPack);
+  if (format == "json") {
+    std::printf("%s\n", caps.c_str());
+  } else if (format == "k8s") {
+    // YAML single-quoted scalars: only ' is special (doubled).
+    std::printf("annotations:\n  %s: '%s'\n  %s: '%s'\n", kc.c_str(),
+                replace_all(caps, "'", "''").c_str(), kp.c_str(),
+                replace_all(name, "'", "''").c_str());
+  } else {
+    // podman splits --annotation as CSV (pflag StringSlice): a field with
+    // commas or quotes is quoted, its quotes doubled.
+    std::printf("\"%s=%s\",%s=%s\n", kc.c_str(), replace_all(caps, "\"", "\"\"").c_str(),
+                kp.c_str(), name.c_str());
+  }
+  return 0;
+}
 
 int pack_explain(const ExplainOptions& o) {
   TRY_EXIT(Loaded l, load(o.pack, /*validate=*/true, 2, 2));

@@ -47,6 +47,9 @@ std::string abs_path(const std::string& p);
 // command in the error.
 OrExit<std::string> pack_rootfs(const Loaded& l, const std::string& rootfs,
                                 const std::string& verb);
+// A directory flag's value ("" passes): "VERB FLAG PATH: <errno>" when it is
+// not an existing directory.
+Status check_dir_flag(const std::string& verb, const std::string& flag, const std::string& path);
 
 // TRY_EXIT(decl, expr): EXPR is an OrExit<T>; an exit code is returned, a
 // value bound to DECL.

@@ -164,6 +164,13 @@ int check_usage(const Loaded& l, const PackRunOptions& o) {
     log::error("pack run --output: the pack does not declare fs.write /workdir/out");
     return 2;
   }
+  // Named by their flag, before anything is mounted (the mount's own error,
+  // `bind mount source ...: ENOENT`, did not say which flag was wrong).
+  for (auto [flag, dir] : {std::pair{"--input", &o.input}, std::pair{"--rootfs", &o.rootfs}})
+    if (Status st = check_dir_flag("pack run", flag, *dir); !st.ok()) {
+      log::error(st.error().what());
+      return 2;
+    }
   return 0;
 }
 
@@ -189,8 +196,9 @@ OrExit<cache::Decision> decide_cache(const Loaded& l, const PackRunOptions& o) {
 // The cache lookup: a hit is replayed (its exit status returned); a miss
 // gets a temp dir in the store (PENDING) that the run's streams and output
 // go to. A store that cannot be used only means no caching.
-std::optional<int> look_up(cache::Store& store, const Loaded& l, const PackRunOptions& o,
-                           const Identity& who, const std::string& rootfs, PendingEntry& pending) {
+std::optional<int> look_up(const Globals& g, cache::Store& store, const Loaded& l,
+                           const PackRunOptions& o, const Identity& who, const std::string& rootfs,
+                           PendingEntry& pending) {
   auto spec = placeholder_spec(l, o, who);
   if (!spec.ok()) return std::nullopt;  // the real compile reports it
   Status prep = store.prepare();
@@ -201,7 +209,8 @@ std::optional<int> look_up(cache::Store& store, const Loaded& l, const PackRunOp
   }
   auto hit = store.lookup(*key);
   if (hit.ok() && *hit) {
-    if (std::string w = violations::flag_warning(spec->annotations); !w.empty()) log::warn(w);
+    if (std::string w = violations::flag_warning(g.root, spec->annotations); !w.empty())
+      log::warn(w);
     return replay(store, **hit, o);
   }
   if (!hit.ok()) {
@@ -336,7 +345,8 @@ Status guard_stdio(const Globals& g, StdioCapture& capture, PendingEntry& pendin
 
 // The output limit reached: a resource violation, reported as one (event,
 // flag, log line).
-void report_output_limit(const Loaded& l, const Run& run, bool full, bool collected) {
+void report_output_limit(const Globals& g, const Loaded& l, const Run& run, bool full,
+                         bool collected) {
   const cap::Resources& lim = l.man.resources;
   violations::Event e;
   e.container = run.id;
@@ -348,7 +358,7 @@ void report_output_limit(const Loaded& l, const Run& run, bool full, bool collec
   e.pid = 1;
   e.err = ENOSPC;
   violations::deliver_line(violations::delivery(), violations::to_json_line(e));
-  (void)violations::record_flag(*e.pack, 1, rfc3339_now(true), rfc3339_now(true));
+  (void)violations::record_flag(g.root, *e.pack, 1, rfc3339_now(true), rfc3339_now(true));
   log::error("pack run: /workdir/out reached its limit of " + std::to_string(lim.output) +
              " bytes (resources.output)" +
              (full ? "; the agent's writes past it failed with ENOSPC" : "") +
@@ -358,8 +368,8 @@ void report_output_limit(const Loaded& l, const Run& run, bool full, bool collec
 // /workdir/out into --output. The output limit reached: its tmpfs is full
 // (the agent's last writes failed: ENOSPC), or collecting it would pass the
 // limit. A resource violation, reported, exit 3. Returns the run's result.
-Result<int> collect_run_output(const Loaded& l, const PackRunOptions& o, const Run& run,
-                               int status) {
+Result<int> collect_run_output(const Globals& g, const Loaded& l, const PackRunOptions& o,
+                               const Run& run, int status) {
   const cap::Resources& lim = l.man.resources;
   int result = status;
   Status collected;
@@ -371,7 +381,7 @@ Result<int> collect_run_output(const Loaded& l, const PackRunOptions& o, const R
                       (static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < 64 * 1024 ||
                        (sv.f_files > 0 && sv.f_favail == 0));
     if (full || (!collected.ok() && collected.error().err() == EFBIG)) {
-      report_output_limit(l, run, full, collected.ok());
+      report_output_limit(g, l, run, full, collected.ok());
       result = violations::kViolationExit;
     }
   }
@@ -509,7 +519,7 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
   cache::Store store(cache::store_dir(o.cache_dir));
   PendingEntry pending;
   if (decision.cache) {
-    if (auto replayed = look_up(store, l, o, who, rootfs, pending)) return *replayed;
+    if (auto replayed = look_up(g, store, l, o, who, rootfs, pending)) return *replayed;
   } else {
     log::debug("pack run: not cached: " + decision.why);
   }
@@ -534,7 +544,7 @@ int pack_run(const Globals& g, const PackRunOptions& o_in) {
     }
     return report(status.error().what());
   }
-  auto result = collect_run_output(l, o, run, *status);
+  auto result = collect_run_output(g, l, o, run, *status);
   if (!result.ok()) return fail(result.error());
   if (pending.temp.empty()) return *result;
   if (*result != *status) {

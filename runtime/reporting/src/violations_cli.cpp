@@ -7,14 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "comet/base/fd.hpp"
+#include "comet/base/sys.hpp"
 #include "comet/host/log.hpp"
 #include "comet/host/state_store.hpp"
 #include "comet/reporting/violations.hpp"
 
 namespace comet::runtime::violations {
-int flags_cli(const std::string& action, const std::string& arg) {
+int flags_cli(const std::string& root, const std::string& action, const std::string& arg) {
   if (action.empty() || action == "list") {
-    for (const Flag& f : list_flags())
+    for (const Flag& f : list_flags(root))
       std::cout << nlohmann::json(
                        {{"pack", f.pack}, {"first", f.first}, {"last", f.last}, {"count", f.count}})
                        .dump()
@@ -22,7 +23,7 @@ int flags_cli(const std::string& action, const std::string& arg) {
     return 0;
   }
   if (action == "clear") {
-    Status st = clear_flag(arg);
+    Status st = clear_flag(root, arg);
     if (!st.ok()) {
       log::error(st.error().what());
       return 1;
@@ -36,7 +37,15 @@ int flags_cli(const std::string& action, const std::string& arg) {
 int events_cli(const std::string& root, const std::string& id, bool follow) {
   ContainerDir dir(root, id);
   if (!dir.exists()) {
-    log::error("container does not exist: " + id);
+    // Gone: the events kept from its run (keep_events), if any.
+    if (validate_id(id).ok()) {
+      if (auto t = read_file(kept_events_file(root, id)); t.ok()) {
+        std::cout << *t << std::flush;
+        return 0;
+      }
+    }
+    log::error("container does not exist: " + id + " (and no events of it are kept under " +
+               join_path(root, kKeptEventsDir) + ")");
     return 1;
   }
   std::string path = dir.file(kEventsFile);

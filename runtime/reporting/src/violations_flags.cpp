@@ -62,11 +62,12 @@ Counted count_events(const std::string& state_dir) {
 }
 
 // Flags the pack version of these annotations (if any) with what was counted.
-void flag_pack(const std::map<std::string, std::string>& annotations, const Counted& c) {
+void flag_pack(const std::string& root, const std::map<std::string, std::string>& annotations,
+               const Counted& c) {
   if (c.n == 0) return;
   auto p = pack_of(annotations);
   if (!p) return;
-  Status st = record_flag(*p, c.n, c.first, c.last);
+  Status st = record_flag(root, *p, c.n, c.first, c.last);
   if (!st.ok()) log::warn("flag " + p->name + "@" + p->version + ": " + st.error().what());
 }
 }  // namespace
@@ -97,7 +98,7 @@ long finish_run(const std::string& root, const std::string& id) {
     if (c.n == 0) return 1;
   }
   if (rec.ok()) {
-    flag_pack(rec->annotations, c);
+    flag_pack(root, rec->annotations, c);
     // Counted: delete must not flag these again (flag_at_delete).
     (void)write_file_atomic(dir.file(kFlaggedFile), "", 0600, Sync::none);
   }
@@ -108,19 +109,30 @@ void flag_at_delete(const std::string& state_dir,
                     const std::map<std::string, std::string>& annotations) {
   if (path_exists(join_path(state_dir, kFlaggedFile))) return;  // run/pack run did
   if (!pack_of(annotations)) return;                            // not a pack: no file to read
-  flag_pack(annotations, count_events(state_dir));
+  flag_pack(std::filesystem::path(state_dir).parent_path().string(), annotations,
+            count_events(state_dir));
 }
 
 // Per user: root's /var/lib/comet-runtime/flags, an ordinary user's (or a
-// rootless engine's) $XDG_DATA_HOME/comet-runtime/flags (user_dirs.hpp).
-std::string flags_dir() {
+// rootless engine's) $XDG_DATA_HOME/comet-runtime/flags (user_dirs.hpp),
+// for the default state root; another --root keeps its own, so that one
+// root's `pack flags list` never shows another's packs.
+std::string flags_dir(const std::string& root) {
   std::string dir = switches::flags_dir();
-  return dir.empty() ? user_dirs().data + "/flags" : dir;
+  if (!dir.empty()) return dir;
+  const std::string default_root = rootless() ? user_dirs().runtime : "/run/comet-runtime";
+  std::error_code ec;
+  const auto norm = [&](const std::string& p) {
+    auto a = std::filesystem::weakly_canonical(p, ec);
+    return ec ? p : a.string();
+  };
+  if (root.empty() || norm(root) == norm(default_root)) return user_dirs().data + "/flags";
+  return join_path(root, ".flags@");
 }
 
 namespace {
-std::string flag_file(const std::string& name_at_version) {
-  return join_path(flags_dir(), name_at_version + ".json");
+std::string flag_file(const std::string& root, const std::string& name_at_version) {
+  return join_path(flags_dir(root), name_at_version + ".json");
 }
 bool valid_flag_name(const std::string& s) {
   return !s.empty() && s.find('/') == std::string::npos && s.find('@') != std::string::npos &&
@@ -128,10 +140,10 @@ bool valid_flag_name(const std::string& s) {
 }
 }  // namespace
 
-std::vector<Flag> list_flags() {
+std::vector<Flag> list_flags(const std::string& root) {
   std::vector<Flag> out;
   std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(flags_dir(), ec);
+  for (auto it = std::filesystem::directory_iterator(flags_dir(root), ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     if (it->path().extension() != ".json") continue;
     auto t = read_file(it->path().string());
@@ -145,16 +157,17 @@ std::vector<Flag> list_flags() {
   return out;
 }
 
-Status record_flag(const PackId& p, long count, const std::string& first, const std::string& last) {
+Status record_flag(const std::string& root, const PackId& p, long count, const std::string& first,
+                   const std::string& last) {
   std::string key = p.name + "@" + p.version;
   if (!valid_flag_name(key)) return Error::msg("bad pack name " + key);
-  TRYV(mkdir_p(flags_dir(), 0700));
+  TRYV(mkdir_p(flags_dir(root), 0700));
   std::string now = rfc3339_now(true);
   nlohmann::json j = {{"pack", key},
                       {"first", first.empty() ? now : first},
                       {"last", last.empty() ? now : last},
                       {"count", 0}};
-  if (auto t = read_file(flag_file(key)); t.ok()) {
+  if (auto t = read_file(flag_file(root, key)); t.ok()) {
     auto old = nlohmann::json::parse(*t, nullptr, false);
     if (!old.is_discarded() && old.is_object()) {
       j["first"] = old.value("first", j["first"].get<std::string>());
@@ -162,23 +175,24 @@ Status record_flag(const PackId& p, long count, const std::string& first, const 
     }
   }
   j["count"] = j["count"].get<long>() + count;
-  return write_file_atomic(flag_file(key), j.dump() + "\n", 0600);
+  return write_file_atomic(flag_file(root, key), j.dump() + "\n", 0600);
 }
 
-Status clear_flag(const std::string& key) {
+Status clear_flag(const std::string& root, const std::string& key) {
   if (!valid_flag_name(key))
     return Error::msg("pack flags clear: expected NAME@VERSION, got " + key);
-  if (::unlink(flag_file(key).c_str()) < 0)
-    return Error::sys(errno, "pack flags clear " + key + ": " + flag_file(key));
+  if (::unlink(flag_file(root, key).c_str()) < 0)
+    return Error::sys(errno, "pack flags clear " + key + ": " + flag_file(root, key));
   return {};
 }
 
-std::string flag_warning(const std::map<std::string, std::string>& annotations) {
+std::string flag_warning(const std::string& root,
+                         const std::map<std::string, std::string>& annotations) {
   auto p = pack_of(annotations);
   if (!p) return "";
   std::string key = p->name + "@" + p->version;
   if (!valid_flag_name(key)) return "";
-  auto t = read_file(flag_file(key));
+  auto t = read_file(flag_file(root, key));
   if (!t.ok()) return "";
   auto j = nlohmann::json::parse(*t, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "";
@@ -187,6 +201,75 @@ std::string flag_warning(const std::map<std::string, std::string>& annotations) 
          j.value("last", "?") +
          "; see the events with `pack run --events FILE` or `comet-runtime events --violations "
          "ID`, and `comet-runtime pack flags list`";
+}
+
+std::string kept_events_file(const std::string& root, const std::string& id) {
+  return join_path(join_path(root, kKeptEventsDir), id + ".jsonl");
+}
+
+std::string keep_events(const std::string& root, const std::string& id,
+                        const std::string& state_dir) {
+  auto text = read_file(join_path(state_dir, kEventsFile));
+  if (!text.ok() || text->empty()) return "";
+  const std::string dir = join_path(root, kKeptEventsDir);
+  if (!mkdir_p(dir, 0700).ok()) return "";
+  const std::string path = kept_events_file(root, id);
+  if (Status st = write_file_atomic(path, *text, 0600, Sync::none); !st.ok()) {
+    log::warn("keep the events of " + id + ": " + st.error().what());
+    return "";
+  }
+  // Bounded: the newest kKeptRuns files (by mtime), the oldest removed.
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> kept;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code ec2;
+    auto t = it->last_write_time(ec2);
+    if (!ec2 && it->path().extension() == ".jsonl") kept.emplace_back(t, it->path());
+  }
+  if (kept.size() > static_cast<size_t>(kKeptRuns)) {
+    std::sort(kept.begin(), kept.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (size_t i = kKeptRuns; i < kept.size(); i++)
+      if (kept[i].second != path) std::filesystem::remove(kept[i].second, ec);
+  }
+  return path;
+}
+
+std::string violation_summary(const std::string& text, const std::string& where) {
+  struct Surface {
+    long n = 0;
+    std::string first;
+  };
+  std::vector<std::pair<std::string, Surface>> by;  // in the order first seen
+  long total = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    auto j = nlohmann::json::parse(text.substr(pos, end - pos), nullptr, false);
+    pos = end + 1;
+    if (j.is_discarded() || !j.is_object() || j.value("type", "") != "capability_violation")
+      continue;
+    long rep = j.value("repeated", 0L);
+    long n = rep > 0 ? rep : 1;
+    std::string surface = j.value("surface", "?");
+    auto it = std::find_if(by.begin(), by.end(), [&](auto& p) { return p.first == surface; });
+    if (it == by.end()) {
+      by.push_back({surface, Surface{0, j.value("requested", "")}});
+      it = by.end() - 1;
+    }
+    it->second.n += n;
+    total += n;
+  }
+  if (total == 0) return "";
+  std::string line =
+      "comet: " + std::to_string(total) + " capability violation" + (total == 1 ? "" : "s") + ":";
+  for (size_t i = 0; i < by.size(); i++) {
+    line += (i ? ", " : " ") + by[i].first + " \u00d7" + std::to_string(by[i].second.n);
+    if (!by[i].second.first.empty()) line += " (" + by[i].second.first + ")";
+  }
+  if (!where.empty()) line += "; events: " + where;
+  return line;
 }
 
 }  // namespace comet::runtime::violations

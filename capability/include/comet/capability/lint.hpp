@@ -1,7 +1,7 @@
 // `pack lint`: consistency of capabilities, tools and examples.
 //
-// Pure: the one fact lint needs from the filesystem (is the interpreter in
-// the rootfs?) comes through a callback. Each rule has a stable id, a fixed
+// Pure: the facts lint needs from the filesystem (is the interpreter in
+// the rootfs? is the entrypoint in the pack?) come through callbacks. Each rule has a stable id, a fixed
 // severity (egress-wildcard-host alone is raised to error by --strict) and
 // an explanation, also published in docs/lint-rules.md.
 #pragma once
@@ -33,6 +33,9 @@ struct LintOptions {
   // When set, runtime.interpreter is checked against the rootfs the pack
   // will run on (interpreter-missing). Receives the in-sandbox path.
   std::function<bool(const std::string&)> exists_in_rootfs;
+  // When set, runtime.entrypoint is checked against the pack directory
+  // (entrypoint-missing). Receives the entrypoint as the manifest writes it.
+  std::function<bool(const std::string&)> exists_in_pack;
 };
 
 struct RuleInfo {

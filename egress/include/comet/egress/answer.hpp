@@ -3,14 +3,17 @@
 //
 // A query from the container is forwarded only when it is a standard query
 // (opcode 0) with one question, class IN, type A, AAAA or CNAME, for a name
-// the allowlist resolves. Anything else is answered REFUSED (FORMERR when it
-// has no single question, NOTIMP for another opcode); a message that is a
-// response, or has no header, is dropped.
+// the allowlist resolves. A name the allowlist does not take is answered
+// NXDOMAIN (getaddrinfo: EAI_NONAME, "does not exist", so agents do not
+// retry as they do on REFUSED's EAI_AGAIN); an allowed name asked with
+// another type or class REFUSED; both are refusals (a dns violation).
+// FORMERR when it has no single question, NOTIMP for another opcode; a
+// message that is a response, or has no header, is dropped.
 //
 // The upstream's answer is re-built, never passed through: its question
 // must be ours; the CNAME chain from the asked name is followed only while
-// every target is allowed too (one target that is not: REFUSED, nothing
-// pinned); the A/AAAA records of the chain's last name are kept except
+// every target is allowed too (one target that is not: NXDOMAIN, a
+// refusal, nothing pinned); the A/AAAA records of the chain's last name are kept except
 // unspecified, loopback, link-local, multicast, broadcast and v4-mapped
 // addresses (a rebinding to those never reaches the set); authority and
 // additional sections are dropped. Every kept address becomes one Pin per
@@ -38,7 +41,8 @@ enum class QueryAction { forward, reply, drop };
 
 struct QueryDecision {
   QueryAction action = QueryAction::drop;
-  dns::Message reply;  // for QueryAction::reply
+  dns::Message reply;    // for QueryAction::reply
+  bool refused = false;  // the allowlist's answer: a dns violation
 };
 
 QueryDecision check_query(const Allowlist& a, const dns::Message& q);
@@ -51,6 +55,7 @@ dns::Message upstream_query(const dns::Message& q, uint16_t id);
 struct AnswerDecision {
   dns::Message reply;
   std::vector<Pin> pins;  // to add to the set before the reply is sent
+  bool refused = false;   // the allowlist's answer: a dns violation
 };
 
 // host: the host's own addresses (host_addrs.hpp); an answer naming one is

@@ -46,12 +46,13 @@ std::vector<std::string> resolv_conf_nameservers(std::string_view text);
 // What the container's /etc/resolv.conf says.
 std::string container_resolv_conf();
 
-// A query the resolver answered REFUSED: a name the allowlist does not
-// take, a record type other than A/AAAA/CNAME, or a CNAME chain through a
-// name that is not allowed (for the violation report, issue 6).
+// A query the allowlist refused (answer.hpp): a name it does not take or a
+// CNAME chain through one (answered NXDOMAIN), a record type other than
+// A/AAAA/CNAME (REFUSED); for the violation report (issue 6).
 struct DnsRefusal {
   std::string name;
   uint16_t qtype = 0;
+  uint16_t rcode = 0;  // the answer the agent got: dns::kNxDomain or dns::kRefused
   bool tcp = false;
   sockaddr_storage client = {};  // the querying socket, in the container's netns
 };
@@ -66,7 +67,7 @@ struct ResolverConfig {
   // init is gone.
   int companion_pid = 0;
   unsigned long long companion_start = 0;
-  // Called in the resolver, before the REFUSED answer is sent (so that the
+  // Called in the resolver, before the refusing answer is sent (so that the
   // report is written before the agent can see the failure), and once when
   // the resolver exits. Exceptions are swallowed; enforcement never
   // depends on them.

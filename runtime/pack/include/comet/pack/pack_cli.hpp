@@ -1,9 +1,12 @@
 // The `pack` verbs. Each returns the process exit code:
 //   validate  0 valid, 1 invalid, 2 unreadable
-//   lint      0 clean (warnings allowed), 1 errors, 2 unusable input
-//   bundle    0 written, 1 the manifest or inputs are refused, 2 usage
+//   lint      0 clean (warnings allowed), 1 errors (the manifest's too,
+//             as validate), 2 unreadable
+//   bundle    0 written, 1 the manifest or inputs are refused, 2 usage (a
+//             --rootfs or --input that is not a directory)
 //   explain   --path: 0 the agent can read or write it, 1 neither; --host:
 //             0 allowed, 1 denied; 2 usage
+//   annotation 0 printed, 1 invalid, 2 unreadable
 //   run       the agent's exit status; 1 when the runtime failed, 2 usage
 #pragma once
 
@@ -46,6 +49,13 @@ struct ExplainOptions {
 // and what a read and a write there would answer, with why (pack_view.hpp).
 // --host: whether capabilities.egress allows the connection, by which entry.
 int pack_explain(const ExplainOptions& o);
+// The annotations an engine puts on a container to confine it to the pack's
+// capabilities (docs/engines.md): org.soyaos.comet.capabilities (the JSON
+// compile() writes) and org.soyaos.comet.pack. FORMAT: podman (one
+// `--annotation` argument: podman reads it as CSV, so the JSON goes in one
+// quoted field with its quotes doubled), k8s (a YAML `annotations:` block),
+// json (the capabilities value alone).
+int pack_annotation(const std::string& pack, const std::string& format);
 
 struct PackRunOptions {
   std::string pack;    // pack directory or soyapack.yaml

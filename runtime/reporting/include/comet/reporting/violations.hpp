@@ -6,8 +6,9 @@
 //                              reporter (reporter.hpp) and by append_event()
 //   --events FILE|unix:PATH    a copy of every line, written as it happens
 //   org.soyaos.comet.events    the same, for engines (annotation)
-//   $COMET_FLAGS_DIR or /var/lib/comet-runtime/flags/<name>@<version>.json
-//                              {"pack","first","last","count"}
+//   <root>/.events@/<id>.jsonl the events of the last kKeptRuns runs
+//   <flags dir>/<name>@<version>.json  {"pack","first","last","count"}
+//                              (flags_dir(): per state root and per user)
 #pragma once
 
 #include <sys/socket.h>
@@ -165,20 +166,40 @@ inline constexpr const char kFlaggedFile[] = "flagged";
 void flag_at_delete(const std::string& state_dir,
                     const std::map<std::string, std::string>& annotations);
 
-// Flags registry.
-std::string flags_dir();
+// The events of the last runs (docs/events.md "After the run"): at delete,
+// a non-empty events file is kept as <root>/.events@/<id>.jsonl, where
+// `events --violations ID` finds it once the container is gone; only the
+// newest kKeptRuns of a state root are kept, the oldest pruned. ('@' is
+// never in an id, so the directory is never a container's.)
+inline constexpr const char kKeptEventsDir[] = ".events@";
+inline constexpr int kKeptRuns = 32;
+std::string kept_events_file(const std::string& root, const std::string& id);
+// Keeps STATE_DIR's events file under ROOT (above); the kept path, or "".
+std::string keep_events(const std::string& root, const std::string& id,
+                        const std::string& state_dir);
+// One line for the end of a run that had violations:
+//   comet: 2 capability violations: exec ×1 (/bin/ls), fs.write ×1 (/etc/x); events: FILE
+// (per surface: the count and the first thing asked for). "" without any.
+std::string violation_summary(const std::string& events_text, const std::string& where);
+
+// Flags registry, per state root and per user: the default root's flags are
+// in the user's data dir (root: /var/lib/comet-runtime/flags), another
+// --root's in <root>/.flags@; $COMET_FLAGS_DIR overrides both.
+std::string flags_dir(const std::string& root);
 struct Flag {
   std::string pack, first, last;
   long count = 0;
 };
-std::vector<Flag> list_flags();
-Status record_flag(const PackId& p, long count, const std::string& first, const std::string& last);
-Status clear_flag(const std::string& name_at_version);
+std::vector<Flag> list_flags(const std::string& root);
+Status record_flag(const std::string& root, const PackId& p, long count, const std::string& first,
+                   const std::string& last);
+Status clear_flag(const std::string& root, const std::string& name_at_version);
 // The warning line for a flagged version, or "".
-std::string flag_warning(const std::map<std::string, std::string>& annotations);
+std::string flag_warning(const std::string& root,
+                         const std::map<std::string, std::string>& annotations);
 
 // `comet-runtime pack flags [list|clear NAME@VERSION]`; `events --violations`.
-int flags_cli(const std::string& action, const std::string& arg);
+int flags_cli(const std::string& root, const std::string& action, const std::string& arg);
 int events_cli(const std::string& root, const std::string& id, bool follow);
 
 }  // namespace comet::runtime::violations
