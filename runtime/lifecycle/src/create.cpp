@@ -312,6 +312,7 @@ Status plan_cgroup(Creation& c) {
 // and the cgroups.
 Status plan(Creation& c) {
   TRY(c.ctx, plan_child(c.spec, c.pin));
+  if (c.ctx.fs.host_mounts) c.ctx.fs.host_root = c.dir.file("rootfs");
   for (const std::string& n : c.ctx.proc.attrs.notes) log::debug(n);
   ChildContext& ctx = c.ctx;
   const oci::Linux& lx = c.lx();
