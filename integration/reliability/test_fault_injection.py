@@ -8,8 +8,10 @@ import pytest
 
 from lib.asserts import assert_nothing_left
 
-POINTS = ["create-after-record", "create-after-clone", "create-after-mounts",
-          "create-before-ready"]
+# Every point from "state dir made" to "final record written" (fault.hpp).
+POINTS = ["create-after-state-dir", "create-mid-cgroups", "create-after-cgroups",
+          "create-after-fswatch", "create-after-reporter", "create-after-record",
+          "create-after-clone", "create-after-mounts", "create-before-ready"]
 
 pytestmark = pytest.mark.comet_only
 
@@ -24,15 +26,28 @@ def check_state_is_whole(rt, cid):
         assert st.error, st
 
 
+# plain: cgroup2 only; limits: the v1 hierarchies too; no-mntns: the mounts
+# in the runtime's namespace, under the state dir.
+KINDS = {
+    "plain": lambda b: b,
+    "limits": lambda b: b.resources(memory={"limit": 64 << 20}, pids={"limit": 64}),
+    "no-mntns": lambda b: b.remove_namespace("mount"),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("point", POINTS)
-def test_killed_create_is_cleaned_by_delete_force(rt, harness, bundle, point):
-    b = bundle().probe("sleep", "30")
+def test_killed_create_is_cleaned_by_delete_force(rt, harness, bundle, point, kind):
+    b = KINDS[kind](bundle().probe("sleep", "30"))
     cid = rt.new_id()
     res = rt.create(cid, b, env={"COMET_FAULT": point})
     assert res.rc == -signal.SIGKILL, res
     check_state_is_whole(rt, cid)
     rt.delete(cid, "--force").expect_ok()
     assert_nothing_left(harness, cid)
+    with open("/proc/self/mountinfo") as f:
+        left = [line for line in f if cid in line]
+    assert not left, left
 
 
 def test_killed_start_is_cleaned_by_delete_force(rt, harness, bundle):

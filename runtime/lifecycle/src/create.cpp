@@ -725,14 +725,18 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(prepare_egress(c));
   TRYV(plan(c));
   TRYV(make_state_dir(c));
+  fault_point("create-after-state-dir");
   TRYV(open_child_fds(c));
   // The pack's extensions: its own init, (the cgroups,) fs events, the
   // violation reporter.
   TRYV(plan_own_init(c));
   c.events_to = events_target(c.spec.annotations);
   TRYV(make_cgroups(c));
+  fault_point("create-after-cgroups");
   TRYV(watch_fs_events(c));
+  fault_point("create-after-fswatch");
   TRYV(start_pack_reporter(c));
+  fault_point("create-after-reporter");
   TRYV(save_record(c));
   TRYV(clone_child(c));
   /* sync 1 */
