@@ -45,6 +45,7 @@ def strip_mount_points(rootfs: Path) -> None:
         if (rootfs / d).is_dir() and not any((rootfs / d).iterdir()):
             (rootfs / d).rmdir()
 
+
 def manifest(name: str, *, version: str = "0.0.1", interpreter: str = "/usr/bin/packprobe",
              egress: str = "[]", read=("/workdir",), write=(), tier: str = "read-only") -> str:
     """A soyapack.yaml whose entrypoint is agent.txt (make_pack writes it):
