@@ -595,7 +595,9 @@ RECIPES = {
     "plan-affinity": lambda x: x.cfg(_set("process.execCPUAffinity", {"final": "1-0"})),
     "plan-mempolicy": lambda x: x.cfg(_set("linux.memoryPolicy", {"mode": "MPOL_BIND", "nodes": ""})),
     "plan-intelrdt": lambda x: x.cfg(_set("linux.intelRdt", {"closID": "x"})),
-    "plan-mnt-ns": lambda x: x.cfg(lambda b: b.remove_namespace("mount")),
+    "plan-mnt-ns": lambda x: x.cfg(lambda b: b.userns().remove_namespace("mount")),
+    "plan-mnt-ns-propagation": lambda x: x.cfg(
+        lambda b: (_set("linux.rootfsPropagation", "shared")(b), b.remove_namespace("mount"))),
     "plan-mount-dest": lambda x: x.cfg(lambda b: b.add_mount("rel", "tmpfs", "tmpfs")),
     "plan-mount-source": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", "bind", None, ["bind"])),
     "plan-mount-type": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", None, "tmpfs", [])),

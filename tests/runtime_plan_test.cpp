@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -119,6 +120,49 @@ TEST(ChildPlan, JoinsMakeTheSlowPathUserFirst) {
   ASSERT_EQ(c->ns.joins.size(), 2u);
   EXPECT_EQ(c->ns.joins[0].clone_flag, CLONE_NEWUSER);
   EXPECT_TRUE(c->ns.userns);
+}
+
+static void drop_namespace(oci::Spec& s, const std::string& type) {
+  auto& ns = s.linux_->namespaces;
+  ns.erase(std::remove_if(ns.begin(), ns.end(), [&](auto& n) { return n.type == type; }), ns.end());
+}
+
+TEST(ChildPlan, OmittedNamespacesAreInheritedMountsIncluded) {
+  oci::Spec s = oci::default_spec();
+  s.linux_->namespaces.clear();
+  s.hostname.clear();
+  auto c = plan_child(s, inputs());
+  ASSERT_TRUE(c.ok()) << c.error().what();
+  EXPECT_EQ(c->ns.new_ns_flags, 0);
+  EXPECT_TRUE(c->ns.joins.empty());
+  EXPECT_TRUE(c->fs.host_mounts) << "no mount ns: the mounts are made in the runtime's";
+  EXPECT_FALSE(c->fs.mounts.empty());
+
+  s = oci::default_spec();  // a new mount namespace: its own mounts, as before
+  EXPECT_FALSE(plan_child(s, inputs())->fs.host_mounts);
+  s.linux_->namespaces.push_back({"mount", "/proc/1/ns/mnt"});
+  drop_namespace(s, "mount");
+  s.linux_->namespaces.push_back({"mount", "/proc/1/ns/mnt"});  // joined: not the runtime's
+  EXPECT_FALSE(plan_child(s, inputs())->fs.host_mounts);
+}
+
+TEST(ChildPlan, InheritedMountNamespaceRefusals) {
+  oci::Spec s = oci::default_spec();
+  drop_namespace(s, "mount");
+  s.linux_->namespaces.push_back({"user", ""});
+  auto r = plan_child(s, inputs());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "mounts: without a mount namespace the mounts are made in the runtime's, which a user "
+            "namespace of the container's cannot do: add a mount namespace");
+  s = oci::default_spec();
+  drop_namespace(s, "mount");
+  s.linux_->rootfs_propagation = "shared";
+  r = plan_child(s, inputs());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "linux.rootfsPropagation \"shared\": needs a mount namespace (without one, the "
+            "runtime's mounts would change)");
 }
 
 TEST(ChildPlan, RefusesWhatItCannotEnforce) {

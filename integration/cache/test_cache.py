@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from lib import packs
+
 pytestmark = pytest.mark.comet_only
 
 AGENT_SRC = Path(__file__).resolve().parent / "cacheagent.c"
@@ -406,3 +408,25 @@ def test_store_on_another_filesystem(pack, workdir):
         assert pack.entries() == [], "--cache-dir wins over $COMET_CACHE_DIR"
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_rootfs_is_never_written_and_the_second_run_hits(pack):
+    """Issue 27 item 7: `pack run --rootfs DIR` left dev/, proc/, workdir/ in
+    DIR, so the first rerun missed (a new tree digest). The rootfs is a
+    lower layer (RunMounts::view): nothing of it changes, not even an mtime,
+    and the first identical rerun is a hit."""
+    packs.strip_mount_points(pack.rootfs)
+    os.chmod(pack.rootfs / "etc", 0o750)
+    os.utime(pack.rootfs / "etc/marker", ns=(1_000_000_000, 1_000_000_000))
+    before = packs.tree_state(pack.rootfs)
+    assert not any(d in before for d in packs.MOUNT_POINT_DIRS)
+    ops = ("out=x", "cat=/etc/marker", "write=r.txt:1")
+    first = pack.run(*ops)
+    assert first.rc == 0, first
+    assert status(first)[0] == "miss", first.err
+    assert packs.tree_state(pack.rootfs) == before
+    second = pack.run(*ops)
+    assert status(second) == ("hit", status(first)[1]), second.err
+    third = pack.run(*ops, extra=("--no-cache",))  # a real run again
+    assert third.rc == 0, third
+    assert packs.tree_state(pack.rootfs) == before

@@ -4,6 +4,7 @@ holds it (and busybox, so that there is something else to try to run), a
 pack directory, and `pack run` of a list of operations."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,6 +12,39 @@ import subprocess
 from pathlib import Path
 
 PACKPROBE_SRC = Path(__file__).resolve().parent.parent / "pack" / "packprobe.c"
+
+# The mount points a rootfs usually carries: a rootfs without them is the
+# one a run would have to add them to (issue 27 item 7).
+MOUNT_POINT_DIRS = ("proc", "dev", "sys", "tmp", "workdir")
+
+
+def tree_state(root: Path) -> dict[str, tuple]:
+    """Every entry of the tree ROOT (itself included), not followed: type and
+    mode, owner, size, mtime (ns), and the content's SHA-256 or the link's
+    target. Equal before and after a run: the run changed nothing of it."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in [""] + sorted(dirnames) + sorted(filenames):
+            p = os.path.join(dirpath, name) if name else dirpath
+            st = os.lstat(p)
+            if os.path.islink(p):
+                what = os.readlink(p)
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    what = hashlib.sha256(f.read()).hexdigest()
+            else:
+                what = ""
+            out[os.path.relpath(p, root)] = (st.st_mode, st.st_uid, st.st_gid, st.st_size,
+                                             st.st_mtime_ns, what)
+    return out
+
+
+def strip_mount_points(rootfs: Path) -> None:
+    for d in MOUNT_POINT_DIRS:
+        if (rootfs / d).is_dir() and not any((rootfs / d).iterdir()):
+            (rootfs / d).rmdir()
+
 
 def manifest(name: str, *, version: str = "0.0.1", interpreter: str = "/usr/bin/packprobe",
              egress: str = "[]", read=("/workdir",), write=(), tier: str = "read-only") -> str:

@@ -190,6 +190,24 @@ def test_pack_run_as_the_user_keeps_everything_in_its_dirs(user, packprobe):
     assert_nothing_left(user)
 
 
+def test_the_users_rootfs_is_never_written(user, packprobe):
+    """Issue 27 item 7 as an ordinary user: the rootfs (no mount points of
+    its own) is unchanged after runs, and the first rerun is a hit."""
+    p, rootfs = probe_pack(user, "p-untouched", packprobe)
+    packs.strip_mount_points(rootfs)
+    before = packs.tree_state(rootfs)
+    first = pack_run(user, (p, rootfs), "write=/workdir/out/x")
+    assert first.returncode == 0, first.stderr
+    assert "cache miss" in first.stderr, first.stderr
+    assert packs.tree_state(rootfs) == before
+    again = pack_run(user, (p, rootfs), "write=/workdir/out/x")
+    assert again.returncode == 0 and "cache hit" in again.stderr, again.stderr
+    real = pack_run(user, (p, rootfs), "write=/workdir/out/x", extra=("--no-cache",))
+    assert real.returncode == 0, real.stderr
+    assert packs.tree_state(rootfs) == before
+    assert_nothing_left(user)
+
+
 def test_default_rootfs_is_cached_in_the_users_data_dir(user):
     w = user.make_dir("p-default")
     p = w / "pack"

@@ -173,6 +173,10 @@ void sweep_tombstones(const std::string& root) {
 // command (their open of <id>/lock fails, or their post-flock check does),
 // and nothing can be created in the tree while it is being removed.
 Status ContainerDir::remove() const {
+  // Never remove through a mount: a container without a mount namespace
+  // has its rootfs bound under here (ChildContext::Mounts::host_root), and
+  // a create killed part-way may have left it.
+  unmount_under(path_);
   std::string tomb =
       join_path(root_, std::string(kTombstone) + id_ + "@" + std::to_string(::getpid()));
   if (::rename(path_.c_str(), tomb.c_str()) < 0) {

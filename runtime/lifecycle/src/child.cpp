@@ -220,8 +220,9 @@ void enter_namespaces() {
 }
 
 int open_rootfs() {
-  int rootfd = ::open(g_ctx->fs.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (rootfd < 0) die(errno, "open rootfs %s", g_ctx->fs.rootfs.c_str());
+  const std::string& at = g_ctx->fs.host_mounts ? g_ctx->fs.host_root : g_ctx->fs.rootfs;
+  int rootfd = ::open(at.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) die(errno, "open rootfs %s", at.c_str());
   return rootfd;
 }
 
@@ -355,8 +356,13 @@ using namespace child;
   set_initial_affinity();
   enter_namespaces();  // sync 1, sync 2
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  const bool mntns = ctx.ns.new_ns_flags & CLONE_NEWNS;
-  if (mntns) prepare_rootfs_mount();
+  // Mounts in a mount namespace of our own, or (host_mounts) in the
+  // runtime's, under the state dir (prepare_host_root).
+  const bool mntns = (ctx.ns.new_ns_flags & CLONE_NEWNS) || ctx.fs.host_mounts;
+  if (ctx.fs.host_mounts)
+    prepare_host_root();
+  else if (mntns)
+    prepare_rootfs_mount();
   open_dev_null("fstat /dev/null");
   UniqueFd rootfd(open_rootfs());
   if (mntns) {
@@ -451,6 +457,10 @@ void go_and_unshare_cgroupns() noexcept {
   if (ctx.ns.exec_ns_flags && ::setns(ctx.fds.exec_pidfd, ctx.ns.exec_ns_flags) < 0)
     die(errno, "join the container's namespaces");
   ::close(ctx.fds.exec_pidfd);
+  // The container shares our mount namespace: setns changed no root, so
+  // enter the init's (runc's setns init chroots the same way).
+  if (!ctx.fs.exec_root.empty() && (::chroot(ctx.fs.exec_root.c_str()) < 0 || ::chdir("/") < 0))
+    die(errno, "chroot %s", ctx.fs.exec_root.c_str());
   // The pid (and time) namespace applies to children: fork the process.
   fork_after_pid_message();
   int slave = ctx.proc.terminal ? exec_console() : -1;

@@ -40,6 +40,7 @@ int openat2_in_root(int rootfd, const std::string& path, int flags, unsigned lon
 int ensure_target(int rootfd, const std::string& dest, bool dir, int depth = 0);
 int remount_bind(const std::string& path, unsigned long flags);
 void prepare_rootfs_mount();                 // propagation of /, the rootfs bound on itself
+void prepare_host_root();                    // no mount ns: the rootfs bound on host_root, private
 void open_dev_null(const char* fstat_what);  // g_dev_null
 void do_mount(int rootfd, const MountOp& op);
 void setup_dev(int rootfd);

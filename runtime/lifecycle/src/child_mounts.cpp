@@ -505,6 +505,22 @@ void prepare_rootfs_mount() {
     die(errno, "bind rootfs %s", ctx.fs.rootfs.c_str());
 }
 
+// No mount namespace: we are in the runtime's, so nothing of the host's may
+// change (runc makes the host's / rslave here; we do not). A private anchor
+// of our own in the state dir, then the rootfs bound on it and made private
+// recursively: what is mounted below never propagates to the host's peers.
+void prepare_host_root() {
+  const ChildContext& ctx = *g_ctx;
+  const char* r = ctx.fs.host_root.c_str();
+  if (::mkdir(r, 0700) < 0 && errno != EEXIST) die(errno, "mkdir %s", r);
+  if (::mount(r, r, nullptr, MS_BIND, nullptr) < 0) die(errno, "bind %s on itself", r);
+  if (::mount(nullptr, r, nullptr, MS_PRIVATE, nullptr) < 0) die(errno, "make %s private", r);
+  if (::mount(ctx.fs.rootfs.c_str(), r, nullptr, MS_BIND | MS_REC, nullptr) < 0)
+    die(errno, "bind rootfs %s on %s", ctx.fs.rootfs.c_str(), r);
+  if (::mount(nullptr, r, nullptr, MS_PRIVATE | MS_REC, nullptr) < 0)
+    die(errno, "make %s rprivate", r);
+}
+
 // Bind sources must live in our own mount namespace, so the masking
 // /dev/null is opened here (the host's, copied) and checked to be 1:3.
 void open_dev_null(const char* fstat_what) {
@@ -585,7 +601,11 @@ void mask_paths(int rootfd) {
 void enter_root(int rootfd) {
   const ChildContext& c = *g_ctx;
   if (::fchdir(rootfd) < 0) die(errno, "chdir %s", c.fs.rootfs.c_str());
-  if (c.fs.no_pivot) {
+  if (c.fs.host_mounts) {
+    // The runtime's mount namespace: pivot_root or a move onto / would
+    // change the host's own root. A chroot, as runc without a mount ns.
+    if (::chroot(".") < 0) die(errno, "chroot %s", c.fs.host_root.c_str());
+  } else if (c.fs.no_pivot) {
     if (::mount(".", "/", nullptr, MS_MOVE, nullptr) < 0)
       die(errno, "move %s to /", c.fs.rootfs.c_str());
     if (::chroot(".") < 0) die(errno, "chroot %s", c.fs.rootfs.c_str());

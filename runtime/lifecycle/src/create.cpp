@@ -323,6 +323,7 @@ Status plan_cgroup(Creation& c) {
 // and the cgroups.
 Status plan(Creation& c) {
   TRY(c.ctx, plan_child(c.spec, c.pin));
+  if (c.ctx.fs.host_mounts) c.ctx.fs.host_root = c.dir.file("rootfs");
   for (const std::string& n : c.ctx.proc.attrs.notes) log::debug(n);
   ChildContext& ctx = c.ctx;
   const oci::Linux& lx = c.lx();
@@ -749,14 +750,18 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(prepare_egress(c));
   TRYV(plan(c));
   TRYV(make_state_dir(c));
+  fault_point("create-after-state-dir");
   TRYV(open_child_fds(c));
   // The pack's extensions: its own init, (the cgroups,) fs events, the
   // violation reporter.
   TRYV(plan_own_init(c));
   c.events_to = events_target(c.spec.annotations);
   TRYV(make_cgroups(c));
+  fault_point("create-after-cgroups");
   TRYV(watch_fs_events(c));
+  fault_point("create-after-fswatch");
   TRYV(start_pack_reporter(c));
+  fault_point("create-after-reporter");
   TRYV(save_record(c));
   TRYV(clone_child(c));
   /* sync 1 */

@@ -214,6 +214,10 @@ Status open_child_fds(Execution& x) {
     ctx.fds.exec_pidfd = x.pidfd_high.get();
   }
   ctx.ns.exec_ns_flags = differing_namespaces(pid);
+  // The same mount namespace as ours (an inherited one): no setns sets the
+  // root, the child chroots into the init's.
+  if (!(ctx.ns.exec_ns_flags & CLONE_NEWNS))
+    ctx.fs.exec_root = "/proc/" + std::to_string(pid) + "/root";
   ctx.fds.lock_fd = x.opened.lock.get();
   if (!x.o.console_socket.empty()) {
     TRY(x.console, console_above(x.o.console_socket, x.min_fd()));

@@ -19,6 +19,7 @@
 #include "comet/host/cgroups.hpp"
 #include "comet/host/log.hpp"
 #include "comet/host/state_store.hpp"
+#include "comet/host/user_dirs.hpp"
 #include "comet/lifecycle/container.hpp"
 #include "comet/lifecycle/hooks.hpp"
 #include "comet/lifecycle/rootless.hpp"
@@ -49,6 +50,22 @@ std::optional<oci::Spec> saved_spec(const ContainerDir& dir) {
   auto spec = oci::parse_spec(*text);
   if (!spec.ok()) return std::nullopt;
   return std::move(*spec);
+}
+
+// The cgroup directories a create of this config and id makes: derived,
+// not recorded, for a create killed before its first record (issue 27:
+// one in 20 creates SIGKILLed in their first milliseconds left its cgroup2
+// directory). The same planner as create.cpp's plan_cgroup.
+std::vector<std::string> derived_cgroup_dirs(const Globals& g, const ContainerDir& dir,
+                                             const std::string& id) {
+  if (g.cgroup_manager == "disabled") return {};
+  auto spec = saved_spec(dir);
+  if (!spec) return {};
+  const oci::Linux empty;
+  const oci::Linux& lx = spec->linux_ ? *spec->linux_ : empty;
+  if (rootless()) return plan_rootless_cgroups(lx.cgroups_path, id).plan.dirs();
+  auto plan = plan_cgroups(lx.cgroups_path, id, lx.resources ? &*lx.resources : nullptr);
+  return plan.ok() ? plan->dirs() : std::vector<std::string>{};
 }
 
 std::string state_doc(const Loaded& l, oci::ContainerStatus st) {
@@ -209,10 +226,23 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
   UniqueFd lock = std::move(*lock_r);
   auto rec_r = dir.load();
   if (!rec_r.ok()) {
-    // A create killed before its first record, or a corrupt record:
-    // nothing is known to clean but the directory itself.
+    // A create killed before its first record, or a corrupt record: its
+    // cgroups are where its config and id put them, its mounts under the
+    // directory (ContainerDir::remove detaches them). The init is cloned
+    // after the first record, so nothing of ours runs in those cgroups: an
+    // empty one is removed, a populated one is someone else's and is left.
     if (!force) return std::move(rec_r).error();
-    return dir.remove();
+    std::vector<std::string> empty_dirs;
+    for (auto& d : derived_cgroup_dirs(g, dir, id)) {
+      if (!path_exists(d) || !cgroup_pids({d}).empty()) continue;
+      if (is_cgroup2_dir(d))
+        if (std::uint64_t cg = cgroup_id_of(d)) fswatch_unwatch(cg);
+      empty_dirs.push_back(d);
+    }
+    Status cg = destroy_cgroups(empty_dirs);
+    Status rm = dir.remove();
+    if (!cg.ok()) return cg;
+    return rm;
   }
   ContainerRecord rec = std::move(*rec_r);
   oci::ContainerStatus st = derive_status(dir, rec);

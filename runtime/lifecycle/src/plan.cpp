@@ -130,10 +130,25 @@ Status plan_files(const oci::Spec& spec, const oci::Linux& lx, const PlanInputs&
   TRY(c.fs.mounts, plan_mounts(spec, in.bundle));
   for (auto& m : c.fs.mounts)
     if (m.dest == "/dev" && m.type == "tmpfs") c.fs.dev_is_tmpfs = true;
-  if (!(c.ns.new_ns_flags & CLONE_NEWNS) && !c.fs.mounts.empty() &&
-      !std::any_of(c.ns.joins.begin(), c.ns.joins.end(),
-                   [](auto& j) { return j.clone_flag == CLONE_NEWNS; }))
-    return Error::msg("mounts: a mount namespace is required to set up mounts");
+  // No mount namespace, new or joined: the container inherits the runtime's
+  // (runtime-spec), and its mounts are made there, as runc makes them. A
+  // user namespace of the container's own cannot mount in the runtime's.
+  const bool joins_mntns = std::any_of(c.ns.joins.begin(), c.ns.joins.end(),
+                                       [](auto& j) { return j.clone_flag == CLONE_NEWNS; });
+  if (!(c.ns.new_ns_flags & CLONE_NEWNS) && !joins_mntns) {
+    if (c.ns.userns) {
+      if (!c.fs.mounts.empty())
+        return Error::msg(
+            "mounts: without a mount namespace the mounts are made in the runtime's, which a "
+            "user namespace of the container's cannot do: add a mount namespace");
+    } else {
+      if (c.fs.rootfs_propagation)
+        return Error::msg("linux.rootfsPropagation \"" + lx.rootfs_propagation +
+                          "\": needs a mount namespace (without one, the runtime's mounts "
+                          "would change)");
+      c.fs.host_mounts = true;
+    }
+  }
   for (size_t i = 0; i < lx.devices.size(); i++) {
     const auto& d = lx.devices[i];
     if (d.path.empty() || d.path[0] != '/')

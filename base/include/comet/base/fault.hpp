@@ -9,6 +9,11 @@
 // fault_point(name): the runtime SIGKILLs itself there, so the reliability
 // suite can check that `delete --force` recovers from a runtime killed at
 // every stage of create and start:
+//   create-after-state-dir  the state dir and its config.json, no cgroup yet
+//   create-mid-cgroups    the first hierarchy's cgroup made, the others not
+//   create-after-cgroups  every cgroup made and limited, no record yet
+//   create-after-fswatch  fs events: the cgroup filed with the program
+//   create-after-reporter the pack's violation reporter started, no record
 //   create-after-record   the first state record is written, nothing cloned
 //   create-after-clone    the init exists, ids/cgroups not yet set up
 //   create-after-mounts   the init has made its mounts (hooks not run)

@@ -64,6 +64,16 @@ struct ChildContext {
     bool rootfs_readonly = false;
     unsigned long rootfs_propagation = 0;  // 0 = default (rslave)
     bool no_pivot = false;
+    // No mount namespace (runtime-spec: the container inherits the
+    // runtime's): the rootfs is bound on host_root, a directory of the
+    // container's state dir, and the mounts are made under it in the
+    // runtime's mount namespace, private; `delete` detaches them
+    // (docs/namespaces.md "Inherited namespaces").
+    bool host_mounts = false;
+    std::string host_root;
+    // exec into a container that shares the runtime's mount namespace: the
+    // init's root (/proc/PID/root), entered with chroot.
+    std::string exec_root;
     std::vector<MountOp> mounts;
     std::vector<oci::Device> devices;  // config devices
     bool dev_is_tmpfs = false;         // the config mounts a tmpfs on /dev: add default devices
