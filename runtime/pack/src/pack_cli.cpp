@@ -184,7 +184,7 @@ int pack_bundle(const BundleOptions& o) {
     log::error("pack bundle --output: the pack does not declare fs.write /workdir/out");
     return 2;
   }
-  for (auto [flag, dir] : {std::pair{"--rootfs", &rootfs}, std::pair{"--input", &input}})
+  for (auto [flag, dir] : {std::pair{"--rootfs", &o.rootfs}, std::pair{"--input", &o.input}})
     if (Status st = check_dir_flag("pack bundle", flag, *dir); !st.ok()) {
       log::error(st.error().what());
       return 2;
