@@ -194,8 +194,8 @@ void rule_bash_state(Analysis& an, const Simple& s, const Unwrapped& u, const st
       if (n == "printf" && v[k - 1].text != "-v") continue;  // printf's data
       if (n == "wait" && v[k - 1].text != "-p") continue;
       names_of(an, v[k]);
-      const std::size_t eq = a.find('=');
-      if (integer && eq != std::string::npos) check_arith(an, a.substr(eq + 1), n + " -i " + a);
+      // declare -i x: x's value, and every later one, is arithmetic.
+      if (integer) check_arith(an, a, n + " -i " + a);
       if (one_of(n, {"read", "mapfile", "readarray", "getopts", "printf", "wait"}))
         note_value(an, assigned_name(a), nullptr);  // a value the reader cannot know
     }
