@@ -115,7 +115,7 @@ void note_value(Analysis& an, const std::string& name, const Word* value) {
   if (an.done()) return;
   if (state_variable(name)) {
     an.unanalysable =
-        "sets " + name + ", which makes bash run or find commands the reader " + "does not see";
+        "sets " + name + ", which makes bash run or find commands the reader cannot see";
     return;
   }
   bool code = value == nullptr || value->expansion;
