@@ -282,6 +282,7 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
   }
   Unwrapped u = unwrap(std::move(words));
   note_facts(an, s, u, cwd, depth);
+  rule_words_arith(an, s, u);
   if (u.argv.empty() || an.done()) return;
   if (u.argv[0].expansion) {
     an.unanalysable = "runs a command named by an expansion (" + u.argv[0].text + ")";
@@ -331,6 +332,8 @@ void analyse_simple(Analysis& an, const Simple& s, std::optional<std::string>& c
   analyse_kept(an, u, n, cwd, depth);
   if (an.done()) return;
   analyse_runners(an, u, n, cwd, depth);
+  if (an.done()) return;
+  rule_bash_state(an, s, u, n);
 }
 
 namespace {
@@ -479,7 +482,7 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   v.command = argv;
   v.profile = profile.name;
   v.confined = profile.sandboxed;
-  Analysis an{floor, ctx, std::nullopt, "", {}, {}, "", "", {}, {}};
+  Analysis an{floor, ctx, std::nullopt, "", {}, {}, "", "", {}, {}, {}, {}, "", ""};
   // Not the names protected only while another path is missing (the
   // bare-repository names without .git): the floor cannot know.
   for (const std::string& e : profile.protect)
@@ -518,6 +521,7 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   try {
     analyse_simple(an, top, cwd, 0);
     finish_script(an);
+    finish_state(an);
   } catch (const std::exception& e) {
     an.unanalysable = std::string("analysis failed: ") + e.what();
   }

@@ -105,18 +105,30 @@ bool is_name_char(char c) {
 
 }  // namespace
 
-// NAME=VALUE, as the shell sees it before a command.
+// NAME=VALUE, NAME+=VALUE, NAME[SUBSCRIPT]=VALUE, as the shell sees it
+// before a command (red team round 12: `BASH_ALIASES[ls]=...` was read as a
+// command named so, and `GIT_DIR+=x` too).
 bool is_assignment(const Word& w) {
   if (w.text.empty() || w.tilde) return false;
-  auto eq = w.text.find('=');
-  if (eq == std::string::npos || eq == 0) return false;
-  for (std::size_t i = 0; i < eq; ++i) {
-    char c = w.text[i];
-    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
+  std::size_t i = 0;
+  for (; i < w.text.size(); ++i) {
+    const char c = w.text[i];
+    const bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                    (i > 0 && c >= '0' && c <= '9');
+    if (!ok) break;
   }
-  return true;
+  if (i == 0 || i == w.text.size()) return false;
+  if (w.text[i] == '[') {
+    const std::size_t close = w.text.find(']', i);
+    if (close == std::string::npos) return false;
+    i = close + 1;
+  }
+  if (i < w.text.size() && w.text[i] == '+') ++i;
+  return i < w.text.size() && w.text[i] == '=';
+}
+
+std::string assigned_name(const std::string& text) {
+  return text.substr(0, text.find_first_of("[+="));
 }
 
 // --- command names ------------------------------------------------------------
@@ -155,7 +167,7 @@ Unwrapped unwrap(std::vector<Word> argv) {
   for (int guard = 0; guard < 32; ++guard) {
     std::size_t i = 0;
     for (; i < argv.size() && is_assignment(argv[i]); ++i) {
-      u.env_names.push_back(argv[i].text.substr(0, argv[i].text.find('=')));
+      u.env_names.push_back(assigned_name(argv[i].text));
       u.env.push_back(argv[i]);
     }
     argv.erase(argv.begin(), argv.begin() + static_cast<long>(i));
@@ -229,7 +241,7 @@ Unwrapped unwrap(std::vector<Word> argv) {
     if (prog == "timeout" && k < argv.size()) ++k;  // the duration
     if (prog == "env") {
       for (; k < argv.size() && is_assignment(argv[k]); ++k) {
-        u.env_names.push_back(argv[k].text.substr(0, argv[k].text.find('=')));
+        u.env_names.push_back(assigned_name(argv[k].text));
         u.env.push_back(argv[k]);
       }
     }
@@ -277,6 +289,7 @@ void rule_rm(Analysis& an, const Unwrapped& u, const std::optional<std::string>&
     targets.push_back(&v[i]);
   }
   if (!recursive) return;
+  if (an.recursive_rm.empty()) an.recursive_rm = "rm -r";
   if (no_preserve) {
     an.hit("rm-rf-outside-workspace", "rm --no-preserve-root");
     return;

@@ -442,8 +442,10 @@ void rule_push_words(Analysis& an, const std::vector<Word>& v, std::size_t i) {
 void note_variable(Analysis& an, const Word& w, const std::optional<std::string>& cwd, int depth,
                    bool prefix) {
   const std::size_t eq = w.text.find('=');
-  const std::string name = w.text.substr(0, eq);
+  const std::string name = assigned_name(w.text);
   const std::string value = eq == std::string::npos ? "" : w.text.substr(eq + 1);
+  if (eq != std::string::npos) note_value(an, name, &w);
+  if (an.done()) return;
   if (command_variable(name)) {
     if (eq == std::string::npos) return;  // export NAME: the value it had
     std::string text = value;

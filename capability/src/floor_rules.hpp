@@ -45,10 +45,14 @@ struct Analysis {
   // Facts about the whole script, judged once the walk is over (order does
   // not matter: a loop or a function runs a later line before an earlier
   // one). See finish_script.
-  std::string git_env_changed;          // what changed git's environment or config files
-  std::string git_ran;                  // a git command that reads them
-  std::vector<std::string> made_files;  // base names of files a download or a redirection wrote
-  std::vector<std::string> ran_files;   // base names of files run as programs or scripts
+  std::string git_env_changed;           // what changed git's environment or config files
+  std::string git_ran;                   // a git command that reads them
+  std::vector<std::string> made_files;   // base names of files a download or a redirection wrote
+  std::vector<std::string> ran_files;    // base names of files run as programs or scripts
+  std::vector<std::string> arith_names;  // variables bash evaluates as arithmetic
+  std::vector<std::string> code_vars;    // variables given a value that is not a plain number
+  std::string made_link;                 // a symlink the script makes (ln -s)
+  std::string recursive_rm;              // an rm -r the script runs
 
   bool enabled(const char* id) const {
     return std::find(floor.builtin.begin(), floor.builtin.end(), id) != floor.builtin.end();
@@ -73,6 +77,8 @@ struct Unwrapped {
 
 std::string base_name(const std::string& p);
 bool is_assignment(const Word& w);
+// NAME of NAME=V, NAME+=V, NAME[S]=V (the whole text when none of them).
+std::string assigned_name(const std::string& text);
 bool one_of(const std::string& s, std::initializer_list<const char*> names);
 bool is_shell(const std::string& n);
 bool is_interpreter(const std::string& n);
@@ -134,6 +140,24 @@ void rule_git_dir_words(Analysis& an, const Unwrapped& u);
 void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd);
 void rule_awk(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth);
 void rule_find(Analysis& an, const Unwrapped& u, const std::optional<std::string>& cwd, int depth);
+
+// --- floor_state.cpp: arithmetic, the shell's state, fds, symlinks ---------------
+
+// Text bash evaluates as arithmetic: a $( ) or ` in it, or a positional
+// parameter, asks; the variables it names are noted (finish_state).
+void check_arith(Analysis& an, const std::string& expr, const std::string& what);
+// A variable the script sets: `value` is its NAME=VALUE word, nullptr when
+// the value cannot be known (read, for, printf -v). A state variable asks.
+void note_value(Analysis& an, const std::string& name, const Word* value);
+// The arithmetic in a command's words ($(( )), ${a[..]}, a[..]=), and exec
+// of an input.
+void rule_words_arith(Analysis& an, const Simple& s, const Unwrapped& u);
+// The builtins that evaluate or change how bash runs what follows.
+void rule_bash_state(Analysis& an, const Simple& s, const Unwrapped& u, const std::string& n);
+// A shell's script file: a device or /proc file asks.
+void rule_script_file(Analysis& an, const std::string& n, const Word& file);
+// The script-wide facts of floor_state.cpp; called by finish_script.
+void finish_state(Analysis& an);
 
 // --- auto_allow.cpp: the walk (awk and find read the commands they run) ------
 

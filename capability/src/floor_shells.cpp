@@ -169,6 +169,7 @@ void analyse_shell_argv(Analysis& an, const Unwrapped& u, const std::string& n,
     return;
   }
   // sh FILE: a script file (noted: run after a download, it is one).
+  rule_script_file(an, n, v[i]);
   an.ran_files.push_back(v[i].expansion ? "*" : base_name(v[i].text));
 }
 

@@ -3,6 +3,7 @@
 #include "shell_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace comet::capability::shell {
 
@@ -228,6 +229,16 @@ class Reader {
       if (inner.find("$(") != std::string::npos || inner.find('`') != std::string::npos)
         throw ParseError{"a command substitution inside $(( )) is not analysed"};
       w.text += "$((" + inner + "))";
+      w.arith.push_back(inner);
+      return;
+    }
+    if (peek(0) == '[') {  // $[ expr ]: the old spelling of $(( ))
+      ++i_;
+      std::string inner = balanced('[', ']');
+      if (inner.find("$(") != std::string::npos || inner.find('`') != std::string::npos)
+        throw ParseError{"a command substitution inside $[ ] is not analysed"};
+      w.text += "$[" + inner + "]";
+      w.arith.push_back(inner);
       return;
     }
     if (peek(0) == '(') {
@@ -241,9 +252,59 @@ class Reader {
       ++i_;
       std::string inner = balanced('{', '}');
       w.text += "${" + inner + "}";
+      braced(w, inner);
       return;
     }
     w.text += '$';
+  }
+
+  // The inside of ${...} (red team round 12). Its operator words expand:
+  // the $( ), ` ` and ${ } in them are read (quotes or not: `'` quotes in
+  // ${x:-'$(cmd)'} but not in "${x:-'$(cmd)'}", so both are taken as code).
+  // The subscript, the offset and length, and an indirection are arithmetic;
+  // ${x@P} expands x as a prompt, running the $( ) its value holds: asked.
+  void braced(Word& w, const std::string& inner) {
+    if (depth_ + 1 > kMaxDepth) throw ParseError{"nested too deeply"};
+    std::size_t k = 0;
+    const bool indirect = !inner.empty() && inner[0] == '!';
+    if (indirect || (!inner.empty() && inner[0] == '#')) ++k;
+    const std::size_t name = k;
+    while (k < inner.size() &&
+           (std::isalnum(static_cast<unsigned char>(inner[k])) || inner[k] == '_'))
+      ++k;
+    if (k == name && k < inner.size() &&
+        std::string_view("@*#?$!-").find(inner[k]) != std::string_view::npos)
+      ++k;
+    if (indirect) {
+      w.arith.push_back(inner.substr(1));
+    } else if (k < inner.size() && inner[k] == '[') {
+      w.arith.push_back(inner.substr(k));
+    } else if (k < inner.size() && inner[k] == ':' &&
+               (k + 1 >= inner.size() ||
+                std::string_view("-=?+").find(inner[k + 1]) == std::string_view::npos)) {
+      w.arith.push_back(inner.substr(k + 1));
+    }
+    for (std::size_t at = inner.find('@'); at != std::string::npos; at = inner.find('@', at + 1))
+      if (at + 1 < inner.size() && inner[at + 1] == 'P')
+        throw ParseError{"a prompt expansion (${..@P}) is not analysed"};
+    Reader r(inner);
+    r.depth_ = depth_ + 1;
+    Word scratch;
+    while (!r.at_end()) {
+      const char c = r.s_[r.i_++];
+      if (c == '\\') {
+        ++r.i_;
+      } else if (c == '$') {
+        r.dollar(scratch);
+      } else if (c == '`') {
+        r.backquote(scratch);
+      } else if ((c == '<' || c == '>') && r.peek(0) == '(') {
+        ++r.i_;
+        scratch.subs.push_back(r.balanced('(', ')'));
+      }
+    }
+    w.subs.insert(w.subs.end(), scratch.subs.begin(), scratch.subs.end());
+    w.arith.insert(w.arith.end(), scratch.arith.begin(), scratch.arith.end());
   }
 
   // "...", after the opening '"': \ escapes only " \ $ ` and a newline;

@@ -2,7 +2,8 @@
 // POSIX-shell parser, enough to see the commands a script runs. It reads
 // `sh -c SCRIPT` text into pipelines of simple commands (words with their
 // command substitutions kept as inner scripts) and redirections; what it
-// cannot read (a heredoc, `case`, an unbalanced quote) is a ParseError, and
+// cannot read (a heredoc, `case`, an unbalanced quote, a ${x@P} prompt
+// expansion) is a ParseError, and
 // the caller asks: fail-closed. No expansion happens: a word keeps $VAR,
 // $(..) and globs verbatim, flagged.
 #pragma once
@@ -24,6 +25,11 @@ struct Word {
   bool process_sub = false;       // the word is a <(..) / >(..)
   bool glob = false;              // holds an unquoted * ? or [ (a pathname pattern)
   bool brace = false;             // holds an unquoted { (brace expansion, maybe)
+  // Texts bash evaluates as arithmetic when it expands the word: $(( )),
+  // $[ ], a ${name[SUBSCRIPT]}, a ${name:OFFSET:LENGTH}, a ${!name}
+  // (red team round 12: an array subscript in arithmetic runs the $( ) in
+  // it, and a variable's value is evaluated as an expression, recursively).
+  std::vector<std::string> arith;
 };
 
 struct Redirect {

@@ -136,3 +136,101 @@ def test_round_11_controls_stay_auto_allowed(rt, workdir, argv):
     res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", *argv, env=env)
     v = json.loads(res.out)
     assert v["auto_allow"] is True and res.rc == 0, v
+
+
+# Red team round 12 (rows 03, 04, 05, 12, 28): text bash evaluates as code
+# that the reader took for data, state that makes a later word run another
+# command, a script read from an fd a here-string fills. Each row is judged
+# by the binary, and the same script is run by bash itself (unconfined,
+# with a fake `git` that only logs) to show it really pushes: the verdict
+# must not allow what bash runs. The last row: CLI11 split a word "[..,..]"
+# of CMD as a list, so the verdict judged another script than bash runs.
+ROUND_12 = [
+    "echo ${x:-$(git push -f)}",                                      # 03
+    "[[ 'a[$(git push -f)]' -eq 0 ]]",                                # 04
+    'shopt -s expand_aliases; BASH_ALIASES[ls]="git push -f"\nls',    # 05
+    "x='$(git push -f)'; echo \"${x@P}\"",                            # 12
+    "[[ -v 'a[$(git push -f)]' ]]",
+    "declare -a a='([$(git push -f)]=1)'",
+    "echo ${a[$(git push -f)]}",
+    'echo "${@:$(git push -f)}"',
+    "x='a[$(git push -f)]'; echo $((x))",
+    "shopt -s expand_aliases\nalias x='git push'\nx -f",
+    'source /dev/stdin <<< "git push -f"',                            # 28
+    'bash /dev/fd/3 3<<<"git push -f"',
+    'exec 3<<<"git push -f"; bash <&3',
+    "[ 1 ] && echo ,; git push -f; [ 1 ]",                            # CLI11's [a,b]
+]
+ROUND_12_CONTROLS = [
+    "echo ${HOME:-/tmp} $((1 + 2)); n=0; n=$((n + 1)); echo $n",
+    "[[ $? -eq 0 ]] && echo ok; shopt -s nullglob; ls *.c",
+    "for f in *.c; do echo \"${f%.c}\"; done; rm -rf build/",
+    "[ 1 ] && echo '[a,b]'",
+]
+
+
+def fake_git(workdir):
+    bin_dir = workdir / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    log = workdir / "git.log"
+    git = bin_dir / "git"
+    git.write_text(f'#!/bin/sh\necho "git $*" >> {log}\n')
+    git.chmod(0o755)
+    return bin_dir, log
+
+
+@pytest.mark.parametrize("script", ROUND_12, ids=lambda s: s[:60])
+def test_round_12_scripts_bash_runs_are_not_auto_allowed(rt, workdir, script):
+    ws = workdir / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", "bash", "-c", script,
+             env=env)
+    v = json.loads(res.out)
+    assert v["command"] == ["bash", "-c", script], v  # judged as given
+    assert v["confined"], v
+    assert v["auto_allow"] is False and res.rc == 1, v
+    assert v["matched_rule"] == "git-push-force" or "ask" in v["reason"], v
+    # bash really runs the push (so a true verdict was a real hole)
+    bin_dir, log = fake_git(workdir)
+    subprocess.run(["bash", "-c", script], cwd=ws, capture_output=True, timeout=30,
+                   env={**env, "PATH": f"{bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"})
+    assert log.exists() and "git push -f" in log.read_text(), script
+
+
+# Row 27: rm -rf through CDPATH and through a symlink the script makes.
+ROUND_12_RM = [
+    "CDPATH={out} cd victim && rm -rf ./*",
+    "ln -s {out}/victim r; rm -rf r/",
+]
+
+
+@pytest.mark.parametrize("script", ROUND_12_RM, ids=lambda s: s[:40])
+def test_round_12_rm_outside_through_cdpath_or_a_new_link_is_not_auto_allowed(rt, workdir,
+                                                                             script):
+    ws = workdir / "ws"
+    ws.mkdir()
+    out = workdir / "out"
+    (out / "victim" / "d").mkdir(parents=True)
+    (out / "victim" / "f").write_text("x")
+    script = script.format(out=out)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", "bash", "-c", script,
+             env=env)
+    v = json.loads(res.out)
+    assert v["auto_allow"] is False and res.rc == 1, v
+    assert v["matched_rule"] == "rm-rf-outside-workspace" or "ask" in v["reason"], v
+    subprocess.run(["bash", "-c", script], cwd=ws, capture_output=True, timeout=30, env=env)
+    assert not any((out / "victim").iterdir()), "bash did not empty the outside directory"
+
+
+@pytest.mark.parametrize("script", ROUND_12_CONTROLS, ids=lambda s: s[:60])
+def test_round_12_controls_stay_auto_allowed(rt, workdir, script):
+    ws = workdir / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
+    res = rt("sandbox", "--workspace", str(ws), "--can-auto-allow", "--", "bash", "-c", script,
+             env=env)
+    v = json.loads(res.out)
+    assert v["command"] == ["bash", "-c", script], v
+    assert v["auto_allow"] is True and res.rc == 0, v

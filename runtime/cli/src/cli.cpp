@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "comet/base/sys.hpp"
 #include "comet/egress/egress.hpp"
@@ -195,8 +197,22 @@ int cli_main(int argc, char** argv) {
   for (size_t i = 0; i < kCount; i++)
     if (!only || verb == cli::kVerbs[i].name) cmds[i] = cli::kVerbs[i].add(app, cli::kVerbs[i], o);
 
+  // `sandbox ... -- CMD ARGS`: CMD's words are taken as they are, not by
+  // CLI11, which reads a word "[a,b]" as a list and splits it (`bash -c
+  // '[[ x ]]'` lost its brackets, and `--can-auto-allow` judged another
+  // script than the harness then ran: red team round 12).
+  std::optional<std::vector<std::string>> sandbox_cmd;
+  if (verb == "sandbox") {
+    for (int i = 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) != "--") continue;
+      sandbox_cmd.emplace(argv + i + 1, argv + argc);
+      argc = i + 1;
+      break;
+    }
+  }
   if (auto rc = cli::check_verb(app, argc, argv, o.g)) return *rc;
   if (auto rc = cli::parse(app, argc, argv, o.g)) return *rc;
+  if (sandbox_cmd) o.sandbox.args = std::move(*sandbox_cmd);
   if (auto rc = cli::set_up(o)) return *rc;
   for (size_t i = 0; i < kCount; i++)
     if (cmds[i] && *cmds[i]) return cli::kVerbs[i].run(*cmds[i], o);
