@@ -299,7 +299,10 @@ Status plan_cgroup(Creation& c) {
     return check_rootless_limits(c.ctx.fs.cgroups, c.rootless_notes[kNoteCgroup], res);
   }
   if (!rootless()) {
-    TRY(c.ctx.fs.cgroups, plan_cgroups(lx.cgroups_path, c.o.id, res));
+    // An OCI config joins every v1 hierarchy of a hybrid host, as runc does
+    // (its device rules then show in v1 devices.list too); a pack or policy
+    // run keeps the cheaper rule: v1 only for a v1 limit (docs/architecture.md).
+    TRY(c.ctx.fs.cgroups, plan_cgroups(lx.cgroups_path, c.o.id, res, /*every_v1=*/!c.policy));
     return {};
   }
   RootlessCgroup rc = plan_rootless_cgroups(lx.cgroups_path, c.o.id);
