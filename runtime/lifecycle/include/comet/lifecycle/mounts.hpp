@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 #include "comet/oci/spec.hpp"
 
@@ -25,6 +26,8 @@ struct MountOptions {
   bool tmpcopyup = false;
   bool link = false;       // "x-comet.link": a bind of a symlink onto itself (mount_link)
   bool if_exists = false;  // "x-comet.if-exists": skipped when the target is gone
+  bool idmap = false;      // "idmap" / "ridmap": an idmapped bind mount
+  bool ridmap = false;     // "ridmap": the mapping on every submount too
 };
 
 // Parse an OCI mount option list with libmount's Linux option map.
@@ -37,8 +40,22 @@ struct MountOp {
   std::string type;    // "bind" for binds
   MountOptions opt;
   bool cgroup = false;  // type cgroup/cgroup2: expanded by the executor
+  // An idmapped bind mount (runtime-spec 1.2): the mount's own mappings, or
+  // the container's when the config gives only the idmap/ridmap option.
+  // The parent makes the mount (open_tree + mount_setattr(MOUNT_ATTR_IDMAP),
+  // which needs CAP_SYS_ADMIN over the filesystem: the container's user
+  // namespace does not have it) and hands it over as TREE_FD; the child
+  // move_mounts it onto the target.
+  bool idmapped = false;
+  std::vector<oci::IdMapping> uid_map, gid_map;
+  int tree_fd = -1;
 };
 
 Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::string& bundle);
+
+// The detached idmapped tree of OP (parent side): a user namespace with
+// OP's mappings (made by a short-lived child, as runc and crun do), then
+// open_tree(OPEN_TREE_CLONE) + mount_setattr(MOUNT_ATTR_IDMAP).
+Result<UniqueFd> open_idmapped_tree(const MountOp& op);
 
 }  // namespace comet::runtime
