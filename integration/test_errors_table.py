@@ -107,6 +107,24 @@ def _del(path):
     return mutate
 
 
+def _m(c, h, size=1):
+    return {"containerID": c, "hostID": h, "size": size}
+
+
+def _idmap(b, uid=None, gid=None, src="/tmp"):
+    b.add_mount("/mnt/x", "bind", src, ["bind"])
+    m = b.mount_for("/mnt/x")
+    if uid is not None:
+        m["uidMappings"] = uid
+    if gid is not None:
+        m["gidMappings"] = gid
+
+
+def r_netdev_move(x):
+    # The host's loopback cannot change namespace (NETIF_F_NETNS_LOCAL).
+    return x.cfg(_set("linux.netDevices", {"lo": {}}))
+
+
 def r_egress_resolver_taken(x):
     """An engine's namespace where something already serves 127.0.0.1:53
     (another pack's resolver, in a pod)."""
@@ -601,7 +619,18 @@ RECIPES = {
     "plan-mount-dest": lambda x: x.cfg(lambda b: b.add_mount("rel", "tmpfs", "tmpfs")),
     "plan-mount-source": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", "bind", None, ["bind"])),
     "plan-mount-type": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", None, "tmpfs", [])),
-    "plan-idmap": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", "bind", "/tmp", ["bind", "idmap"])),
+    "plan-idmap-bind": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", "tmpfs", "tmpfs", ["idmap"])),
+    "plan-idmap-both": lambda x: x.cfg(lambda b: _idmap(b, uid=[_m(0, 1000)])),
+    "plan-idmap-size": lambda x: x.cfg(lambda b: _idmap(b, [_m(0, 1000, 0)], [_m(0, 1000)])),
+    "plan-idmap-range": lambda x: x.cfg(lambda b: _idmap(b, [_m(4294967290, 0, 10)], [_m(0, 1)])),
+    "plan-idmap-none": lambda x: x.cfg(lambda b: b.add_mount("/mnt/x", "bind", "/tmp", ["bind", "idmap"])),
+    "idmap-open-tree": lambda x: x.cfg(lambda b: _idmap(b, [_m(0, 1)], [_m(0, 1)], src="/nonexistent-src")),
+    "idmap-setattr": lambda x: x.cfg(lambda b: _idmap(b, [_m(0, 1)], [_m(0, 1)], src="/sys/kernel")),
+    "netdev-name": lambda x: x.cfg(_set("linux.netDevices", {"lo": {"name": "a/b"}})),
+    "netdev-netns": lambda x: x.cfg(lambda b: (b.remove_namespace("network"),
+                                               _set("linux.netDevices", {"lo": {}})(b))),
+    "netdev-missing": lambda x: x.cfg(_set("linux.netDevices", {"cmtnosuch0": {}})),
+    "netdev-move": r_netdev_move,
     "plan-device-path": lambda x: x.cfg(lambda b: b.add_device("dev/x", "c", 1, 3, allow=False)),
     "plan-rlimit": lambda x: x.cfg(lambda b: b.rlimit("RLIMIT_NOFILE", 1 << 40, 1 << 40)),
     "plan-cgroups-path": lambda x: x.cfg(lambda b: b.cgroups_path("system.slice:x:y")),

@@ -48,3 +48,28 @@ def test_features_json_shape(rt):
     assert {"SCMP_CMP_EQ", "SCMP_CMP_MASKED_EQ"} <= set(sc["operators"])
     assert "SCMP_ARCH_X86_64" in sc["archs"]
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in f.get("annotations", {}).items())
+
+
+def test_features_lists_what_is_implemented(rt):
+    """runc 1.4's schema, each field as implemented (issue 27): idmapped
+    mounts, netDevices, memoryPolicy's modes and flags, the unsafe
+    annotations, ociVersionMax 1.3.0; intelRdt is refused, so not claimed."""
+    f = json.loads(rt("features").expect_ok().out)
+    assert f["ociVersionMax"] == "1.3.0"
+    assert {"idmap", "ridmap"} <= set(f["mountOptions"])
+    lx = f["linux"]
+    assert lx["mountExtensions"] == {"idmap": {"enabled": True}}
+    assert lx["netDevices"] == {"enabled": True}
+    assert lx["intelRdt"] == {"enabled": False}
+    assert set(lx["memoryPolicy"]["modes"]) == {
+        "MPOL_DEFAULT", "MPOL_PREFERRED", "MPOL_BIND", "MPOL_INTERLEAVE", "MPOL_LOCAL",
+        "MPOL_PREFERRED_MANY", "MPOL_WEIGHTED_INTERLEAVE"}
+    assert set(lx["memoryPolicy"]["flags"]) == {
+        "MPOL_F_NUMA_BALANCING", "MPOL_F_RELATIVE_NODES", "MPOL_F_STATIC_NODES"}
+    assert lx["apparmor"] == {"enabled": True} and lx["selinux"] == {"enabled": True}
+    assert f["potentiallyUnsafeConfigAnnotations"] == ["org.soyaos.comet."]
+    # Nothing beyond runc 1.4's schema (features.md, features-linux.md).
+    assert set(f) <= {"ociVersionMin", "ociVersionMax", "hooks", "mountOptions", "linux",
+                      "annotations", "potentiallyUnsafeConfigAnnotations"}
+    assert set(lx) <= {"namespaces", "capabilities", "cgroup", "seccomp", "apparmor", "selinux",
+                       "intelRdt", "memoryPolicy", "mountExtensions", "netDevices"}

@@ -86,14 +86,13 @@ std::string test_name(const fs::path& p) {
 // (and anything else it does not model) removed, for round-trip comparison.
 json without_presence_only(json j) {
   if (j.contains("mounts")) {
-    for (auto& m : j["mounts"]) {
-      m.erase("uidMappings");
-      m.erase("gidMappings");
+    for (auto& m : j["mounts"]) {  // [] and null map nothing: omitted
+      for (const char* k : {"uidMappings", "gidMappings"})
+        if (m.contains(k) && (m[k].is_null() || m[k].empty())) m.erase(k);
     }
   }
   if (j.contains("linux")) {
     j["linux"].erase("intelRdt");
-    j["linux"].erase("netDevices");
     if (j["linux"].contains("resources")) {
       j["linux"]["resources"].erase("network");
       j["linux"]["resources"].erase("rdma");
@@ -252,7 +251,7 @@ TEST(Parse, FullConfigFields) {
   EXPECT_EQ(s.mounts[1].source, "/srv/data");
   EXPECT_EQ(s.mounts[1].options, (std::vector<std::string>{"rbind", "ro", "nosuid"}));
   EXPECT_EQ(s.mounts[2].type, "");
-  EXPECT_FALSE(s.mounts[0].has_idmap);
+  EXPECT_TRUE(s.mounts[0].uid_mappings.empty());
 
   ASSERT_TRUE(s.hooks);
   ASSERT_EQ(s.hooks->prestart.size(), 1u);
@@ -387,9 +386,14 @@ TEST(Parse, PresenceFlagsAndUnknownFields) {
   EXPECT_EQ(s.process->exec_cpu_affinity->initial, "0");
   EXPECT_EQ(s.process->exec_cpu_affinity->final_cpus, "0-3");
   ASSERT_EQ(s.mounts.size(), 3u);
-  EXPECT_TRUE(s.mounts[0].has_idmap);
-  EXPECT_TRUE(s.mounts[1].has_idmap);
-  EXPECT_FALSE(s.mounts[2].has_idmap);  // [] and null map nothing
+  ASSERT_EQ(s.mounts[0].uid_mappings.size(), 1u);
+  EXPECT_EQ(s.mounts[0].uid_mappings[0].host_id, 1000u);
+  EXPECT_TRUE(s.mounts[0].gid_mappings.empty());
+  EXPECT_EQ(s.mounts[1].gid_mappings.size(), 1u);
+  EXPECT_TRUE(s.mounts[2].uid_mappings.empty() && s.mounts[2].gid_mappings.empty());
+  ASSERT_TRUE(s.linux_);
+  ASSERT_EQ(s.linux_->net_devices.size(), 1u);
+  EXPECT_EQ(s.linux_->net_devices.at("eth1").name, "eth0");
   ASSERT_TRUE(s.linux_ && s.linux_->resources);
   EXPECT_TRUE(s.linux_->resources->has_network);
   EXPECT_TRUE(s.linux_->resources->has_rdma);

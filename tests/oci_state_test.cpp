@@ -117,8 +117,9 @@ TEST(Features, KeysFollowFeaturesMd) {
             (std::set<std::string>{"ociVersionMin", "ociVersionMax", "hooks", "mountOptions",
                                    "linux", "annotations", "potentiallyUnsafeConfigAnnotations"}));
   const json& l = j.at("linux");
-  EXPECT_EQ(keys(l), (std::set<std::string>{"namespaces", "capabilities", "cgroup", "seccomp",
-                                            "apparmor", "selinux", "intelRdt", "mountExtensions"}));
+  EXPECT_EQ(keys(l),
+            (std::set<std::string>{"namespaces", "capabilities", "cgroup", "seccomp", "apparmor",
+                                   "selinux", "intelRdt", "mountExtensions", "netDevices"}));
   EXPECT_EQ(keys(l.at("cgroup")),
             (std::set<std::string>{"v1", "v2", "systemd", "systemdUser", "rdma"}));
   EXPECT_EQ(keys(l.at("seccomp")),
@@ -128,6 +129,8 @@ TEST(Features, KeysFollowFeaturesMd) {
   EXPECT_EQ(l.at("selinux"), (json{{"enabled", false}}));
   EXPECT_EQ(l.at("intelRdt"), (json{{"enabled", false}}));
   EXPECT_EQ(l.at("mountExtensions"), (json{{"idmap", {{"enabled", false}}}}));
+  EXPECT_EQ(l.at("netDevices"), (json{{"enabled", false}}));
+  EXPECT_FALSE(l.contains("memoryPolicy"));  // no modes, no flags: not claimed
 }
 
 TEST(Features, Values) {
@@ -169,6 +172,17 @@ TEST(Features, FlagsAreRendered) {
   EXPECT_EQ(l.at("selinux").at("enabled"), true);
   EXPECT_EQ(l.at("intelRdt").at("enabled"), true);
   EXPECT_EQ(l.at("mountExtensions").at("idmap").at("enabled"), true);
+}
+
+TEST(Features, NetDevicesAndMemoryPolicy) {
+  Features f = runc_like_features();
+  f.net_devices = true;
+  f.memory_policy_modes = {"MPOL_DEFAULT", "MPOL_BIND"};
+  f.memory_policy_flags = {"MPOL_F_STATIC_NODES"};
+  const json l = json::parse(to_json(f)).at("linux");
+  EXPECT_EQ(l.at("netDevices"), (json{{"enabled", true}}));
+  EXPECT_EQ(l.at("memoryPolicy"),
+            (json{{"modes", {"MPOL_DEFAULT", "MPOL_BIND"}}, {"flags", {"MPOL_F_STATIC_NODES"}}}));
 }
 
 TEST(Features, EmptyListsAndDisabledSeccomp) {

@@ -70,9 +70,9 @@ TEST_F(Validate, RootAndProcess) {
 }
 
 TEST_F(Validate, Mounts) {
-  s.mounts.push_back(Mount{"/a/b", "bind", "/x", {"bind"}, false});
+  s.mounts.push_back(Mount{"/a/b", "bind", "/x", {"bind"}, {}, {}});
   EXPECT_EQ(err(), "");
-  s.mounts.push_back(Mount{"", "tmpfs", "tmpfs", {}, false});
+  s.mounts.push_back(Mount{"", "tmpfs", "tmpfs", {}, {}, {}});
   EXPECT_EQ(err(), "mounts[8].destination: required");
   s.mounts.back().destination = "relative";
   EXPECT_EQ(err(), R"(mounts[8].destination "relative": must be an absolute path)");

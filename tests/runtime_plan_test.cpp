@@ -54,15 +54,69 @@ TEST(MountOptions, RecursiveAttributes) {
   EXPECT_EQ(o->rec_attr_clr, static_cast<unsigned long long>(MOUNT_ATTR_NODEV));
 }
 
-TEST(MountOptions, IdmapRefusedNotIgnored) {
+TEST(MountOptions, IdmapAndRidmap) {
   auto o = parse_mount_options({"bind", "idmap"});
-  ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.error().message(), "mount option \"idmap\": idmapped mounts are not supported");
+  ASSERT_TRUE(o.ok()) << o.error().what();
+  EXPECT_TRUE(o->idmap);
+  EXPECT_FALSE(o->ridmap);
+  EXPECT_TRUE(o->data.empty());  // never passed to the kernel as fs data
+  o = parse_mount_options({"rbind", "ridmap"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->idmap && o->ridmap && o->recursive_bind);
+}
+
+static oci::Mount idmapped(std::vector<std::string> opts, std::vector<oci::IdMapping> u,
+                           std::vector<oci::IdMapping> g) {
+  return oci::Mount{"/m", "bind", "/src", std::move(opts), std::move(u), std::move(g)};
+}
+
+TEST(MountPlan, Idmapped) {
+  oci::Spec s = oci::default_spec();
+  s.mounts = {idmapped({"bind"}, {{0, 1000, 10}}, {{0, 2000, 10}})};
+  auto ops = plan_mounts(s, "/b");
+  ASSERT_TRUE(ops.ok()) << ops.error().what();
+  EXPECT_TRUE((*ops)[0].idmapped);
+  EXPECT_EQ((*ops)[0].uid_map[0].host_id, 1000u);
+  EXPECT_EQ((*ops)[0].gid_map[0].host_id, 2000u);
+  EXPECT_EQ((*ops)[0].tree_fd, -1);
+  // The option alone takes the container's mappings.
+  s.linux_->uid_mappings = {{0, 100000, 65536}};
+  s.linux_->gid_mappings = {{0, 200000, 65536}};
+  s.mounts = {idmapped({"rbind", "ridmap"}, {}, {})};
+  ops = plan_mounts(s, "/b");
+  ASSERT_TRUE(ops.ok()) << ops.error().what();
+  EXPECT_TRUE((*ops)[0].idmapped && (*ops)[0].opt.ridmap);
+  EXPECT_EQ((*ops)[0].gid_map[0].host_id, 200000u);
+  // A plain bind is not idmapped.
+  s.mounts = {idmapped({"bind"}, {}, {})};
+  ops = plan_mounts(s, "/b");
+  ASSERT_TRUE(ops.ok());
+  EXPECT_FALSE((*ops)[0].idmapped);
+}
+
+TEST(MountPlan, IdmappedErrors) {
+  oci::Spec s = oci::default_spec();
+  auto err = [&](oci::Mount m) {
+    s.mounts = {std::move(m)};
+    auto r = plan_mounts(s, "/b");
+    return r.ok() ? std::string() : r.error().message();
+  };
+  EXPECT_EQ(err(idmapped({"bind"}, {{0, 1, 1}}, {})),
+            "mounts[0]: an idmapped mount needs both uidMappings and gidMappings");
+  EXPECT_EQ(err(idmapped({"bind"}, {{0, 1, 0}}, {{0, 1, 1}})),
+            "mounts[0].uidMappings[0].size: must be at least 1");
+  EXPECT_EQ(err(idmapped({"bind"}, {{0, 1, 1}}, {{4294967295u, 1, 1}})),
+            "mounts[0].gidMappings[0]: the range passes the largest id (4294967294)");
+  EXPECT_EQ(err(idmapped({"bind", "idmap"}, {}, {})),
+            "mounts[0]: idmap without uidMappings/gidMappings takes the container's "
+            "linux.uidMappings and linux.gidMappings, and there are none");
+  EXPECT_EQ(err(oci::Mount{"/m", "tmpfs", "tmpfs", {"idmap"}, {{0, 1, 1}}, {{0, 1, 1}}}),
+            "mounts[0]: an idmapped mount (idmap, ridmap, uidMappings) must be a bind mount");
 }
 
 TEST(MountPlan, CleansDestinationsAndResolvesBindSources) {
   oci::Spec s = oci::default_spec();
-  s.mounts.push_back({"/data//x/../y/", "bind", "relsrc", {"rbind", "ro"}, false});
+  s.mounts.push_back({"/data//x/../y/", "bind", "relsrc", {"rbind", "ro"}, {}, {}});
   auto ops = plan_mounts(s, "/bundles/b");
   ASSERT_TRUE(ops.ok()) << ops.error().what();
   const MountOp& last = ops->back();
@@ -75,15 +129,15 @@ TEST(MountPlan, CleansDestinationsAndResolvesBindSources) {
 
 TEST(MountPlan, Errors) {
   oci::Spec s = oci::default_spec();
-  s.mounts = {{"relative", "tmpfs", "tmpfs", {}, false}};
+  s.mounts = {{"relative", "tmpfs", "tmpfs", {}, {}, {}}};
   auto r = plan_mounts(s, "/b");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "mounts[0].destination \"relative\": must be an absolute path");
-  s.mounts = {{"/x", "", "", {}, false}};
+  s.mounts = {{"/x", "", "", {}, {}, {}}};
   r = plan_mounts(s, "/b");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "mounts[0].type: required for a non-bind mount to /x");
-  s.mounts = {{"/x", "bind", "", {"bind"}, false}};
+  s.mounts = {{"/x", "bind", "", {"bind"}, {}, {}}};
   r = plan_mounts(s, "/b");
   EXPECT_EQ(r.error().message(), "mounts[0].source: a bind mount needs a source");
 }

@@ -31,25 +31,28 @@ Spec default_spec() {
   s.hostname = "runc";
 
   s.mounts = {
-      Mount{"/proc", "proc", "proc", {}, false},
-      Mount{"/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}, false},
+      Mount{"/proc", "proc", "proc", {}, {}, {}},
+      Mount{"/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}, {}, {}},
       Mount{"/dev/pts",
             "devpts",
             "devpts",
             {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"},
-            false},
+            {},
+            {}},
       Mount{"/dev/shm",
             "tmpfs",
             "shm",
             {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"},
-            false},
-      Mount{"/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"}, false},
-      Mount{"/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"}, false},
+            {},
+            {}},
+      Mount{"/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"}, {}, {}},
+      Mount{"/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"}, {}, {}},
       Mount{"/sys/fs/cgroup",
             "cgroup",
             "cgroup",
             {"nosuid", "noexec", "nodev", "relatime", "ro"},
-            false},
+            {},
+            {}},
   };
 
   Linux l;
@@ -78,7 +81,7 @@ void to_rootless(Spec& spec, uint32_t uid, uint32_t gid) {
   l.gid_mappings = {IdMapping{0, gid, 1}};
   for (Mount& m : spec.mounts) {
     if (m.destination == "/sys" || m.destination == "/sys/") {
-      m = Mount{"/sys", "none", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"}, false};
+      m = Mount{"/sys", "none", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"}, {}, {}};
       continue;
     }
     std::erase_if(m.options, [](const std::string& o) {

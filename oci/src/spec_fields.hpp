@@ -154,9 +154,8 @@ void list(V& v, Of<Mount>) {
   v.field("type", &Mount::type, kOmitEmpty);
   v.field("source", &Mount::source, kOmitEmpty);
   v.field("options", &Mount::options, kOmitEmpty);
-  // Idmapped mounts are refused; a malformed mapping is still reported.
-  v.template flag_array<IdMapping>("uidMappings", &Mount::has_idmap);
-  v.template flag_array<IdMapping>("gidMappings", &Mount::has_idmap);
+  v.field("uidMappings", &Mount::uid_mappings, kOmitEmpty);
+  v.field("gidMappings", &Mount::gid_mappings, kOmitEmpty);
 }
 
 template <typename V>
@@ -336,6 +335,11 @@ void list(V& v, Of<MemoryPolicy>) {
 }
 
 template <typename V>
+void list(V& v, Of<NetDevice>) {
+  v.field("name", &NetDevice::name, kOmitEmpty);
+}
+
+template <typename V>
 void list(V& v, Of<Linux>) {
   // The last column is the Go struct order, in which the members are written.
   v.field("namespaces", &Linux::namespaces, kOmitEmpty, 5);
@@ -354,6 +358,7 @@ void list(V& v, Of<Linux>) {
   v.field("personality", &Linux::personality, kOmitEmpty, 12);
   v.flag_object("intelRdt", &Linux::has_intel_rdt);
   v.field("memoryPolicy", &Linux::memory_policy, kOmitEmpty, 14);
+  v.field("netDevices", &Linux::net_devices, kOmitEmpty, 15);
 }
 
 template <typename V>

@@ -2,9 +2,9 @@
 // the omitempty rules of the Go reference (specs-go/config.go) and members
 // in the Go struct order, so the output reads like `runc spec`'s.
 //
-// Not round-tripped: the has_* presence flags (ioPriority, scheduler,
-// execCPUAffinity, idmapped mounts, network, rdma, intelRdt) carry no data to
-// write back, so they are omitted; a spec using them is refused anyway.
+// Not round-tripped: the has_* presence flags (network, rdma, intelRdt)
+// carry no data to write back, so they are omitted; a spec using them is
+// refused anyway.
 #include <algorithm>
 #include <map>
 #include <optional>

@@ -53,7 +53,11 @@ ojson features_json(const Features& f) {
   linux_["apparmor"] = ojson{{"enabled", f.apparmor}};
   linux_["selinux"] = ojson{{"enabled", f.selinux}};
   linux_["intelRdt"] = ojson{{"enabled", f.intel_rdt}};
+  if (!f.memory_policy_modes.empty() || !f.memory_policy_flags.empty())
+    linux_["memoryPolicy"] =
+        ojson{{"modes", f.memory_policy_modes}, {"flags", f.memory_policy_flags}};
   linux_["mountExtensions"] = ojson{{"idmap", ojson{{"enabled", f.idmap_mounts}}}};
+  linux_["netDevices"] = ojson{{"enabled", f.net_devices}};
   j["linux"] = std::move(linux_);
 
   if (!f.annotations.empty()) j["annotations"] = string_map(f.annotations);

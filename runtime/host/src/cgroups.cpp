@@ -111,7 +111,7 @@ void keep_needed_v1(CgroupPlan& plan, const oci::Resources& res) {
 }
 
 Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
-                                const oci::Resources* res) {
+                                const oci::Resources* res, bool every_v1) {
   CgroupPlan plan;
   std::string rel = cgroups_path.empty() ? id : cgroups_path;
   if (rel.find("..") != std::string::npos || (!rel.empty() && rel.find(':') != std::string::npos))
@@ -119,7 +119,14 @@ Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::stri
                       "\": must be a cgroupfs path (systemd slice:prefix:name needs "
                       "--systemd-cgroup)");
   auto own = self_cgroups();
+  std::vector<std::string> seen;
   for (auto& m : cgroup_mounts()) {
+    // A hierarchy mounted twice (a bind of /sys/fs/cgroup elsewhere, a
+    // container's view in this mount namespace) is one hierarchy: the first
+    // mount in mountinfo, the host's own, is the one used.
+    const std::string key_opts = m.fstype + ":" + m.super_opts;
+    if (std::find(seen.begin(), seen.end(), key_opts) != seen.end()) continue;
+    seen.push_back(key_opts);
     CgroupHierarchy h;
     h.mountpoint = m.mountpoint;
     h.v2 = m.fstype == "cgroup2";
@@ -158,8 +165,8 @@ Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::stri
   // v1 is all or nothing: the cost is one RCU grace period per create,
   // however many hierarchies are joined, so once a limit needs one, join
   // them all (stats and tools that read v1 then see the container
-  // everywhere, as with runc). With no v1 limit, join none.
-  if (has_v2 && needed_v1_controllers(res).empty())
+  // everywhere, as with runc). With no v1 limit and no EVERY_V1, join none.
+  if (has_v2 && !every_v1 && needed_v1_controllers(res).empty())
     std::erase_if(plan.hierarchies, [](const CgroupHierarchy& h) { return !h.v2; });
   plan.v2_only = plan.hierarchies.size() == 1 && plan.hierarchies[0].v2;
   for (auto& h : plan.hierarchies)
@@ -466,10 +473,10 @@ Status apply_resources(const CgroupPlan& plan, const oci::Resources& r, bool dev
   } else {
     TRYV(apply_v1(plan, r));
   }
-  if (device_filter && v2)
-    TRYV(apply_devices_v2(*v2, r));
-  else if (device_filter)
-    TRYV(apply_devices_v1(plan, r));
+  // Hybrid: the eBPF program on cgroup2 and, when the container is in the
+  // v1 devices hierarchy, the same rules in its devices.list, as runc does.
+  if (device_filter && v2) TRYV(apply_devices_v2(*v2, r));
+  if (device_filter) TRYV(apply_devices_v1(plan, r));
   for (auto& hp : r.hugepage_limits) {
     if (auto* h = plan.find("hugetlb")) {
       std::string f =

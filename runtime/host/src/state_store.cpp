@@ -92,6 +92,8 @@ Status ContainerDir::save(const ContainerRecord& r) const {
             {"layers", r.layers},
             {"rootless", r.rootless},
             {"cleanup_paths", r.cleanup_paths},
+            {"net_devices", r.net_devices},
+            {"net_devices_netns", r.net_devices_netns},
             {"terminal", r.terminal},
             {"egress_resolver_pid", r.egress_resolver_pid},
             {"egress_resolver_start", r.egress_resolver_start},
@@ -130,6 +132,8 @@ Result<ContainerRecord> ContainerDir::load() const {
     r.layers = j.value("layers", std::vector<std::string>{});
     r.rootless = j.value("rootless", std::map<std::string, std::string>{});
     r.cleanup_paths = j.value("cleanup_paths", std::vector<std::string>{});
+    r.net_devices = j.value("net_devices", std::map<std::string, std::string>{});
+    r.net_devices_netns = j.value("net_devices_netns", "");
     r.terminal = j.value("terminal", false);
     r.egress_resolver_pid = j.value("egress_resolver_pid", 0);
     r.egress_resolver_start = j.value("egress_resolver_start", 0ULL);

@@ -189,12 +189,22 @@ void mount_bind(int rootfd, const MountOp& op) {
   }
   const std::string from = src ? fdpath(src.get()) : op.source;
   struct stat st;
-  if (::stat(from.c_str(), &st) < 0) die(errno, "bind mount source %s", op.source.c_str());
+  // An idmapped tree was opened by the parent: the source path itself may be
+  // out of reach of the container's user namespace.
+  if ((op.tree_fd >= 0 ? ::fstatat(op.tree_fd, "", &st, AT_EMPTY_PATH)
+                       : ::stat(from.c_str(), &st)) < 0)
+    die(errno, "bind mount source %s", op.source.c_str());
   UniqueFd fd(ensure_target(rootfd, op.dest, S_ISDIR(st.st_mode)));
   if (!fd) die(errno, "mount target %s", op.dest.c_str());
   unsigned long f = MS_BIND | (op.opt.recursive_bind ? MS_REC : 0);
-  if (::mount(from.c_str(), fdpath(fd.get()).c_str(), nullptr, f, nullptr) < 0)
+  if (op.tree_fd >= 0) {
+    // Idmapped: the parent made the tree (mounts.hpp); attach it here.
+    if (::syscall(SYS_move_mount, op.tree_fd, "", fd.get(), "",
+                  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+      die(errno, "idmapped mount %s on %s", op.source.c_str(), op.dest.c_str());
+  } else if (::mount(from.c_str(), fdpath(fd.get()).c_str(), nullptr, f, nullptr) < 0) {
     die(errno, "bind mount %s on %s", op.source.c_str(), op.dest.c_str());
+  }
   src.reset();
   fd.reset();
   unsigned long extra = op.opt.flags & ~(MS_REMOUNT);

@@ -6,6 +6,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@
 #include "comet/host/cgroups.hpp"
 #include "comet/host/id_maps.hpp"
 #include "comet/host/log.hpp"
+#include "comet/host/net_devices.hpp"
 #include "comet/host/state_store.hpp"
 #include "comet/host/user_dirs.hpp"
 #include "comet/lifecycle/confine.hpp"
@@ -95,10 +97,21 @@ struct CreateCleanup {
   PidFd init;
   egress::Handles* egress = nullptr;  // the resolver, the network helper, our nft table
   std::uint64_t fs_cgroup = 0;        // fs events: the cgroup filed with the program
+  // linux.netDevices moved in (inside name -> host name), their netns, and
+  // paths to unmount and unlink (the netns pin): copies, as the record is
+  // gone by the time this runs.
+  std::map<std::string, std::string> net_devices;
+  std::string netns;
+  std::vector<std::string> paths;
   bool armed = false;
   ~CreateCleanup() {
     if (!armed) return;
     if (egress) (void)egress::teardown(*egress);
+    for (const auto& [inside, host] : net_devices) (void)move_link_back(netns, inside, host);
+    for (const std::string& p : paths) {
+      ::umount2(p.c_str(), MNT_DETACH);
+      ::unlink(p.c_str());
+    }
     if (init.valid()) {
       init.send_signal(SIGKILL);
       init.wait_exit(2000);
@@ -181,6 +194,7 @@ struct Creation {
   std::string bundle, config_text, rootfs;
   oci::Spec spec;
   std::optional<capability::Policy> policy;
+  std::vector<UniqueFd> idmap_trees;  // detached idmapped mounts (mounts.hpp)
   PlanInputs pin;
   // prepare_egress
   std::optional<capability::Capabilities> egress_caps;
@@ -310,7 +324,10 @@ Status plan_cgroup(Creation& c) {
     return check_rootless_limits(c.ctx.fs.cgroups, c.rootless_notes[kNoteCgroup], res);
   }
   if (!rootless()) {
-    TRY(c.ctx.fs.cgroups, plan_cgroups(lx.cgroups_path, c.o.id, res));
+    // An OCI config joins every v1 hierarchy of a hybrid host, as runc does
+    // (its device rules then show in v1 devices.list too); a pack or policy
+    // run keeps the cheaper rule: v1 only for a v1 limit (docs/architecture.md).
+    TRY(c.ctx.fs.cgroups, plan_cgroups(lx.cgroups_path, c.o.id, res, /*every_v1=*/!c.policy));
     return {};
   }
   RootlessCgroup rc = plan_rootless_cgroups(lx.cgroups_path, c.o.id);
@@ -330,6 +347,15 @@ Status plan(Creation& c) {
   TRYV(compile_config_seccomp(lx, ctx));
   if (c.policy) TRYV(lock_exec_to_command(*c.policy, c.spec, c.rootfs));
   if (c.policy) TRYV(plan_confinement(*c.policy, c.rootfs, lx, ctx));
+  if (!c.lx().net_devices.empty()) {
+    TRYV(check_net_device_names(c.lx().net_devices));
+    if (!oci::has_namespace(c.spec, "network"))
+      return Error::msg("linux.netDevices: needs a network namespace of the container's own");
+    if (rootless())
+      return Error::msg(
+          "linux.netDevices: moving a host interface needs root (CAP_NET_ADMIN on the host)");
+    TRYV(check_net_devices_exist(c.lx().net_devices));
+  }
   if (c.policy && c.egress_caps && ctx.confine.landlock_abi >= 1) {
     ctx.confine.landlock_no_symlinks = true;  // fs events (docs/events.md)
     ctx.confine.layers.push_back("landlock:no-symlinks");
@@ -413,6 +439,13 @@ Status open_child_fds(Creation& c) {
     TRY(c.listener, high(std::move(l), min_fd, "seccomp listener"));
   }
   TRYV(open_joins(c));
+  for (MountOp& op : ctx.fs.mounts) {
+    if (!op.idmapped) continue;
+    TRY(UniqueFd t, open_idmapped_tree(op));
+    TRY(t, high(std::move(t), min_fd, "idmapped mount"));
+    op.tree_fd = t.get();
+    c.idmap_trees.push_back(std::move(t));
+  }
   TRY(c.tramp, trampoline_above(min_fd));
   ctx.fds.trampoline_fd = c.tramp.get();
   TRY(SyncPair sp, sync_pair(min_fd));
@@ -606,6 +639,42 @@ Status place_and_go(Creation& c) {
   return {};
 }
 
+// linux.netDevices (net_devices.hpp): into the init's netns, which is
+// pinned in the state dir (a bind of its ns/net, unless the config joins
+// one by path) so that it outlives the init until delete moves them back:
+// a virtual interface (veth, dummy) would die with its namespace.
+Status move_net_devices(Creation& c) {
+  const auto& devs = c.lx().net_devices;
+  if (devs.empty()) return {};
+  std::string path;
+  for (const oci::Namespace& n : c.lx().namespaces)
+    if (n.type == "network") path = n.path;
+  if (path.empty()) {
+    path = c.dir.file("netns");
+    UniqueFd f(::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400));
+    if (!f) return Error::sys(errno, "create " + path);
+    const std::string src = "/proc/" + std::to_string(c.init_pid) + "/ns/net";
+    c.rec.cleanup_paths.push_back(path);
+    c.cleanup.paths.push_back(path);
+    if (::mount(src.c_str(), path.c_str(), nullptr, MS_BIND, nullptr) < 0)
+      return Error::sys(errno, "pin the container's netns: bind " + src + " on " + path);
+  }
+  c.rec.net_devices_netns = path;
+  c.cleanup.netns = path;
+  UniqueFd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return Error::sys(errno, "open " + path);
+  for (const auto& [host, d] : devs) {
+    const std::string inside = d.name.empty() ? host : d.name;
+    // Recorded once moved: a failed move must not make delete move out an
+    // interface of the same name that the namespace had of its own.
+    TRYV(move_link(host, ns.get(), inside));
+    c.rec.net_devices[inside] = host;
+    c.cleanup.net_devices[inside] = host;
+    TRYV(c.dir.save(c.rec));
+  }
+  return {};
+}
+
 // The init: stage 1 itself, or (two-stage, pid or time namespace) the
 // process it forked, named by kInitPid. Recorded, with its start time.
 Status learn_init(Creation& c) {
@@ -768,6 +837,7 @@ Result<int> create_container(const Globals& g, const CreateOptions& o, bool keep
   TRYV(write_maps(c));
   TRYV(place_and_go(c));  // sync 2
   TRYV(learn_init(c));
+  TRYV(move_net_devices(c));
   /* sync 3: hooks in the runtime namespace */
   if (auto m = expect_msg(c.sfd(), MsgType::kMountsDone); !m.ok()) return c.failed(m.error());
   fault_point("create-after-mounts");

@@ -9,6 +9,7 @@
 #include "comet/lifecycle/confine.hpp"
 #include "comet/lifecycle/container.hpp"
 #include "comet/lifecycle/mount_optmap.hpp"
+#include "comet/lifecycle/process_attrs.hpp"
 #include "comet/oci/state.hpp"
 #include "comet/seccomp/seccomp.hpp"
 
@@ -22,8 +23,8 @@ std::string features_json() {
              "startContainer", "poststart",     "poststop"};
   for (const MountOptName& m : linux_mount_opts()) f.mount_options.emplace_back(m.name);
   for (const char* o :
-       {"bind", "rbind", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec", "rexec",
-        "rnodiratime", "rdiratime", "rnoatime", "rstrictatime", "rrelatime"})
+       {"bind", "rbind", "idmap", "ridmap", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev",
+        "rnoexec", "rexec", "rnodiratime", "rdiratime", "rnoatime", "rstrictatime", "rrelatime"})
     f.mount_options.emplace_back(o);
   f.namespaces = {"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"};
   for (int c = 0; c <= CAP_LAST_CAP; c++) {
@@ -41,6 +42,17 @@ std::string features_json() {
   // runtime supports, "irrelevant to the availability on the host".
   f.apparmor = true;
   f.selinux = true;
+  // linux.intelRdt is refused (a clear error: plan.cpp), so not claimed.
+  f.intel_rdt = false;
+  f.idmap_mounts = true;  // mounts.hpp: uidMappings/gidMappings, idmap, ridmap
+  f.net_devices = true;   // net_devices.hpp
+  f.memory_policy_modes = memory_policy_modes();
+  f.memory_policy_flags = memory_policy_flags();
+  // Every annotation of ours changes what the runtime does with the
+  // container: a policy or pack tightens it, org.soyaos.comet.events names a
+  // file or socket the runtime writes to as root. An engine must not pass
+  // them through from an untrusted source ("." ends a prefix).
+  f.potentially_unsafe_config_annotations = {"org.soyaos.comet."};
   f.seccomp_actions = seccomp::known_actions();
   f.seccomp_operators = seccomp::known_operators();
   f.seccomp_archs = seccomp::known_archs();

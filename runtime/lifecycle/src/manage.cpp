@@ -185,7 +185,11 @@ Status update_container(const Globals& g, const std::string& id,
   if (rootless()) return update_rootless(c, upd, merged, std::move(spec));
   // A limit on a controller the container has not joined yet: join it now,
   // moving every process of the container there.
-  TRY(CgroupPlan plan, plan_cgroups(spec.linux_->cgroups_path, id, &merged));
+  // The hierarchies create chose (every v1 one for an OCI config) plus any a
+  // new limit needs.
+  const bool every_v1 = std::any_of(c.rec.cgroup_dirs.begin(), c.rec.cgroup_dirs.end(),
+                                    [](const std::string& d) { return !is_cgroup2_dir(d); });
+  TRY(CgroupPlan plan, plan_cgroups(spec.linux_->cgroups_path, id, &merged, every_v1));
   TRYV(create_cgroups(plan));
   auto pids = cgroup_pids(c.rec.cgroup_dirs);
   for (auto& h : plan.hierarchies) {

@@ -80,8 +80,11 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       o.nofollow = true;
       continue;
     }
-    if (opt == "idmap" || opt == "ridmap")
-      return Error::msg("mount option \"" + opt + "\": idmapped mounts are not supported");
+    if (opt == "idmap" || opt == "ridmap") {
+      o.idmap = true;
+      o.ridmap = o.ridmap || opt == "ridmap";
+      continue;
+    }
     bool rec = false;
     for (const auto& r : kRecAttrs) {
       if (opt == r.name) {
@@ -109,6 +112,49 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
   return o;
 }
 
+namespace {
+
+Status check_map(const std::vector<oci::IdMapping>& v, const std::string& field) {
+  for (size_t j = 0; j < v.size(); j++) {
+    const std::string f = field + "[" + std::to_string(j) + "]";
+    if (v[j].size == 0) return Error::msg(f + ".size: must be at least 1");
+    if (uint64_t{v[j].container_id} + v[j].size - 1 > 0xfffffffeULL ||
+        uint64_t{v[j].host_id} + v[j].size - 1 > 0xfffffffeULL)
+      return Error::msg(f + ": the range passes the largest id (4294967294)");
+  }
+  if (v.size() > 340) return Error::msg(field + ": more than 340 ranges");
+  return {};
+}
+
+// runc 1.2's rules: mappings make the bind idmapped; the idmap/ridmap
+// option alone takes the container's mappings; both maps or neither.
+Status plan_idmap(const oci::Spec& spec, const oci::Mount& m, const std::string& field,
+                  MountOp& op) {
+  const bool maps = !m.uid_mappings.empty() || !m.gid_mappings.empty();
+  if (!maps && !op.opt.idmap) return {};
+  op.idmapped = true;
+  if (!op.opt.bind)
+    return Error::msg(field +
+                      ": an idmapped mount (idmap, ridmap, uidMappings) must be a bind mount");
+  if (maps && (m.uid_mappings.empty() || m.gid_mappings.empty()))
+    return Error::msg(field + ": an idmapped mount needs both uidMappings and gidMappings");
+  op.uid_map = m.uid_mappings;
+  op.gid_map = m.gid_mappings;
+  if (!maps) {
+    if (!spec.linux_ || spec.linux_->uid_mappings.empty() || spec.linux_->gid_mappings.empty())
+      return Error::msg(field +
+                        ": idmap without uidMappings/gidMappings takes the container's "
+                        "linux.uidMappings and linux.gidMappings, and there are none");
+    op.uid_map = spec.linux_->uid_mappings;
+    op.gid_map = spec.linux_->gid_mappings;
+  }
+  TRYV(check_map(op.uid_map, field + ".uidMappings"));
+  TRYV(check_map(op.gid_map, field + ".gidMappings"));
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::string& bundle) {
   std::vector<MountOp> ops;
   for (size_t i = 0; i < spec.mounts.size(); i++) {
@@ -116,7 +162,6 @@ Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::strin
     std::string field = "mounts[" + std::to_string(i) + "]";
     if (m.destination.empty() || m.destination[0] != '/')
       return Error::msg(field + ".destination \"" + m.destination + "\": must be an absolute path");
-    if (m.has_idmap) return Error::msg(field + ": idmapped mounts are not supported");
     MountOp op;
     auto opt = parse_mount_options(m.options);
     if (!opt.ok()) return std::move(opt).error().wrap(field);
@@ -130,6 +175,7 @@ Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::strin
       if (!op.source.empty() && op.source[0] != '/') op.source = join_path(bundle, op.source);
       if (op.source.empty()) return Error::msg(field + ".source: a bind mount needs a source");
     }
+    TRYV(plan_idmap(spec, m, field, op));
     if (op.type == "cgroup" || op.type == "cgroup2") op.cgroup = true;
     if (op.type.empty() && !op.opt.bind)
       return Error::msg(field + ".type: required for a non-bind mount to " + m.destination);

@@ -18,6 +18,7 @@
 #include "comet/egress/egress.hpp"
 #include "comet/host/cgroups.hpp"
 #include "comet/host/log.hpp"
+#include "comet/host/net_devices.hpp"
 #include "comet/host/state_store.hpp"
 #include "comet/host/user_dirs.hpp"
 #include "comet/lifecycle/container.hpp"
@@ -111,7 +112,7 @@ void kill_everything(const ContainerRecord& rec) {
 }  // namespace
 
 std::string oci_version() {
-  return "1.2.0";
+  return "1.3.0";
 }
 
 Status start_container(const Globals& g, const std::string& id) {
@@ -260,6 +261,11 @@ Status delete_container(const Globals& g, const std::string& id, bool force) {
     if (is_cgroup2_dir(d))
       if (std::uint64_t cg = cgroup_id_of(d)) fswatch_unwatch(cg);
   Status result = destroy_cgroups(rec.cgroup_dirs);
+  // linux.netDevices: back to the host under their own names (the netns is
+  // pinned until the cleanup paths below are unmounted).
+  for (const auto& [inside, host] : rec.net_devices)
+    if (Status ns = move_link_back(rec.net_devices_netns, inside, host); !ns.ok())
+      log::warn("delete " + id + ": " + ns.error().what());
   for (auto& p : rec.cleanup_paths) {
     ::umount2(p.c_str(), MNT_DETACH);
     ::unlink(p.c_str());

@@ -53,6 +53,13 @@ constexpr Named kMpolFlags[] = {{"MPOL_F_NUMA_BALANCING", 1u << 13},
                                 {"MPOL_F_STATIC_NODES", 1u << 15}};
 
 template <size_t N>
+std::vector<std::string> all_names(const Named (&table)[N]) {
+  std::vector<std::string> v;
+  for (const Named& n : table) v.emplace_back(n.name);
+  return v;
+}
+
+template <size_t N>
 std::optional<unsigned> lookup(const Named (&table)[N], const std::string& name) {
   for (const Named& n : table)
     if (name == n.name) return n.value;
@@ -288,6 +295,14 @@ int write_exec_attr(int proc_dir, const char* lsm_dir, const std::string& value)
   ssize_t n = ::write(fd, value.data(), value.size());
   if (n < 0) return errno;
   return static_cast<size_t>(n) == value.size() ? 0 : EIO;
+}
+
+std::vector<std::string> memory_policy_modes() {
+  return all_names(kMpolModes);
+}
+
+std::vector<std::string> memory_policy_flags() {
+  return all_names(kMpolFlags);
 }
 
 }  // namespace comet::runtime

@@ -86,14 +86,19 @@ struct Root {
   bool readonly = false;
 };
 
+struct IdMapping {
+  uint32_t container_id = 0;
+  uint32_t host_id = 0;
+  uint32_t size = 0;
+};
+
 struct Mount {
   std::string destination;
   std::string type;
   std::string source;
   std::vector<std::string> options;
-  // uidMappings/gidMappings on a mount (idmapped mounts) are not supported;
-  // recorded so validation can refuse them.
-  bool has_idmap = false;
+  // uidMappings/gidMappings (v1.2): an idmapped mount (mount_plan.hpp).
+  std::vector<IdMapping> uid_mappings, gid_mappings;
 };
 
 struct Hook {
@@ -111,12 +116,6 @@ struct Hooks {
 struct Namespace {
   std::string type;  // pid network mount ipc uts user cgroup time
   std::string path;  // empty: create a new one
-};
-
-struct IdMapping {
-  uint32_t container_id = 0;
-  uint32_t host_id = 0;
-  uint32_t size = 0;
 };
 
 struct Device {
@@ -232,6 +231,11 @@ struct MemoryPolicy {
                                    // MPOL_F_STATIC_NODES
 };
 
+// linux.netDevices["eth1"]: the name inside the container ("" keeps it).
+struct NetDevice {
+  std::string name;
+};
+
 struct TimeOffset {
   int64_t secs = 0;
   uint32_t nanosecs = 0;
@@ -253,6 +257,8 @@ struct Linux {
   std::optional<Personality> personality;
   bool has_intel_rdt = false;
   std::optional<MemoryPolicy> memory_policy;  // v1.3
+  // v1.2: host interfaces moved into the container's netns, by host name.
+  std::map<std::string, NetDevice> net_devices;
 };
 
 struct Spec {

@@ -38,6 +38,9 @@ struct Features {
   std::vector<std::string> seccomp_actions, seccomp_operators, seccomp_archs, seccomp_known_flags,
       seccomp_supported_flags;
   bool apparmor = false, selinux = false, intel_rdt = false, idmap_mounts = false;
+  bool net_devices = false;
+  // linux.memoryPolicy (features-linux.md, v1.3): omitted when both empty.
+  std::vector<std::string> memory_policy_modes, memory_policy_flags;
   std::map<std::string, std::string> annotations;
   std::vector<std::string> potentially_unsafe_config_annotations;
 };

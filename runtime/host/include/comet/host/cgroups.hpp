@@ -39,9 +39,11 @@ struct CgroupPlan {
 // when RES sets a limit that a v1 controller enforces: on a hybrid host
 // joining v1 costs the create one RCU grace period (~10 ms) however many
 // hierarchies it joins, so it is paid only when it buys something. On a
-// pure v1 host every hierarchy is joined, as runc does.
+// pure v1 host every hierarchy is joined, as runc does. EVERY_V1: join every
+// v1 hierarchy on a hybrid host too, as runc does there (an OCI create: the
+// device rules are then in v1 devices.list as well as in the eBPF program).
 Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::string& id,
-                                const oci::Resources* res = nullptr);
+                                const oci::Resources* res = nullptr, bool every_v1 = false);
 // An ordinary user's cgroup (docs/rootless.md), as runc and crun choose it
 // under a delegating manager: cgroupsPath when it lies in a cgroup2 subtree
 // this user may write (delegated), else "<id>" below the caller's own
@@ -75,7 +77,9 @@ bool is_cgroup2_dir(const std::string& dir);
 // mkdir every directory (v1 cpuset gets its parent's cpus/mems first).
 Status create_cgroups(const CgroupPlan& plan);
 // DEVICE_FILTER false: the device rules are not attached (an ordinary user
-// cannot load the eBPF program; docs/rootless.md).
+// cannot load the eBPF program; docs/rootless.md). Device rules go to the
+// cgroup2 eBPF program and, when the plan has a v1 devices hierarchy, to its
+// devices.deny ("a" first) and devices.allow.
 Status apply_resources(const CgroupPlan& plan, const oci::Resources& res,
                        bool device_filter = true);
 Status join_cgroups(const CgroupPlan& plan, int pid, bool skip_v2 = false);

@@ -42,6 +42,11 @@ struct ContainerRecord {
   // {"cgroup": "none (not delegated)", "fs-events": "off (no CAP_BPF)"}.
   std::map<std::string, std::string> rootless;
   std::vector<std::string> cleanup_paths;  // things delete must remove (netns mounts, ...)
+  // linux.netDevices moved in (net_devices.hpp): container name -> host
+  // name, and the netns that holds them (pinned in the state dir, or the
+  // config's path), for delete to move them back.
+  std::map<std::string, std::string> net_devices;
+  std::string net_devices_netns;
   bool terminal = false;
   // Egress (egress/egress.hpp Handles): what delete tears down.
   int egress_resolver_pid = 0;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comet/base/fd.hpp"
 #include "comet/base/result.hpp"
 #include "comet/oci/spec.hpp"
 
@@ -28,6 +29,8 @@ struct MountOptions {
   // "x-comet.nofollow": the source is opened following no symlink
   // (RESOLVE_NO_SYMLINKS) and bound through that fd (child_mounts.cpp)
   bool nofollow = false;
+  bool idmap = false;   // "idmap" / "ridmap": an idmapped bind mount
+  bool ridmap = false;  // "ridmap": the mapping on every submount too
 };
 
 // Parse an OCI mount option list with libmount's Linux option map.
@@ -40,8 +43,22 @@ struct MountOp {
   std::string type;    // "bind" for binds
   MountOptions opt;
   bool cgroup = false;  // type cgroup/cgroup2: expanded by the executor
+  // An idmapped bind mount (runtime-spec 1.2): the mount's own mappings, or
+  // the container's when the config gives only the idmap/ridmap option.
+  // The parent makes the mount (open_tree + mount_setattr(MOUNT_ATTR_IDMAP),
+  // which needs CAP_SYS_ADMIN over the filesystem: the container's user
+  // namespace does not have it) and hands it over as TREE_FD; the child
+  // move_mounts it onto the target.
+  bool idmapped = false;
+  std::vector<oci::IdMapping> uid_map, gid_map;
+  int tree_fd = -1;
 };
 
 Result<std::vector<MountOp>> plan_mounts(const oci::Spec& spec, const std::string& bundle);
+
+// The detached idmapped tree of OP (parent side): a user namespace with
+// OP's mappings (made by a short-lived child, as runc and crun do), then
+// open_tree(OPEN_TREE_CLONE) + mount_setattr(MOUNT_ATTR_IDMAP).
+Result<UniqueFd> open_idmapped_tree(const MountOp& op);
 
 }  // namespace comet::runtime

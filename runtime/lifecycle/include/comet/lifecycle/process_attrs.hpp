@@ -66,6 +66,9 @@ Result<ProcessAttrs> plan_process_attrs(const oci::Process& p, const oci::Linux&
                                         const HostFacilities& host);
 
 // In the child. Each returns 0 or errno; `what` is set to the failing step.
+// The linux.memoryPolicy modes and flags this runtime knows (features).
+std::vector<std::string> memory_policy_modes();
+std::vector<std::string> memory_policy_flags();
 int apply_sched_attrs(const ProcessAttrs& a, const char** what) noexcept;  // ioprio, sched, mpol
 int apply_affinity(const std::vector<uint64_t>& cpus) noexcept;
 // Writes the exec label under proc_dir (an fd of a procfs, or of a test
