@@ -452,7 +452,8 @@ TEST(CapabilityLint, EntrypointMissingOnlyWithAPackDir) {
   EXPECT_EQ(asked, m.runtime.entrypoint);
   EXPECT_EQ(f[0].severity, Severity::error);
   EXPECT_EQ(f[0].path, "runtime.entrypoint");
-  EXPECT_EQ(f[0].message, "runtime.entrypoint " + m.runtime.entrypoint + " is not in the pack directory");
+  EXPECT_EQ(f[0].message,
+            "runtime.entrypoint " + m.runtime.entrypoint + " is not in the pack directory");
   o.exists_in_pack = [](const std::string&) { return true; };
   EXPECT_TRUE(only(lint(m, o), "entrypoint-missing").empty());
 }

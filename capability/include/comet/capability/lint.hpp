@@ -1,9 +1,9 @@
 // `pack lint`: consistency of capabilities, tools and examples.
 //
 // Pure: the facts lint needs from the filesystem (is the interpreter in
-// the rootfs? is the entrypoint in the pack?) come through callbacks. Each rule has a stable id, a fixed
-// severity (egress-wildcard-host alone is raised to error by --strict) and
-// an explanation, also published in docs/lint-rules.md.
+// the rootfs? is the entrypoint in the pack?) come through callbacks. Each rule has a stable id, a
+// fixed severity (egress-wildcard-host alone is raised to error by --strict) and an explanation,
+// also published in docs/lint-rules.md.
 #pragma once
 
 #include <cstddef>
