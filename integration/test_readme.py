@@ -7,8 +7,10 @@ block runs under `bash -euo pipefail` in a fresh directory, with
 `comet-runtime` on PATH: a wrapper around the binary under test that keeps
 its state, cache and flags in the test's temporary directory (the only
 difference from a newcomer's shell).  A block whose name ends in a file
-extension is written to that file first.  The podman block is run by
-integration/engines/test_podman.py, which has the image and the engine.
+extension is written to that file first.  The podman block is the one
+docs/engines.md's `podman-run.sh` snippet holds, which
+integration/engines/test_podman.py::test_doc_example_confines runs with the
+engine and its image.
 """
 from __future__ import annotations
 
@@ -36,6 +38,11 @@ def quickstarts() -> dict[str, str]:
 
 def test_the_readme_has_every_quick_start_the_issue_asks_for():
     assert set(quickstarts()) == {"runc", "podman", "pack", "harness.py", "harness"}
+
+
+def test_the_podman_quick_start_is_the_tested_docs_example():
+    from engines import enginelib as el
+    assert quickstarts()["podman"] == el.snippet("podman-run.sh")
 
 
 def test_the_readme_links_only_inside_the_repo():

@@ -126,13 +126,13 @@ def test_the_sandbox_dies_with_its_parent(workdir, gcfg):
     root = workdir / "state22"
     harness = subprocess.Popen(
         ["/bin/sh", "-c", f'"$0" --root {root} sandbox --workspace {ws} -- /bin/sh -c '
-                          f'"sleep 3; touch {marker}" & echo $!; wait', str(cfg.RUNTIME)],
+                          f'"sleep 8; touch {marker}" & echo $!; wait', str(cfg.RUNTIME)],
         stdout=subprocess.PIPE, text=True, env=sandbox_env(gcfg))
     runtime_pid = int(harness.stdout.readline())
     time.sleep(1.0)
     os.kill(harness.pid, signal.SIGKILL)
     harness.wait()
-    deadline = time.time() + 5
+    deadline = time.time() + 4  # well before the command would end by itself
     while time.time() < deadline:
         try:
             os.kill(runtime_pid, 0)
@@ -142,7 +142,7 @@ def test_the_sandbox_dies_with_its_parent(workdir, gcfg):
     else:
         os.kill(runtime_pid, signal.SIGKILL)
         pytest.fail("the runtime outlived its parent")
-    time.sleep(3)
+    time.sleep(8)
     assert not marker.exists(), "the command outlived the harness"
 
 
