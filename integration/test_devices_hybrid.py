@@ -66,6 +66,9 @@ def test_placed_in_every_v1_hierarchy(rt, bundle):
     cg = proc_cgroups(rt.pid(cid))
     own = proc_cgroups(os.getpid())
     for ctrls, path in cg.items():
+        if ctrls.split(",")[0] == "cpu":  # joined only for a cpu limit (docs/architecture.md)
+            assert path == own[ctrls], (ctrls, path)
+            continue
         # Same relative path everywhere: below the runtime's own cgroup.
         assert path.rstrip("/").endswith("/" + cid), (ctrls, path)
         assert path == own[ctrls].rstrip("/") + "/" + cid if own[ctrls] != "/" else path == "/" + cid
@@ -114,7 +117,7 @@ def test_v1_dirs_gone_after_delete(rt, bundle):
     rt.create(cid, bundle().probe("sleep", "60")).expect_ok()
     dirs = cgroup_dirs_named(cid)
     assert {d.parent.name if d.parent != CG else d.name for d in dirs}  # made
-    assert len(dirs) >= len(V1) + 1, (dirs, V1)
+    assert len(dirs) >= len([h for h in V1 if h.split(",")[0] != "cpu"]) + 1, (dirs, V1)
     rt.delete(cid, "--force").expect_ok()
     assert wait_for(lambda: not cgroup_dirs_named(cid), 3), cgroup_dirs_named(cid)
 

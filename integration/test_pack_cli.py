@@ -92,7 +92,7 @@ def test_a_missing_input_names_the_flag(tmp_path):
     assert "bind mount" not in res.stderr
     (tmp_path / "file").write_text("x")
     res = comet("pack", "bundle", str(EXAMPLES / "summarize-inputs"), "--rootfs", str(tmp_path),
-                "-o", str(tmp_path / "b"), "--input", str(tmp_path / "file"))
+                "--bundle", str(tmp_path / "b"), "--input", str(tmp_path / "file"))
     assert res.returncode == 2 and f"pack bundle --input {tmp_path / 'file'}: ENOTDIR" in res.stderr, res
     assert not (tmp_path / "b").exists()
 

@@ -392,14 +392,27 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
     }
     const Expander x(ctx);
     const std::string what = "profile " + r.name;
+    const bool writes_ws = contains_str(base->write, "{workspace}") ||
+                           (custom && contains_str(custom->write, "{workspace}"));
+    // A system directory as the workspace (red team round 11: `--workspace
+    // /etc` was auto-allowed): what it holds is what the host runs and
+    // obeys (cron, systemd units, profile.d, sudoers.d, binaries) and no
+    // list of names could cover it. /var/tmp stays a place for projects.
+    if (writes_ws && !ctx.workspace.empty() && ctx.workspace[0] == '/') {
+      const std::string ws = detail::normalize_path(ctx.workspace);
+      for (const char* sys : kSystemDirs) {
+        if (!detail::path_under(ws, sys) || detail::path_under(ws, "/var/tmp")) continue;
+        return Error::msg("sandbox: the workspace " + ws + (ws == sys ? " is" : " is under") +
+                          " the system directory " + sys +
+                          ": what the host runs lives there; use a project directory");
+      }
+    }
     // A workspace at or above the home directory would make the home
     // writable: no list of the names in it that shells and tools run
     // (rc files, ~/.local/bin, python's user site, autostart, systemd
     // units, editor and agent config, ...) is ever complete.
     // (The base's `{workspace}`, or a custom profile's; an explicit `~` or
     // parent directory in `write:` stays the user's choice.)
-    const bool writes_ws = contains_str(base->write, "{workspace}") ||
-                           (custom && contains_str(custom->write, "{workspace}"));
     if (writes_ws && !ctx.home.empty() && !ctx.workspace.empty() && ctx.home[0] == '/' &&
         ctx.workspace[0] == '/') {
       const std::string home = detail::normalize_path(ctx.home);
@@ -422,19 +435,6 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
                           " " + other +
                           " of another account: what its shells and tools run "
                           "lives there; use a project directory");
-      }
-    }
-    // A system directory as the workspace (red team round 11: `--workspace
-    // /etc` was auto-allowed): what it holds is what the host runs and
-    // obeys (cron, systemd units, profile.d, sudoers.d, binaries) and no
-    // list of names could cover it. /var/tmp stays a place for projects.
-    if (writes_ws && !ctx.workspace.empty() && ctx.workspace[0] == '/') {
-      const std::string ws = detail::normalize_path(ctx.workspace);
-      for (const char* sys : kSystemDirs) {
-        if (!detail::path_under(ws, sys) || detail::path_under(ws, "/var/tmp")) continue;
-        return Error::msg("sandbox: the workspace " + ws + (ws == sys ? " is" : " is under") +
-                          " the system directory " + sys +
-                          ": what the host runs lives there; use a project directory");
       }
     }
     TRYV(add_all(x, r.read, base->read, what));

@@ -110,7 +110,7 @@ def live_pids(user: OrdinaryUser) -> list[int]:
 
 # The seccomp program cache (a cache, kept across runs, in the runtime dir a
 # sandbox hides) is no container's state.
-KEPT = {"cache"}
+KEPT = {"cache", ".events@"}  # .events@: the kept events of the last runs (docs/events.md)
 
 
 def assert_nothing_left(user: OrdinaryUser) -> None:

@@ -397,8 +397,10 @@ std::string v2_hugetlb_file(const std::string& size) {
 static std::string device_rule(const oci::DeviceCgroup& d) {
   std::string t = d.type.empty() ? "a" : d.type;
   if (t == "a") return "a";
-  std::string maj = d.major ? std::to_string(*d.major) : "*";
-  std::string min = d.minor ? std::to_string(*d.minor) : "*";
+  // A negative number is a wildcard, as in runc's rules (devices.allow
+  // refuses "-1").
+  std::string maj = d.major && *d.major >= 0 ? std::to_string(*d.major) : "*";
+  std::string min = d.minor && *d.minor >= 0 ? std::to_string(*d.minor) : "*";
   return t + " " + maj + ":" + min + " " + (d.access.empty() ? "rwm" : d.access);
 }
 
