@@ -100,7 +100,7 @@ KINDS: list[Kind] = [
          lambda v: ("without a mount namespace", "user namespace")),
     Kind("mount-idmap-option", "plan",
          lambda b, w, v: b.add_mount(f"/mnt/i{v}", "bind", "/tmp", ["bind", "idmap"]),
-         lambda v: ("idmap", "not supported")),
+         lambda v: ("idmap", "there are none")),
     Kind("seccomp-bad-default-action", "seccomp",
          lambda b, w, v: b.seccomp({"defaultAction": f"SCMP_ACT_BOGUS{v}", "architectures": ["SCMP_ARCH_X86_64"]}),
          lambda v: ("defaultaction", f"scmp_act_bogus{v}")),

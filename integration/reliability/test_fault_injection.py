@@ -74,10 +74,9 @@ def test_killed_pack_create_is_cleaned_by_delete_force(rt, harness, workdir, ses
     first: the reporter ends (its socket's peer is gone), delete --force
     removes the rest."""
     p, rootfs = packs.make_pack(workdir / "p", packs.build_packprobe(session_dir))
-    out = workdir / "out"
-    out.mkdir()
+    out = workdir / "out"  # made by pack bundle, for the agent
     bdir = workdir / "bundle"
-    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "-o", str(bdir),
+    rt("pack", "bundle", str(p), "--rootfs", str(rootfs), "--bundle", str(bdir),
        "--output", str(out)).expect_ok()
     before = reporters()
     cid = rt.new_id()

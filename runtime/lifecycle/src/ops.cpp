@@ -65,7 +65,11 @@ std::vector<std::string> derived_cgroup_dirs(const Globals& g, const ContainerDi
   const oci::Linux empty;
   const oci::Linux& lx = spec->linux_ ? *spec->linux_ : empty;
   if (rootless()) return plan_rootless_cgroups(lx.cgroups_path, id).plan.dirs();
-  auto plan = plan_cgroups(lx.cgroups_path, id, lx.resources ? &*lx.resources : nullptr);
+  // Every v1 hierarchy (a superset of what any create joined: an OCI
+  // config joins them all, a pack only for a limit); only the empty ones
+  // are removed.
+  auto plan = plan_cgroups(lx.cgroups_path, id, lx.resources ? &*lx.resources : nullptr,
+                           /*every_v1=*/true);
   return plan.ok() ? plan->dirs() : std::vector<std::string>{};
 }
 
