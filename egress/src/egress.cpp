@@ -1,5 +1,7 @@
 // Egress setup and teardown for one container (see egress.hpp).
 #include "comet/egress/egress.hpp"
+
+#include "comet/base/runtime_config.hpp"
 #include "comet/egress/host_addrs.hpp"
 
 #include <arpa/inet.h>
@@ -261,7 +263,8 @@ Status set_dns_upstream(const std::string& list) {
 
 Result<std::vector<std::string>> dns_upstreams() {
   std::vector<std::string> out;
-  auto from = [&](const std::string& list, const char* what) -> Result<std::vector<std::string>> {
+  auto from = [&](const std::string& list,
+                  const std::string& what) -> Result<std::vector<std::string>> {
     auto ups = parse_upstreams(list);
     if (!ups.ok()) return std::move(ups).error().wrap(what);
     for (auto& u : *ups) out.push_back(u.text);
@@ -270,6 +273,10 @@ Result<std::vector<std::string>> dns_upstreams() {
   if (!upstream_override().empty()) return from(upstream_override(), "--dns-upstream");
   if (std::string env = switches::dns_upstream(); !env.empty())
     return from(env, "COMET_DNS_UPSTREAM");
+  // The runtime config file: what an engine that forwards neither flags
+  // nor environment (podman) can use (docs/engines.md "Runtime settings").
+  TRY(RuntimeConfig rc, runtime_config());
+  if (!rc.dns_upstream.empty()) return from(rc.dns_upstream, rc.path + ": dns_upstream");
   for (auto& s : resolv_conf_nameservers(read_text("/etc/resolv.conf"))) out.push_back(s);
   return out;
 }

@@ -403,3 +403,26 @@ def test_an_egress_literal_that_is_a_host_address_is_refused(internet, make_pack
     assert res.rc == 1, res
     assert f"egress entry {HOST_IP}:8082: an address of this host" in res.err, res.err
     assert '"cmd"' not in res.out, res.out  # the agent never ran
+
+
+def test_the_dns_upstream_from_the_runtime_config_file(internet, make_pack, workdir):
+    """Issue 26, trap 5: podman forwards neither flags nor environment to its
+    runtime, so the resolver's upstream can be set in a file
+    (/etc/comet/runtime.yaml; here through COMET_RUNTIME_CONFIG): with no
+    COMET_DNS_UPSTREAM, the allowed name resolves through the file's
+    upstream, and a bad file is a one-line error."""
+    pack = make_pack()
+    conf = workdir / "runtime.yaml"
+    conf.write_text(f"# test\ndns_upstream: {ADDR['dns']}\n")
+    pack.set_commands(["tcp", "api.test", "443"])
+    env = {k: v for k, v in os.environ.items() if k != "COMET_DNS_UPSTREAM"}
+    env["COMET_RUNTIME_CONFIG"] = str(conf)
+    cid = pack.h.rt.new_id("eg")
+    res = pack.h.rt("run", "--net-helper", "--bundle", str(pack.bundle), cid, env=env, timeout=30)
+    lines = [json.loads(l) for l in res.out.splitlines() if l.startswith("{")]
+    assert res.rc == 0 and lines[0]["result"] == "ok", res
+    conf.write_text("dns_upstreams: 192.0.2.1\n")
+    cid = pack.h.rt.new_id("eg")
+    res = pack.h.rt("run", "--net-helper", "--bundle", str(pack.bundle), cid, env=env, timeout=30)
+    assert res.rc != 0, res
+    assert f'{conf}:1: unknown setting \\"dns_upstreams\\"' in res.err, res.err
