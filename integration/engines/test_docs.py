@@ -60,12 +60,12 @@ def test_placeholders_are_the_ones_the_suites_replace():
     assert pod["spec"]["containers"][0]["image"] == el.DOC_POD_IMAGE
 
 
-def test_every_engine_example_confines():
+def test_every_engine_example_confines(tmp_path):
     """Issue 26, trap 1: the docs' engine examples used only the pack-name
     annotation, which confines nothing. Every example that starts a
     container carries the capabilities annotation `pack annotation` prints
     for the doc's pack (the pod's annotations are its --format k8s output)."""
-    pack_dir = el.doc_pack_dir()
+    pack_dir = el.doc_pack_dir(tmp_path)  # not a mkdtemp of its own: nothing left in /tmp
     k8s = yaml.safe_load(el.comet("pack", "annotation", str(pack_dir), "--format", "k8s").stdout)
     pod = yaml.safe_load(el.snippet("pod.yaml"))
     assert pod["metadata"]["annotations"] == k8s["annotations"], pod["metadata"]
