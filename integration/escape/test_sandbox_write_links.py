@@ -154,6 +154,8 @@ def test_strict_cannot_reach_a_host_socket_through_sessions(rt, workdir):
 # moment whatever was bound.
 WRITE_FOR_A_WHILE = r"""
 import os, time
+open("started", "w").close()  # the host's flipper stops: the start is over
+time.sleep(0.1)
 t = time.monotonic(); i = 0
 while time.monotonic() - t < 0.2:
     i += 1
@@ -173,9 +175,25 @@ def test_write_path_flipped_to_a_symlink_during_start(rt, workdir, outside):
     env = env_for(workdir)
     stop = threading.Event()
 
+    # Flipped during start only: a rename on the host while the command
+    # runs detaches the bind in the sandbox's namespace, which is the
+    # rename hole docs/sandbox.md lists as not closed (not this row).
+    started = ws / "started"
+
     def flip():
         out, d, l = str(ws / "out"), str(ws / "out.d"), str(ws / "out.l")
         while not stop.is_set():
+            if started.exists():
+                # the start is over: put `out` back and wait for the next run
+                try:
+                    if os.path.islink(out):
+                        os.unlink(out)
+                    if os.path.isdir(d) and not os.path.exists(out):
+                        os.rename(d, out)
+                except OSError:
+                    pass
+                time.sleep(0.005)
+                continue
             for step in (lambda: os.rename(out, d),
                          lambda: (os.symlink(str(outside), l), os.rename(l, out)),
                          lambda: (os.rename(out, l), os.rename(d, out), os.unlink(l))):
@@ -192,6 +210,7 @@ def test_write_path_flipped_to_a_symlink_during_start(rt, workdir, outside):
         while len(rcs) < 60 and time.monotonic() < deadline:
             res = sbx(rt, env, ws, "/usr/bin/python3", "-c", WRITE_FOR_A_WHILE, profile="y")
             rcs.append(res.rc)
+            started.unlink(missing_ok=True)
             if [p for p in outside.iterdir() if p.name.startswith("pwn")]:
                 break
     finally:
