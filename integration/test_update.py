@@ -49,6 +49,17 @@ def test_update_memory_sets_limit_and_moves_processes(rt, family):
     assert set(pids) <= procs(d)
 
 
+def test_update_keeps_the_container_out_of_a_new_v1_cpu_cgroup(rt, family):
+    """The v1 cpu hierarchy is joined only for a cpu limit (a new cpu cgroup
+    has no real-time budget: docs/architecture.md); an update of another
+    limit must not join it either."""
+    cid, init = family
+    cpu = lambda: [c for c in cgroup_dirs_named(cid) if c.relative_to(V1).parts[0].split(",")[0] == "cpu"]
+    assert cpu() == []
+    rt("update", "--memory", str(96 * MiB), cid).expect_ok()
+    assert cpu() == [], cpu()
+
+
 def test_update_memory_on_the_hierarchy_joined_at_create(rt, family):
     """An OCI config joins every v1 hierarchy at create, as runc (issue 27
     item 2): update writes the limit in the one memory directory."""

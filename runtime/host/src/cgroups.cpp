@@ -168,6 +168,16 @@ Result<CgroupPlan> plan_cgroups(const std::string& cgroups_path, const std::stri
   // everywhere, as with runc). With no v1 limit and no EVERY_V1, join none.
   if (has_v2 && !every_v1 && needed_v1_controllers(res).empty())
     std::erase_if(plan.hierarchies, [](const CgroupHierarchy& h) { return !h.v2; });
+  // EVERY_V1 (an OCI config) joins the v1 cpu hierarchy only for a cpu
+  // limit: a new v1 cpu cgroup has no real-time budget (with RT group
+  // scheduling its cpu.rt_runtime_us is 0), so a SCHED_FIFO/SCHED_RR
+  // process.scheduler, of the init or of an exec, would fail EPERM there
+  // (runc's containers do). Create, update and delete --force plan alike.
+  if (every_v1 && !(res && res->cpu))
+    std::erase_if(plan.hierarchies, [](const CgroupHierarchy& h) {
+      return !h.v2 &&
+             std::find(h.controllers.begin(), h.controllers.end(), "cpu") != h.controllers.end();
+    });
   plan.v2_only = plan.hierarchies.size() == 1 && plan.hierarchies[0].v2;
   for (auto& h : plan.hierarchies)
     if (h.v2) {

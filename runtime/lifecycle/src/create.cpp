@@ -330,22 +330,6 @@ Status plan_cgroup(Creation& c) {
     // (its device rules then show in v1 devices.list too); a pack or policy
     // run keeps the cheaper rule: v1 only for a v1 limit (docs/architecture.md).
     TRY(c.ctx.fs.cgroups, plan_cgroups(lx.cgroups_path, c.o.id, res, /*every_v1=*/!c.policy));
-    // The one v1 hierarchy an OCI config joins only for a cpu limit: a new
-    // v1 cpu cgroup has no real-time budget (with RT group scheduling its
-    // cpu.rt_runtime_us is 0), so a SCHED_FIFO/SCHED_RR process.scheduler,
-    // of the init or of an exec, would fail EPERM there (runc's containers
-    // do). Without linux.resources.cpu the container stays in the caller's
-    // cpu cgroup (docs/architecture.md).
-    if (!c.policy && !(res && res->cpu)) {
-      auto& hs = c.ctx.fs.cgroups.hierarchies;
-      hs.erase(std::remove_if(hs.begin(), hs.end(),
-                              [](const CgroupHierarchy& h) {
-                                return !h.v2 &&
-                                       std::find(h.controllers.begin(), h.controllers.end(),
-                                                 "cpu") != h.controllers.end();
-                              }),
-               hs.end());
-    }
     return {};
   }
   RootlessCgroup rc = plan_rootless_cgroups(lx.cgroups_path, c.o.id);

@@ -65,12 +65,18 @@ std::vector<std::string> derived_cgroup_dirs(const Globals& g, const ContainerDi
   const oci::Linux empty;
   const oci::Linux& lx = spec->linux_ ? *spec->linux_ : empty;
   if (rootless()) return plan_rootless_cgroups(lx.cgroups_path, id).plan.dirs();
-  // Every v1 hierarchy (a superset of what any create joined: an OCI
-  // config joins them all, a pack only for a limit); only the empty ones
-  // are removed.
-  auto plan = plan_cgroups(lx.cgroups_path, id, lx.resources ? &*lx.resources : nullptr,
-                           /*every_v1=*/true);
-  return plan.ok() ? plan->dirs() : std::vector<std::string>{};
+  // Both plans create may have made (an OCI config's, EVERY_V1; a pack's,
+  // v1 only for a limit, cpu included): a superset, of which only the
+  // empty directories are removed.
+  const oci::Resources* res = lx.resources ? &*lx.resources : nullptr;
+  std::vector<std::string> dirs;
+  for (bool every_v1 : {true, false}) {
+    auto plan = plan_cgroups(lx.cgroups_path, id, res, every_v1);
+    if (!plan.ok()) continue;
+    for (std::string& d : plan->dirs())
+      if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(std::move(d));
+  }
+  return dirs;
 }
 
 std::string state_doc(const Loaded& l, oci::ContainerStatus st) {
