@@ -39,7 +39,9 @@ test -x "$bin"
 dep_names=$(echo "$depends" | tr ',|' '\n\n' | sed 's/(.*)//; s/ //g' | sort -u)
 libs=$(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
 for soname in $(strings -a "$bin" | grep -E '^lib[A-Za-z0-9_+.-]+\.so\.[0-9]+$' | sort -u); do
-  path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64|x86_64/ {print $NF; exit}')
+  # No early exit in a pipeline: under pipefail, ldconfig's SIGPIPE (141)
+  # would fail the stage (it did once).
+  path=$(ldconfig -p | awk -v s="$soname" '!f && $1 == s && /x86-64|x86_64/ {print $NF; f = 1}')
   [[ -n $path ]] || { echo "comet: the binary names $soname, which is not on this machine" >&2; exit 1; }
   libs+=$'\n'"$path"
 done
@@ -52,7 +54,7 @@ for lib in $libs; do
   fi
 done
 for p in $dep_names; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] ||
     { echo "comet: Depends names $p, which is not installed here" >&2; exit 1; }
 done
 
