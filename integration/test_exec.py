@@ -254,8 +254,13 @@ def test_exec_detach_pid_file(rt, running, workdir):
     assert pid != init and pid_alive(pid)
     assert ns_links(pid) == ns_links(init)
     assert stat_key(f"/proc/{pid}/root") == stat_key(b.rootfs)
-    with open(f"/proc/{pid}/cmdline", "rb") as f:
-        assert f.read().split(b"\0")[:3] == [b"/probe", b"sleep", b"60"]
+    # --detach returns once the first exec is made: that of the exec
+    # trampoline (argv[0] comet-exec, lifecycle/trampoline.hpp), which then
+    # execs the target, so the target's argv shows a moment later.
+    def cmdline():
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[:3]
+    assert wait_for(lambda: cmdline() == [b"/probe", b"sleep", b"60"], 5), cmdline()
     assert pid in rt("ps", "--format", "json", cid).expect_ok().json()
     # the container's kill reaches it (and teardown checks nothing is left)
     rt.kill(cid, "KILL").expect_ok()

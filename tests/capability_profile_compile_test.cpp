@@ -693,3 +693,35 @@ TEST(ProfileCompile, LinksOnTheWayArePinned) {
   EXPECT_FALSE(find(p.spec, "/usr/lib/os-release"));  // read-only already
   EXPECT_FALSE(find(p.spec, ws + "/.vscode/x"));      // inside a protected directory
 }
+
+// A read-only directory holding denied or hidden paths is an overlay of its
+// own, so the masks under it sit on dentries the host cannot rename over
+// (a host rename detaches a mask bound on the host's dentry). Not where the
+// host has a mount beneath it (an overlay does not show submounts), and
+// never a writable tree.
+TEST(ProfileCompile, DeniedPathsSitOnAnOverlayTheHostCannotRenameIn) {
+  Case k = builtin("workspace");
+  k.in.empty_dir = "/run/comet-runtime/.sandbox@sandbox-0@1/empty";
+  k.in.mount_points = {"/", "/proc", "/run/user/1000"};
+  SandboxPlan p = must_plan(k);
+  const oci::Mount* etc = find(p.spec, "/etc");
+  ASSERT_NE(etc, nullptr);
+  EXPECT_EQ(etc->type, "overlay");
+  EXPECT_TRUE(has(etc->options, "ro"));
+  EXPECT_TRUE(has(etc->options, "lowerdir=" + k.in.empty_dir + ":/etc"));
+  EXPECT_GT(pos(p.spec, "/etc/shadow"), pos(p.spec, "/etc"));
+  // /run has a mount point beneath it: bound as it is, submounts and all.
+  EXPECT_TRUE(read_only_bind(find(p.spec, "/run")));
+  // Nothing denied beneath /usr: a bind.
+  EXPECT_TRUE(read_only_bind(find(p.spec, "/usr")));
+  // The writable workspace is never an overlay.
+  const oci::Mount* ws = find(p.spec, k.in.workspace);
+  ASSERT_NE(ws, nullptr);
+  EXPECT_EQ(ws->type, "bind");
+  // A path the overlay options cannot carry: a bind.
+  k.in.empty_dir = "/run/a:b/empty";
+  EXPECT_TRUE(read_only_bind(find(must_plan(k).spec, "/etc")));
+  // Without an empty directory (the goldens): binds only.
+  k.in.empty_dir.clear();
+  EXPECT_TRUE(read_only_bind(find(must_plan(k).spec, "/etc")));
+}

@@ -54,6 +54,16 @@ TEST(MountOptions, RecursiveAttributes) {
   EXPECT_EQ(o->rec_attr_clr, static_cast<unsigned long long>(MOUNT_ATTR_NODEV));
 }
 
+// The sandbox's overlay views: the fallback is ours, never the kernel's data.
+TEST(MountOptions, OverlayOrRbindIsOursAlone) {
+  auto o = parse_mount_options({"ro", "nosuid", "nodev", "lowerdir=/e:/etc", "x-comet.or-rbind"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->or_rbind);
+  EXPECT_EQ(o->data, "lowerdir=/e:/etc");
+  EXPECT_EQ(o->flags, MS_RDONLY | MS_NOSUID | MS_NODEV);
+  EXPECT_FALSE(o->bind);
+}
+
 TEST(MountOptions, IdmapAndRidmap) {
   auto o = parse_mount_options({"bind", "idmap"});
   ASSERT_TRUE(o.ok()) << o.error().what();

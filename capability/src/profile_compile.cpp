@@ -523,6 +523,12 @@ class Planner {
     const std::vector<std::string> ro = {"rbind", "rro", "rnosuid", "rnodev"};
     switch (e.op) {
       case Op::read:
+        if (overlay_view(e)) {
+          return mount(e.path, "overlay", "overlay",
+                       {"ro", "nosuid", "nodev", "lowerdir=" + in_.empty_dir + ":" + e.path,
+                        "x-comet.or-rbind"});
+        }
+        return mount(e.path, "bind", e.path, ro);
       case Op::protect:
         return mount(e.path, "bind", e.path, ro);
       // Writable binds: the source is opened following no symlink and bound
@@ -559,6 +565,29 @@ class Planner {
         return mount(e.path, "bind", e.path, {"bind", "ro", "nosuid", "nodev", "noexec"});
     }
     return {};  // not reached: every op is handled above
+  }
+
+  // A read-only directory that holds a denied or hidden path is
+  // shown through a read-only overlay of its own (an empty top layer over
+  // the host's directory) instead of a bind. The masks are then mounted on
+  // the overlay's dentries, which the host cannot rename over: bound on the
+  // host's own dentries, a mask is detached by the kernel when the host
+  // renames a file over its mount point (useradd replaces /etc/shadow so),
+  // and the new file was readable inside for the rest of the run. Files the
+  // host replaces later keep their content as of the run's first look;
+  // files it adds appear. Only where the host has no mount beneath the
+  // directory (an overlay does not show submounts) and the paths need no
+  // escaping in the overlay's options.
+  bool overlay_view(const Entry& e) const {
+    if (e.kind != HostKind::dir || in_.empty_dir.empty() || e.path == "/") return false;
+    for (const std::string* s : {&in_.empty_dir, &e.path})
+      if (s->find_first_of(",:\\") != std::string::npos) return false;
+    for (const std::string& m : in_.mount_points)
+      if (m != e.path && path_under(m, e.path)) return false;
+    return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& x) {
+      return (x.op == Op::deny || x.op == Op::hide || x.op == Op::socket_file) &&
+             x.path != e.path && path_under(x.path, e.path);
+    });
   }
 
   // A denied or hidden directory that nothing may search or list.

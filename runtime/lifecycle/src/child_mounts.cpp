@@ -358,6 +358,16 @@ void do_mount(int rootfd, const MountOp& op) {
   const char* data = op.opt.data.empty() ? nullptr : op.opt.data.c_str();
   const std::string at = fdpath(fd.get());
   int r = ::mount(op.source.c_str(), at.c_str(), op.type.c_str(), op.opt.flags, data);
+  if (r < 0 && op.opt.or_rbind) {
+    fd.reset();
+    MountOp b;
+    b.source = op.dest;  // the host path the overlay shows
+    b.dest = op.dest;
+    b.type = "bind";
+    b.opt.bind = b.opt.recursive_bind = true;
+    b.opt.rec_attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    return mount_bind(rootfd, b);
+  }
   if (r < 0 && errno == EPERM && op.type == "sysfs") {
     // sysfs of a network namespace we do not own: bind the host's, read-only.
     r = ::mount("/sys", at.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
@@ -658,6 +668,11 @@ void make_skeleton() {
   if (::mkdir(c.fs.rootfs.c_str(), 0755) < 0 || ::chmod(c.fs.rootfs.c_str(), 0755) < 0)
     die(errno, "create %s", c.fs.rootfs.c_str());
   for (const auto& [path, mode] : c.fs.skeleton_files) {
+    if (S_ISDIR(mode)) {
+      if (::mkdir(path.c_str(), 0700) < 0 || ::chmod(path.c_str(), mode & 07777) < 0)
+        die(errno, "create %s", path.c_str());
+      continue;
+    }
     UniqueFd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd || ::fchmod(fd.get(), mode) < 0) die(errno, "create %s", path.c_str());
   }

@@ -80,6 +80,10 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       o.nofollow = true;
       continue;
     }
+    if (opt == "x-comet.or-rbind") {
+      o.or_rbind = true;
+      continue;
+    }
     if (opt == "idmap" || opt == "ridmap") {
       o.idmap = true;
       o.ridmap = o.ridmap || opt == "ridmap";

@@ -242,6 +242,7 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   in.root_dir = skeleton + "/root";
   in.deny_file = skeleton + "/deny";
   in.socket_file = skeleton + "/socket";
+  in.empty_dir = skeleton + "/empty";
   in.workspace = p.workspace;
   in.tmp = p.ctx.tmp;
   in.args = args;
@@ -264,6 +265,7 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
   if (rootless() && clean_path(user_dirs().runtime) != clean_path(g.root))
     in.hide.push_back(clean_path(user_dirs().runtime));
   in.top_level = host_top_level();
+  in.mount_points = host_mount_points();
   const cap::ResolvedProfile& r = p.profile;
   // Entries with a `*` are expanded here (the planner cannot list a
   // directory), and the matches get facts like any other path.
@@ -484,7 +486,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
     out.spec = std::move(plan.spec);
     out.rootfs = in.root_dir;
-    out.files = {{in.deny_file, 0000}, {in.socket_file, 0666}};
+    out.files = {{in.deny_file, 0000}, {in.socket_file, 0666}, {in.empty_dir, S_IFDIR | 0555}};
     out.symlinks = std::move(plan.symlinks);
     out.placeholders = std::move(plan.placeholders);
     out.owner_uid = p.who.uid;
@@ -556,6 +558,8 @@ std::string describe_mount(const oci::Mount& m, const cap::SandboxInputs& in) {
     return has("mode=000") ? "hidden: empty tmpfs, mode 000 (EACCES)"
                            : "hidden: empty tmpfs (what was there: ENOENT)";
   }
+  if (m.type == "overlay")
+    return "read-only, an overlay of its own (what hides under it holds when the host renames)";
   if (m.type != "bind") return m.type;
   if (m.source == in.deny_file) return "hidden: empty mode-0000 file (EACCES)";
   if (m.source == in.socket_file) return "hidden: empty regular file (connect: ECONNREFUSED)";

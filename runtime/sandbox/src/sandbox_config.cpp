@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -262,6 +263,38 @@ std::vector<cap::TopEntry> host_top_level() {
   ::closedir(d);
   std::sort(out.begin(), out.end(),
             [](const cap::TopEntry& a, const cap::TopEntry& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<std::string> host_mount_points() {
+  std::vector<std::string> out;
+  FILE* f = std::fopen("/proc/self/mountinfo", "re");
+  if (!f) return out;
+  char* line = nullptr;
+  size_t cap = 0;
+  while (::getline(&line, &cap, f) > 0) {
+    // id parent major:minor root mount-point ...; \ooo escapes a space,
+    // tab, newline or backslash in the mount point.
+    const char* p = line;
+    for (int field = 0; field < 4 && p; field++) {
+      p = std::strchr(p, ' ');
+      if (p) p++;
+    }
+    if (!p || *p != '/') continue;
+    std::string mp;
+    for (; *p && *p != ' ' && *p != '\n'; p++) {
+      if (*p == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+          p[3] <= '7') {
+        mp += static_cast<char>((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+        p += 3;
+      } else {
+        mp += *p;
+      }
+    }
+    out.push_back(std::move(mp));
+  }
+  std::free(line);
+  std::fclose(f);
   return out;
 }
 

@@ -113,7 +113,14 @@ struct SandboxInputs {
   uint32_t uid = 0, gid = 0;
   std::string deny_file;    // empty file, mode 0000
   std::string socket_file;  // empty file, mode 0666
-  std::string host_netns;   // open network: netns to join by path; "" = no entry
+  // An empty directory: the top layer of the read-only overlay that a
+  // top-level directory holding denied paths is shown through ("" = none,
+  // bound as it is). See make_overlay_view() in profile_compile.cpp.
+  std::string empty_dir;
+  // The host's mount points (/proc/self/mountinfo), for the overlay above:
+  // it does not show what is mounted beneath its lower directory.
+  std::vector<std::string> mount_points;
+  std::string host_netns;  // open network: netns to join by path; "" = no entry
   // Runtime-side additions: protected (global config files or their dirs,
   // hook dirs, the runtime binary) and hidden (state roots) unless devbox.
   std::vector<std::string> protect;

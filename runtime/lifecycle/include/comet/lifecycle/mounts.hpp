@@ -29,6 +29,12 @@ struct MountOptions {
   // "x-comet.nofollow": the source is opened following no symlink
   // (RESOLVE_NO_SYMLINKS) and bound through that fd (child_mounts.cpp)
   bool nofollow = false;
+  // "x-comet.or-rbind": an overlay the kernel refuses is a read-only rbind
+  // of the destination's host path instead (the sandbox's overlay views,
+  // profile_compile.cpp overlay_view: in a user namespace, a mount the host
+  // made beneath the directory since the plan is locked there, and an
+  // overlay over it is EINVAL)
+  bool or_rbind = false;
   bool idmap = false;   // "idmap" / "ridmap": an idmapped bind mount
   bool ridmap = false;  // "ridmap": the mapping on every submount too
 };

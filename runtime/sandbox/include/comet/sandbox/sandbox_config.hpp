@@ -83,6 +83,9 @@ class HostPaths {
  private:
   std::map<std::string, std::optional<std::string>> heads_;
 };
+// Every mount point of the caller's mount namespace (/proc/self/mountinfo,
+// unescaped).
+std::vector<std::string> host_mount_points();
 std::vector<capability::TopEntry> host_top_level();
 // A protect or deny entry with a `*` (SandboxInputs::globbed): glob(3) of
 // the pattern up to its last component holding a `*`, dot-names included
