@@ -11,8 +11,10 @@ dentries the host cannot rename over (docs/sandbox.md "Denied paths and
 host renames"). Failed on 65b5bb6: the new file was read."""
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import subprocess
 import shutil
 import threading
 import time
@@ -91,3 +93,66 @@ def test_a_denied_file_renamed_over_on_the_host_stays_hidden(rt, workdir, var_di
     # the rest of the directory still reads; a file added later appears
     assert "pub:\nold pub\n" in res.out, res.out
     assert "a new file" in res.out, res.out
+
+
+def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
+    """The same in a writable tree, where no overlay can go: the host's git
+    rewrites .git/config by rename (config.lock) while the sandbox runs; its
+    read-only mount comes off, and the command wrote a core.fsmonitor that
+    the host's next `git status` ran. The sandbox's init, which makes every
+    write-open, create and rename (the git rule), answers EROFS for a
+    protected name whose mount is gone. Failed on 2816fb6: the append, the
+    rename and the new hook all landed."""
+    from lib.packs import events_of
+    from lib.sandbox import GIT_ENV, git, make_repo
+    ws = make_repo(workdir)
+    os.chmod(ws, 0o777)
+    g = workdir / "global.yaml"
+    g.write_text("")
+    events = workdir / "events.jsonl"
+    script = ("echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
+              "printf '[core]\\n\\tfsmonitor = echo PWNED-APPEND\\n' >> .git/config; echo append=$?; "
+              "printf '[core]\\n\\tfsmonitor = echo PWNED-MV\\n' > /tmp/cfg; "
+              "cat /tmp/cfg > cfg.new; mv -f cfg.new .git/config; echo mv=$?; "
+              "printf 'echo PWNED-HOOK\\n' > .git/hooks/pre-commit; echo hook=$?; "
+              "echo ok > a.txt; echo work=$?")
+    result = {}
+
+    def run():
+        result["res"] = rt("sandbox", "--profile", "workspace", "--workspace", str(ws),
+                           "--events", str(events), "--", "sh", "-c", script,
+                           env={**sandbox_env(g), **GIT_ENV}, timeout=90)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert wait_file(ws / "ready", 30)
+        # what the host's `git config` does: .git/config.lock renamed over
+        git(ws, "config", "user.name", "host")
+        # and an editor or a tool replacing .git/hooks the same way
+        hooks_new = ws / ".git" / "hooks.new"
+        hooks_new.mkdir()
+        os.rename(ws / ".git" / "hooks", ws / ".git" / "hooks.old")
+        os.rename(hooks_new, ws / ".git" / "hooks")
+    finally:
+        (ws / "go").write_text("")
+        t.join(120)
+    res = result["res"]
+    cfg = (ws / ".git" / "config").read_text()
+    assert "PWNED" not in cfg, cfg
+    assert "name = host" in cfg, cfg
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+    for what in ("append", "mv", "hook"):
+        assert f"{what}=0" not in res.out, res
+    assert "work=0" in res.out, res  # the rest of the workspace stays writable
+    assert (ws / "a.txt").read_text() == "ok\n"
+    assert res.err.count("Read-only file system") >= 2, res.err
+    # reported, and the run says so
+    ev = events_of(events)
+    writes = [e for e in ev if e.get("surface") == "fs.write"]
+    assert any(".git/config" in json.dumps(e) for e in writes), ev
+    assert "refused" in res.err, res.err
+    # the host's git is unharmed
+    st = subprocess.run(["git", "-C", str(ws), "status", "--short"], capture_output=True,
+                        text=True, env=GIT_ENV, timeout=30)
+    assert "PWNED" not in st.stdout + st.stderr

@@ -467,6 +467,8 @@ int agent_entry(void* arg) noexcept {
   // a ".git" dies with it) and the workspace's git dirs (trampoline.c).
   std::string devs;
   std::vector<std::string> own = c.init.git_own;
+  std::vector<std::string> prot = c.init.protect;
+  char plus[] = "+";
   if (c.fds.create_sock >= 0) {
     int cs = ::fcntl(c.fds.create_sock, F_DUPFD, 3);
     if (cs < 0) die(errno, "keep the git rule's socket");
@@ -480,6 +482,10 @@ int agent_entry(void* arg) noexcept {
     argv.push_back(create_s);
     argv.push_back(devs.data());
     for (auto& o : own) argv.push_back(o.data());
+    if (!prot.empty()) {
+      argv.push_back(plus);
+      for (auto& o : prot) argv.push_back(o.data());
+    }
   }
   argv.push_back(nullptr);
   char* envp[] = {nullptr};

@@ -231,7 +231,16 @@ static int violated(long fd) {
  * an open's last symlink itself, so that it judges the name the call makes,
  * and makes the call on the judged parent with O_NOFOLLOW.
  * Syscalls: recvmsg, sendmsg, openat, mkdirat, mknodat, symlinkat, linkat,
- * renameat2, readlinkat, newfstatat, fstatfs, umask, close. */
+ * renameat2, readlinkat, newfstatat, statx, fstatfs, umask, close.
+ *
+ * PROT (after a "+" in argv): the sandbox's protected paths (a `*` is a
+ * glob over one component). Each is a read-only mount on its name; when
+ * the host replaces one by rename while the sandbox runs, the kernel
+ * detaches that mount and the name is writable inside. So a call that
+ * would make, open for writing, or move a protected name, or one beneath
+ * it, is answered EROFS here (what the mount answers; the fs events report
+ * it) when the name is no longer a mount point; while it is, the kernel
+ * answers as it always did. */
 enum {
   NR_sendmsg = 46,
   NR_recvmsg = 47,
@@ -246,6 +255,7 @@ enum {
   NR_symlinkat = 266,
   NR_readlinkat = 267,
   NR_renameat2 = 316,
+  NR_statx = 332,
   NR_bind = 49,
   NR_chdir = 80,
   NR_fchdir = 81,
@@ -302,6 +312,7 @@ struct cstate {
   struct creq rq;
   struct crep rp;
   char** own_dirs; /* OWN: absolute paths, NULL-terminated */
+  char** prot;     /* PROT: absolute paths, NULL-terminated */
   int need_ids;     /* a /proc/self path, and the reporter sent no nspid */
   unsigned long priv_devs[16];
   int n_priv;
@@ -309,6 +320,7 @@ struct cstate {
 #define rq (S->rq)
 #define rp (S->rp)
 #define own_dirs (S->own_dirs)
+#define prot (S->prot)
 #define priv_devs (S->priv_devs)
 #define n_priv (S->n_priv)
 
@@ -668,6 +680,90 @@ static int own_state_dir(long dirfd, const char* name, long nl) {
          sys6(NR_newfstatat, dirfd, (long)"commondir", (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0;
 }
 
+/* Whether the component c[0..cn) matches the pattern component g[0..gn)
+ * (a `*` matches any run of characters, '/' excluded). */
+static int comp_match(const char* g, long gn, const char* c, long cn) {
+  long gi = 0, ci = 0, star = -1, mark = 0;
+  while (ci < cn) {
+    if (gi < gn && g[gi] == '*') {
+      star = gi++;
+      mark = ci;
+    } else if (gi < gn && g[gi] == c[ci]) {
+      gi++;
+      ci++;
+    } else if (star >= 0) {
+      gi = star + 1;
+      ci = ++mark;
+    } else {
+      return 0;
+    }
+  }
+  while (gi < gn && g[gi] == '*') gi++;
+  return gi == gn;
+}
+
+/* The length of the prefix of p (n bytes) that the pattern pat matches
+ * whole components of, pat's last one included (p is pat's path or one
+ * beneath it), or 0. */
+static long prot_prefix(const char* pat, const char* p, long n) {
+  long i = 0, j = 0, end = 0;
+  for (;;) {
+    while (pat[i] == '/') i++;
+    if (!pat[i]) return end; /* the pattern is used up: p[0..end) is it */
+    while (j < n && p[j] == '/') j++;
+    if (j >= n) return 0; /* p is shorter than the pattern */
+    long gs = i, cs = j;
+    while (pat[i] && pat[i] != '/') i++;
+    while (j < n && p[j] != '/') j++;
+    if (!comp_match(pat + gs, i - gs, p + cs, j - cs)) return 0;
+    end = j;
+  }
+}
+
+/* The mount id of path (statx STATX_MNT_ID, not following a last
+ * symlink), or -1. */
+static long mnt_id(const char* path) {
+  unsigned char sx[256];
+  if (sys6(NR_statx, AT_FDCWD_, (long)path, AT_SYMLINK_NOFOLLOW_, 0x1000 /* STATX_MNT_ID */,
+           (long)sx, 0) < 0)
+    return -1;
+  unsigned long id = 0;
+  for (int k = 7; k >= 0; k--) id = (id << 8) | sx[144 + k]; /* stx_mnt_id */
+  return (long)id;
+}
+
+/* A name made, opened for writing or moved at p (absolute, n bytes) is a
+ * protected path or beneath one whose read-only mount is gone (see PROT
+ * above): -30 (EROFS), else 0. */
+static long prot_refused_path(struct cstate* S, const char* p, long n) {
+  for (char** g = prot; g && *g; g++) {
+    long m = prot_prefix(*g, p, n);
+    if (m <= 0) continue;
+    char at[PATHMAX], up[PATHMAX];
+    scopy(at, PATHMAX, p, m);
+    long c = m;
+    while (c > 1 && at[c - 1] != '/') c--;
+    scopy(up, PATHMAX, at, c > 1 ? c - 1 : 1);
+    long a = mnt_id(at), b = mnt_id(up);
+    if (a < 0 || b < 0 || a == b) return -30;
+  }
+  return 0;
+}
+
+/* prot_refused_path() of NAME in the directory DIRFD. */
+static long prot_refused(struct cstate* S, long dirfd, const char* name) {
+  /* the sandbox's own tmpfs mounts hold nothing of the host's */
+  if (!prot || !*prot || on_private_fs(S, dirfd)) return 0;
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p - 2);
+  if (n <= 0 || p[0] != '/') return 0;
+  if (p[n - 1] != '/') p[n++] = '/';
+  long k = slen(name);
+  if (n + k >= PATHMAX) return 0;
+  scopy(p + n, PATHMAX - n, name, k);
+  return prot_refused_path(S, p, n + k);
+}
+
 static int judge(struct cstate* S, long dirfd, const char* name) {
   if (on_private_fs(S, dirfd)) return 0;
   long nl = slen(name);
@@ -708,6 +804,9 @@ static int into_own_refused(struct cstate* S, long srcdir, const char* srcname, 
   return 1;
 }
 
+/* An open that writes: a write access mode or O_TRUNC. */
+static int writes(long fl) { return (fl & 3) != 0 || (fl & 01000 /* O_TRUNC */); }
+
 /* An open: the last symlink followed here (up to 40), then judged. */
 static long do_open(struct cstate* S, long dirfd, int* outfd) {
   char path[PATHMAX], name[PATHMAX], link[PATHMAX];
@@ -747,6 +846,15 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
         closefd(fd);
         return -13;
       }
+      if (fd >= 0 && writes(fl)) {
+        char fp[PATHMAX];
+        long fn = fd_path(fd, fp, sizeof fp);
+        long pr = fn > 0 && fp[0] == '/' ? prot_refused_path(S, fp, fn) : 0;
+        if (pr) {
+          closefd(fd);
+          return pr;
+        }
+      }
       if (fd >= 0) *outfd = (int)fd;
       return fd < 0 ? fd : 0;
     }
@@ -768,6 +876,16 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
     if (judge(S, parent, name)) {
       closefd(parent);
       return -13;
+    }
+    unsigned long st[18];
+    if (writes(fl) ||
+        ((fl & O_CREAT_) &&
+         sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)) {
+      long pr = prot_refused(S, parent, name);
+      if (pr) {
+        closefd(parent);
+        return pr;
+      }
     }
     long fd = sys6(NR_openat, parent, (long)name, fl | O_NOFOLLOW_ | O_CLOEXEC_, (long)rq.mode,
                    0, 0);
@@ -803,6 +921,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
           (rq.op == OP_MKNOD && (rq.mode & 0170000) != 0 && (rq.mode & 0170000) != 0100000 &&
            into_own_refused(S, -1, "", a, n1)))
         ret = -13;
+      else if ((ret = prot_refused(S, a, n1)))
+        break;
       else if (rq.op == OP_MKDIR)
         ret = sys6(NR_mkdirat, a, (long)n1, (long)rq.mode, 0, 0, 0);
       else
@@ -810,9 +930,10 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       break;
     case OP_SYMLINK:
       if ((a = parent_of(S, d2, rq.p2, n2)) < 0) return a;
-      ret = judge(S, a, n2) || into_own_refused(S, -1, "", a, n2)
-                ? -13
-                : sys6(NR_symlinkat, (long)rq.p1, a, (long)n2, 0, 0, 0);
+      if (judge(S, a, n2) || into_own_refused(S, -1, "", a, n2))
+        ret = -13;
+      else if (!(ret = prot_refused(S, a, n2)))
+        ret = sys6(NR_symlinkat, (long)rq.p1, a, (long)n2, 0, 0, 0);
       break;
     case OP_LINK: {
       /* the old file as an fd (following its last symlink only when asked),
@@ -852,6 +973,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       }
       if (judge(S, b, n2) || (old_place != 2 && into_own_refused(S, -1, "", b, n2))) {
         ret = -13;
+      } else if ((ret = prot_refused(S, b, n2))) {
+        /* EROFS */
       } else {
         char l[32] = "/proc/self/fd/";
         long k = 14;
@@ -876,6 +999,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         if ((a = parent_of(S, d2, path, n1)) < 0) return a;
         if (judge(S, a, n1) || into_own_refused(S, -1, "", a, n1)) {
           ret = -13;
+        } else if ((ret = prot_refused(S, a, n1))) {
+          /* EROFS */
         } else if ((ret = sys6(NR_fchdir, a, 0, 0, 0, 0, 0)) == 0) {
           unsigned char un[110] = {1, 0};
           long k = slen(n1);
@@ -897,6 +1022,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
           into_own_refused(S, a, n1, b, n2) ||
           ((rq.flags & RENAME_EXCHANGE_) && into_own_refused(S, b, n2, a, n1)))
         ret = -13;
+      else if ((ret = prot_refused(S, b, n2)) || (ret = prot_refused(S, a, n1)))
+        ; /* EROFS: a protected name moved away, or another moved onto it */
       else
         ret = sys6(NR_renameat2, a, (long)n1, b, (long)n2, (long)rq.flags, 0);
       if (b < 0) ret = b;
@@ -978,8 +1105,17 @@ __attribute__((noreturn)) static void init_main(long argc, char** argv) {
   struct cstate st_, *S = &st_;
   n_priv = 0;
   own_dirs = 0;
+  prot = 0;
   if (create >= 0) {
     own_dirs = argv + 7;
+    /* OWN... "+" PROT... */
+    for (char** a = own_dirs; *a; a++) {
+      if ((*a)[0] == '+' && (*a)[1] == 0) {
+        *a = 0;
+        prot = a + 1;
+        break;
+      }
+    }
     const char* d = argv[6];
     while (*d && n_priv < 16) {
       unsigned long v = 0;

@@ -556,6 +556,19 @@ Status prepare_reporter(Launch& x) {
       rr.first_umask = ctx.proc.umask >= 0 ? static_cast<unsigned>(ctx.proc.umask) : 022;
       ctx.fds.create_sock = x.create_init.get();
       ctx.init.git_own = *policy.git_own;
+      // Not one above a writable tree (the global config's directory
+      // while the file is missing can hold the workspace): the init
+      // would refuse what the tree's own mount lets through.
+      auto under = [](const std::string& p, const std::string& dir) {
+        return p.size() >= dir.size() && p.compare(0, dir.size(), dir) == 0 &&
+               (p.size() == dir.size() || p[dir.size()] == '/');
+      };
+      for (const auto& pr : x.l.fs_view.protect) {
+        if (pr.empty() || pr[0] != '/' || pr == "/") continue;
+        const bool above = std::any_of(x.l.fs_view.writable.begin(), x.l.fs_view.writable.end(),
+                                       [&](const std::string& w) { return under(w, pr); });
+        if (!above && !under(x.l.workspace, pr)) ctx.init.protect.push_back(pr);
+      }
     }
     TRY(x.reporter, start_reporter(rr, 3, /*in_process=*/true));
     ctx.fds.lockdown_listener_sock = x.reporter.child_sock.get();

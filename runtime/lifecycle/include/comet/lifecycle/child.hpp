@@ -176,6 +176,10 @@ struct ChildContext {
     bool init_reporter_barrier = false;
     bool fs_arm_marker = false;
     std::vector<std::string> git_own;  // the git rule: the workspace's git dirs
+    // With the git rule: the protected paths (a `*` globs one component),
+    // answered EROFS by the init where their read-only mount came off
+    // (trampoline.c PROT: the host renamed a file over one)
+    std::vector<std::string> protect;
   } init;
 };
 
