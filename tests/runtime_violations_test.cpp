@@ -189,6 +189,35 @@ TEST(Violations, SummaryNamesEachSurfaceItsCountAndFirstRequest) {
   EXPECT_EQ(v::violation_summary("{\"type\":\"events_truncated\"}\n", "F"), "");
 }
 
+// One reading for every count: the pack's summary line, the flags' count
+// and the sandbox's lines (they drifted: the sandbox counted a repeat line
+// as one more than it stands for, the pack's summary and the flags left
+// out what the events cap dropped).
+TEST(Violations, OneTallyCountsRepeatsOnceAndWhatTheCapDropped) {
+  const std::string text =
+      "{\"type\":\"capability_violation\",\"surface\":\"proc\",\"requested\":\"fork\","
+      "\"syscall\":\"clone\",\"time\":\"2026-12-07T01:00:00Z\"}\n"
+      "{\"type\":\"capability_violation\",\"surface\":\"proc\",\"requested\":\"fork\","
+      "\"syscall\":\"clone\",\"repeated\":999,\"time\":\"2026-12-07T01:00:02Z\"}\n"
+      "{\"type\":\"capability_violation\",\"surface\":\"fs.write\",\"requested\":\"/usr/x\","
+      "\"time\":\"2026-12-07T01:00:01Z\"}\n"
+      "{\"type\":\"events_truncated\",\"dropped\":7,\"dropped_by_surface\":{\"fs.write\":7}}\n";
+  const v::ViolationTally t = v::tally_violations(text);
+  ASSERT_EQ(t.surfaces.size(), 2u);
+  EXPECT_EQ(t.surfaces[0].surface, "proc");
+  EXPECT_EQ(t.surfaces[0].all(), 1000);  // 1000 denied forks: the first line and 999 more
+  EXPECT_EQ(t.surfaces[0].first_syscall, "clone");
+  EXPECT_EQ(t.surfaces[1].recorded, 1);
+  EXPECT_EQ(t.surfaces[1].dropped, 7);
+  EXPECT_EQ(t.total(), 1008);
+  EXPECT_EQ(t.first_time, "2026-12-07T01:00:00Z");
+  EXPECT_EQ(t.last_time, "2026-12-07T01:00:02Z");
+  EXPECT_EQ(v::count_violations(text), 1008);
+  EXPECT_EQ(v::violation_summary(text, ""),
+            "comet: 1008 capability violations: proc \u00d71000 (fork), fs.write \u00d78 (/usr/x) "
+            "(7 past the events cap)");
+}
+
 TEST(Violations, KeptEventsAreBoundedOldestFirst) {
   auto root = std::filesystem::temp_directory_path() / ("cmtkeep" + std::to_string(::getpid()));
   auto state = root / "c";

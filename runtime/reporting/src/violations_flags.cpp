@@ -17,8 +17,21 @@
 #include "comet/reporting/violations.hpp"
 
 namespace comet::runtime::violations {
-long count_violations(const std::string& text, std::string* first, std::string* last) {
+long ViolationTally::total() const {
   long n = 0;
+  for (const auto& s : surfaces) n += s.all();
+  return n;
+}
+
+ViolationTally tally_violations(const std::string& text) {
+  ViolationTally t;
+  auto at = [&t](const std::string& surface) -> SurfaceTally& {
+    auto it = std::find_if(t.surfaces.begin(), t.surfaces.end(),
+                           [&](const SurfaceTally& s) { return s.surface == surface; });
+    if (it != t.surfaces.end()) return *it;
+    t.surfaces.push_back(SurfaceTally{surface, 0, 0, "", ""});
+    return t.surfaces.back();
+  };
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -26,14 +39,34 @@ long count_violations(const std::string& text, std::string* first, std::string* 
     auto j = nlohmann::json::parse(text.substr(pos, end - pos), nullptr, false);
     pos = end + 1;
     if (j.is_discarded() || !j.is_object()) continue;
-    if (j.value("type", "") != "capability_violation") continue;
-    long rep = j.value("repeated", 0L);
-    n += rep > 0 ? rep : 1;
-    std::string t = j.value("time", "");
-    if (first && (first->empty() || t < *first)) *first = t;
-    if (last && t > *last) *last = t;
+    const std::string type = j.value("type", "");
+    if (type == "events_truncated" && j.contains("dropped_by_surface") &&
+        j["dropped_by_surface"].is_object()) {
+      for (const auto& [surface, n] : j["dropped_by_surface"].items())
+        if (n.is_number_integer() && n.get<long>() > 0) at(surface).dropped += n.get<long>();
+      continue;
+    }
+    if (type != "capability_violation") continue;
+    SurfaceTally& s = at(j.value("surface", "?"));
+    const long rep = j.value("repeated", 0L);
+    s.recorded += rep > 0 ? rep : 1;
+    if (s.first_requested.empty()) {
+      s.first_requested = j.value("requested", "");
+      s.first_syscall = j.value("syscall", "");
+    }
+    const std::string time = j.value("time", "");
+    if (!time.empty() && (t.first_time.empty() || time < t.first_time)) t.first_time = time;
+    if (time > t.last_time) t.last_time = time;
   }
-  return n;
+  return t;
+}
+
+long count_violations(const std::string& text, std::string* first, std::string* last) {
+  ViolationTally t = tally_violations(text);
+  if (first && (first->empty() || (!t.first_time.empty() && t.first_time < *first)))
+    *first = t.first_time;
+  if (last && t.last_time > *last) *last = t.last_time;
+  return t.total();
 }
 
 namespace {
@@ -236,37 +269,16 @@ std::string keep_events(const std::string& root, const std::string& id,
 }
 
 std::string violation_summary(const std::string& text, const std::string& where) {
-  struct Surface {
-    long n = 0;
-    std::string first;
-  };
-  std::vector<std::pair<std::string, Surface>> by;  // in the order first seen
-  long total = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    auto j = nlohmann::json::parse(text.substr(pos, end - pos), nullptr, false);
-    pos = end + 1;
-    if (j.is_discarded() || !j.is_object() || j.value("type", "") != "capability_violation")
-      continue;
-    long rep = j.value("repeated", 0L);
-    long n = rep > 0 ? rep : 1;
-    std::string surface = j.value("surface", "?");
-    auto it = std::find_if(by.begin(), by.end(), [&](auto& p) { return p.first == surface; });
-    if (it == by.end()) {
-      by.push_back({surface, Surface{0, j.value("requested", "")}});
-      it = by.end() - 1;
-    }
-    it->second.n += n;
-    total += n;
-  }
+  const ViolationTally t = tally_violations(text);
+  const long total = t.total();
   if (total == 0) return "";
   std::string line =
       "comet: " + std::to_string(total) + " capability violation" + (total == 1 ? "" : "s") + ":";
-  for (size_t i = 0; i < by.size(); i++) {
-    line += (i ? ", " : " ") + by[i].first + " \u00d7" + std::to_string(by[i].second.n);
-    if (!by[i].second.first.empty()) line += " (" + by[i].second.first + ")";
+  for (size_t i = 0; i < t.surfaces.size(); i++) {
+    const SurfaceTally& s = t.surfaces[i];
+    line += (i ? ", " : " ") + s.surface + " \u00d7" + std::to_string(s.all());
+    if (!s.first_requested.empty()) line += " (" + s.first_requested + ")";
+    if (s.dropped) line += " (" + std::to_string(s.dropped) + " past the events cap)";
   }
   if (!where.empty()) line += "; events: " + where;
   return line;

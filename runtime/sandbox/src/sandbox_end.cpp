@@ -236,40 +236,21 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
 void summarize_events(const std::string& dir, const std::string& deliver) {
   auto text = read_file(join_path(dir, violations::kEventsFile));
   if (!text.ok() || text->empty()) return;
-  struct Surface {
-    long n = 0;
-    std::string first;
-  };
-  std::map<std::string, Surface> by;
-  std::map<std::string, long> dropped;  // past the events cap (events_truncated)
-  for (const auto& line : split(*text, '\n')) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("type", "") == "events_truncated" &&
-        j.contains("dropped_by_surface") && j["dropped_by_surface"].is_object()) {
-      for (const auto& [surface, n] : j["dropped_by_surface"].items())
-        if (n.is_number_integer()) dropped[surface] += n.get<long>();
-      continue;
-    }
-    if (!j.is_object() || j.value("type", "") != "capability_violation") continue;
-    Surface& s = by[j.value("surface", "?")];
-    s.n += 1 + j.value("repeated", 0L);
-    if (s.first.empty()) {
-      const std::string sc = j.value("syscall", "");
-      s.first = j.value("requested", "") + (sc.empty() ? "" : " (" + sc + ")");
-    }
-  }
+  violations::ViolationTally t = violations::tally_violations(*text);
+  std::sort(t.surfaces.begin(), t.surfaces.end(),
+            [](const auto& a, const auto& b) { return a.surface < b.surface; });
   // Every refusal is counted, recorded or not (red team round 12: the
   // summary said "refused 7493" of 9001).
-  for (const auto& [surface, n] : dropped) by[surface];
-  for (const auto& [surface, s] : by) {
-    const long lost = dropped.count(surface) ? dropped.at(surface) : 0;
-    const long all = s.n + lost;
-    log::warn(
-        "sandbox: refused " + std::to_string(all) + " " + surface + " action" +
-        (all == 1 ? "" : "s") + (s.first.empty() ? "" : ", first: " + s.first) +
-        (lost ? " (" + std::to_string(lost) + " past the events cap: counted, not recorded)" : "") +
-        (deliver.empty() ? "" : " (events: " + deliver + ")"));
+  for (const violations::SurfaceTally& s : t.surfaces) {
+    const long all = s.all();
+    const std::string first =
+        s.first_requested + (s.first_syscall.empty() ? "" : " (" + s.first_syscall + ")");
+    log::warn("sandbox: refused " + std::to_string(all) + " " + s.surface + " action" +
+              (all == 1 ? "" : "s") + (first.empty() ? "" : ", first: " + first) +
+              (s.dropped ? " (" + std::to_string(s.dropped) +
+                               " past the events cap: counted, not recorded)"
+                         : "") +
+              (deliver.empty() ? "" : " (events: " + deliver + ")"));
   }
 }
 

@@ -149,8 +149,28 @@ Status pin_delivery_fd(const std::string& target, int fd);
 void set_delivery(const std::string& target);
 const std::string& delivery();
 
-// Number of violations (repeats included) in an events file's text, with
-// the first and last event times.
+// The violations in an events file's text, per surface in the order first
+// seen. The one reading of the file's lines that every count and summary
+// uses: a line with "repeated": N stands for N more refusals (the first of
+// its key was written on its own line), one without for one; an
+// events_truncated line's dropped_by_surface adds refusals counted but not
+// recorded (docs/events.md "Rate limiting").
+struct SurfaceTally {
+  std::string surface;
+  long recorded = 0;  // in the file, repeats included
+  long dropped = 0;   // past the events cap
+  std::string first_requested, first_syscall;
+  long all() const { return recorded + dropped; }
+};
+struct ViolationTally {
+  std::vector<SurfaceTally> surfaces;
+  std::string first_time, last_time;
+  long total() const;
+};
+ViolationTally tally_violations(const std::string& text);
+
+// Number of violations (repeats and those past the events cap included) in
+// an events file's text, with the first and last event times.
 long count_violations(const std::string& text, std::string* first = nullptr,
                       std::string* last = nullptr);
 
