@@ -244,3 +244,28 @@ def test_explain_egress_entry():
     assert "capabilities.egress[0]" in res.stdout
     res = comet("pack", "explain", str(EXAMPLES / "weather-egress"), "--host", "api.test:8443")
     assert res.returncode == 1
+
+
+def test_run_args_after_dashes_reach_the_agent_as_they_are(tmp_path):
+    """`pack run PACK -- ARGS`: CLI11 read a word "[a,b]" as a list, and the
+    agent got "a", "b" (and "[ -f x ]" lost its brackets)."""
+    pack = tmp_path / "argpack"
+    pack.mkdir()
+    (pack / "agent.py").write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    (pack / "soyapack.yaml").write_text(
+        "apiVersion: soyapack/v0\nname: argpack\nversion: 0.1.0\ndescription: prints its args\n"
+        "runtime: {interpreter: /usr/bin/python3, entrypoint: agent.py, args: [default]}\n"
+        "capabilities:\n  egress: []\n  fs: {read: [/workdir], write: [/workdir/out]}\n"
+        "  determinism_tier: read-only\n")
+    words = ["[a,b]", "x,y", "--flag=1", "-v", "[ -f x ]", "", "--help"]
+
+    def run(*extra):
+        res = subprocess.run([str(cfg.RUNTIME), "--root", str(tmp_path / "root"), "pack", "run",
+                              "--no-cache", str(pack), *extra],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+    assert run("--", *words) == words
+    assert run() == ["default"]
+    assert run("--") == ["default"]  # nothing after "--": runtime.args stay

@@ -201,18 +201,30 @@ int cli_main(int argc, char** argv) {
   // CLI11, which reads a word "[a,b]" as a list and splits it (`bash -c
   // '[[ x ]]'` lost its brackets, and `--can-auto-allow` judged another
   // script than the harness then ran: red team round 12).
-  std::optional<std::vector<std::string>> sandbox_cmd;
-  if (verb == "sandbox") {
+  // The same for `pack run PACK -- ARGS` (the agent got "a", "b" for "[a,b]").
+  std::optional<std::vector<std::string>> after_dashes;
+  const bool pack_run = verb == "pack" && [&] {
+    int i = 1;
+    while (i < argc && std::string_view(argv[i]) != "pack") i++;
+    for (i++; i < argc; i++)
+      if (argv[i][0] != '-') return std::string_view(argv[i]) == "run";
+    return false;
+  }();
+  if (verb == "sandbox" || pack_run) {
     for (int i = 1; i < argc; ++i) {
       if (std::string_view(argv[i]) != "--") continue;
-      sandbox_cmd.emplace(argv + i + 1, argv + argc);
+      after_dashes.emplace(argv + i + 1, argv + argc);
       argc = i + 1;
       break;
     }
   }
   if (auto rc = cli::check_verb(app, argc, argv, o.g)) return *rc;
   if (auto rc = cli::parse(app, argc, argv, o.g)) return *rc;
-  if (sandbox_cmd) o.sandbox.args = std::move(*sandbox_cmd);
+  if (after_dashes && verb == "sandbox") o.sandbox.args = std::move(*after_dashes);
+  if (after_dashes && pack_run && !after_dashes->empty()) {
+    o.pack_run.args = std::move(*after_dashes);
+    o.pack_run_args_verbatim = true;
+  }
   if (auto rc = cli::set_up(o)) return *rc;
   for (size_t i = 0; i < kCount; i++)
     if (cmds[i] && *cmds[i]) return cli::kVerbs[i].run(*cmds[i], o);

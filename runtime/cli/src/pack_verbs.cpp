@@ -124,7 +124,8 @@ int run_pack(CLI::App&, Options& o) {
   if (*o.pannotation) return pack_annotation(o.pack_path, o.annotation_format);
   if (*o.pflags) return violations::flags_cli(o.g.root, o.flags_action, o.flags_arg);
   if (*o.prun) {
-    if (o.prun->count("args")) o.pack_run.args = o.pack_run_args;
+    // after "--", cli.cpp took the words as they are
+    if (!o.pack_run_args_verbatim && o.prun->count("args")) o.pack_run.args = o.pack_run_args;
     o.pack_run.allow_upstream = o.pack_run_cache == "allow-upstream";
     return pack_run(o.g, o.pack_run);
   }

@@ -54,6 +54,7 @@ struct Options {
   bool pack_strict = false;
   PackRunOptions pack_run;
   std::vector<std::string> pack_run_args;
+  bool pack_run_args_verbatim = false;  // taken after "--" by cli.cpp
   std::string pack_run_cache = "auto";
   std::string flags_action = "list", flags_arg;
   HostRootfsOptions rootfs;
