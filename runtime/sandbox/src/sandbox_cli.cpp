@@ -167,17 +167,10 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
 // or root for a sudo caller) then appends to, or by a FIFO that blocks the
 // reporter. The private /tmp is no host tree; devbox protects nothing by
 // design.
-Status events_target_outside(const Prepared& p, const std::string& events) {
-  if (events.empty() || !p.profile.sandboxed || p.profile.base == "devbox") return {};
-  const bool sock = events.rfind("unix:", 0) == 0;
-  std::string path = sock ? events.substr(5) : events;
-  char buf[PATH_MAX];
-  if (path.empty() || path[0] != '/')
-    path = std::string(::getcwd(buf, sizeof buf) ? buf : "") + "/" + path;
-  path = clean_path(path);
-  const std::string name = path.substr(path.rfind('/') + 1);
-  const std::string dir = path.substr(0, path.rfind('/'));
-  if (::realpath(dir.empty() ? "/" : dir.c_str(), buf)) path = std::string(buf) + "/" + name;
+// PATH (absolute, its directory resolved) must not lie in a tree the
+// command can write.
+Status outside_writable(const Prepared& p, const std::string& path, const std::string& events,
+                        bool sock) {
   for (const std::string& w : p.profile.write) {
     if (w == p.ctx.tmp && p.profile.limits.tmp != 0) continue;  // a private tmpfs inside
     if (path == w || path.rfind(w == "/" ? w : w + "/", 0) == 0)
@@ -189,22 +182,75 @@ Status events_target_outside(const Prepared& p, const std::string& events) {
   return {};
 }
 
+bool events_checked(const Prepared& p) {
+  return p.profile.sandboxed && p.profile.base != "devbox";
+}
+
+// An absolute, clean PATH split at its last '/'.
+std::pair<std::string, std::string> dir_and_name(std::string path) {
+  char buf[PATH_MAX];
+  if (path.empty() || path[0] != '/')
+    path = std::string(::getcwd(buf, sizeof buf) ? buf : "") + "/" + path;
+  path = clean_path(path);
+  const std::string name = path.substr(path.rfind('/') + 1);
+  const std::string dir = path.substr(0, path.rfind('/'));
+  return {dir.empty() ? "/" : dir, name};
+}
+
+// --events unix:PATH: connected by path at each event, so checked by path.
+Status events_target_outside(const Prepared& p, const std::string& events) {
+  if (events.rfind("unix:", 0) != 0 || !events_checked(p)) return {};
+  auto [dir, name] = dir_and_name(events.substr(5));
+  char buf[PATH_MAX];
+  std::string path = dir + "/" + name;
+  if (::realpath(dir.c_str(), buf)) path = std::string(buf) + "/" + name;
+  return outside_writable(p, clean_path(path), events, true);
+}
+
 // An --events FILE is opened once, before the command exists, and every
 // event goes to that open file (violations::pin_delivery_fd): never a
 // symlink (O_NOFOLLOW), only a regular file (a FIFO would block the
 // reporter), and for a sudo caller with the caller's own file-system ids,
-// so that root never writes where the caller could not.
+// so that root never writes where the caller could not. Its directory is
+// opened first, checked where that fd is (outside every writable tree),
+// and the file opened in it: what was checked is what is opened.
 Status open_events_file(const Prepared& p, const std::string& events) {
   if (events.empty() || events.rfind("unix:", 0) == 0) return {};
+  auto [dir, name] = dir_and_name(events);
+  if (name.empty() || name == "." || name == "..")
+    return Error::msg("sandbox: --events " + events + " is not a regular file");
   const bool as_caller = p.who.via_sudo && ::geteuid() == 0;
   if (as_caller) {
     ::setfsgid(p.who.gid);
     ::setfsuid(p.who.uid);
   }
-  int fd =
-      ::open(events.c_str(),
-             O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
-  const int err = errno;
+  UniqueFd dirfd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  int err = errno;
+  int fd = -1;
+  std::string real;
+  if (dirfd) {
+    char link[64], buf[PATH_MAX];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd.get());
+    ssize_t n = ::readlink(link, buf, sizeof buf - 1);
+    if (n > 0) real = std::string(buf, static_cast<size_t>(n));
+    Status inside = events_checked(p)
+                        ? outside_writable(p, clean_path(real + "/" + name), events, false)
+                        : Status{};
+    if (n <= 0 || real[0] != '/') {
+      err = n <= 0 ? errno : ENOENT;
+    } else if (!inside.ok()) {
+      if (as_caller) {
+        ::setfsuid(0);
+        ::setfsgid(0);
+      }
+      return inside;
+    } else {
+      fd = ::openat(dirfd.get(), name.c_str(),
+                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                    0600);
+      err = errno;
+    }
+  }
   if (as_caller) {
     ::setfsuid(0);
     ::setfsgid(0);
