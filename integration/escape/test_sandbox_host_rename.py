@@ -102,7 +102,8 @@ def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
     the host's next `git status` ran. The sandbox's init, which makes every
     write-open, create and rename (the git rule), answers EROFS for a
     protected name whose mount is gone. Failed on 2816fb6: the append, the
-    rename and the new hook all landed."""
+    rename and the new hook all landed; and on b1d34e2 a hard link made
+    inside .git to the unmasked config was written through."""
     from lib.packs import events_of
     from lib.sandbox import GIT_ENV, git, make_repo
     ws = make_repo(workdir)
@@ -115,6 +116,8 @@ def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
               "printf '[core]\\n\\tfsmonitor = echo PWNED-MV\\n' > /tmp/cfg; "
               "cat /tmp/cfg > cfg.new; mv -f cfg.new .git/config; echo mv=$?; "
               "printf 'echo PWNED-HOOK\\n' > .git/hooks/pre-commit; echo hook=$?; "
+              "ln .git/config .git/cfg.link; echo link=$?; "
+              "printf '[core]\\n\\tfsmonitor = echo PWNED-LINK\\n' >> .git/cfg.link; "
               "echo ok > a.txt; echo work=$?")
     result = {}
 
@@ -142,7 +145,7 @@ def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
     assert "PWNED" not in cfg, cfg
     assert "name = host" in cfg, cfg
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
-    for what in ("append", "mv", "hook"):
+    for what in ("append", "mv", "hook", "link"):
         assert f"{what}=0" not in res.out, res
     assert "work=0" in res.out, res  # the rest of the workspace stays writable
     assert (ws / "a.txt").read_text() == "ok\n"

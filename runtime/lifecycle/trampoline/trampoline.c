@@ -954,6 +954,13 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       if (old < 0) return old;
       char op[PATHMAX];
       long n = fd_path(old, op, sizeof op);
+      /* a protected file whose mount came off: no second name for it (a
+       * write through that name would reach it) */
+      long pr = n > 0 && op[0] == '/' && !on_private_fs(S, old) ? prot_refused_path(S, op, n) : 0;
+      if (pr) {
+        if (own_old) closefd(old);
+        return pr;
+      }
       if (n > 0 && op[0] == '/') {
         long cut = n;
         while (cut > 0 && op[cut - 1] != '/') cut--;
