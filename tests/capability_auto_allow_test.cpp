@@ -182,6 +182,11 @@ TEST(AutoAllow, TableOfCommands) {
       {{"cp", "evil.sh", ".git/hooks/pre-commit"}, "protected-path-write"},
       {{"mv", "x", ".vscode/tasks.json"}, "protected-path-write"},
       {{"ln", "-sf", "/tmp/x", "/home/ada/.zshrc"}, "protected-path-write"},
+      // a second name for a protected file (red team round 13: coreutils
+      // `link` was not a writer; `link .envrc a && echo x >> a`)
+      {{"link", ".envrc", "a"}, "protected-path-write"},
+      {sh("link .mcp.json m && echo x >> m"), "protected-path-write"},
+      {{"ln", ".git/config", ".git/x"}, "protected-path-write"},
       {{"install", "-m", "755", "x", ".git/hooks/pre-commit"}, "protected-path-write"},
       {{"tee", "-a", "/home/ada/.ssh/authorized_keys"}, "protected-path-write"},
       {{"touch", ".gitattributes"}, "protected-path-write"},

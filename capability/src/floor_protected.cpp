@@ -239,10 +239,10 @@ void rule_protected_args(Analysis& an, const Unwrapped& u, const std::optional<s
       n == "git" && v.size() > 1 && one_of(v[1].text, {"mv", "checkout", "restore"});
   const bool writer =
       git_writer ||
-      one_of(n, {"cp",  "mv",    "ln",    "install",  "tee",   "touch",  "chmod",  "chown", "chgrp",
-                 "rm",  "rmdir", "mkdir", "truncate", "patch", "unlink", "shred",  "rsync", "unzip",
-                 "tar", "dd",    "sed",   "perl",     "curl",  "wget",   "sponge", "cpio",  "ed",
-                 "ex",  "vi",    "vim",   "nvim",     "nano",  "emacs"});
+      one_of(n, {"cp",    "mv",  "ln",    "link",  "install",  "tee",   "touch",  "chmod",  "chown",
+                 "chgrp", "rm",  "rmdir", "mkdir", "truncate", "patch", "unlink", "shred",  "rsync",
+                 "unzip", "tar", "dd",    "sed",   "perl",     "curl",  "wget",   "sponge", "cpio",
+                 "ed",    "ex",  "vi",    "vim",   "nvim",     "nano",  "emacs"});
   if (!writer) return;
   if (n == "sed" || n == "perl") {
     const bool in_place = std::any_of(v.begin() + 1, v.end(), [](const Word& w) {

@@ -159,3 +159,49 @@ def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
     st = subprocess.run(["git", "-C", str(ws), "status", "--short"], capture_output=True,
                         text=True, env=GIT_ENV, timeout=30)
     assert "PWNED" not in st.stdout + st.stderr
+
+
+def test_the_hosts_git_lock_file_is_not_a_way_in(rt, workdir):
+    """Red team round 13: the host's `git config` writes .git/config.lock
+    and renames it over .git/config; a command that opened the lock file
+    for writing (or hard-linked it) while it was there wrote into what then
+    became .git/config. PATH.lock of every protected path is refused like
+    the path itself (EROFS), and the host's git still makes it."""
+    from lib.packs import events_of
+    from lib.sandbox import GIT_ENV, make_repo
+    ws = make_repo(workdir)
+    os.chmod(ws, 0o777)
+    g = workdir / "global.yaml"
+    g.write_text("")
+    events = workdir / "events.jsonl"
+    lock = ws / ".git" / "config.lock"
+    script = ("echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
+              "printf '[core]\\n\\tfsmonitor = echo PWNED-LOCK\\n' >> .git/config.lock; "
+              "echo lock=$?; ln .git/config.lock .git/lk; echo link=$?; echo > done")
+    result = {}
+
+    def run():
+        result["res"] = rt("sandbox", "--profile", "workspace", "--workspace", str(ws),
+                           "--events", str(events), "--", "sh", "-c", script,
+                           env={**sandbox_env(g), **GIT_ENV}, timeout=90)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert wait_file(ws / "ready", 30)
+        # what git's lockfile API does: O_EXCL create, write, later rename
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, (ws / ".git" / "config").read_bytes() + b"[user]\n\tname = host\n")
+        os.close(fd)
+        (ws / "go").write_text("")
+        assert wait_file(ws / "done", 30)
+        os.rename(lock, ws / ".git" / "config")
+    finally:
+        (ws / "go").write_text("")
+        t.join(120)
+    res = result["res"]
+    cfg = (ws / ".git" / "config").read_text()
+    assert "PWNED" not in cfg and "name = host" in cfg, cfg
+    assert "lock=0" not in res.out and "link=0" not in res.out, res
+    assert not (ws / ".git" / "lk").exists()
+    assert any(e.get("requested", "").endswith("/.git/config.lock") for e in events_of(events))
