@@ -253,6 +253,12 @@ std::string join_path(std::string_view a, std::string_view b) {
   return out;
 }
 
+bool path_under(std::string_view path, std::string_view prefix) {
+  if (prefix == "/") return !path.empty() && path[0] == '/';
+  if (path.size() < prefix.size() || path.substr(0, prefix.size()) != prefix) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '/';
+}
+
 std::string clean_path(std::string_view p) {
   bool abs = !p.empty() && p.front() == '/';
   std::vector<std::string> parts;

@@ -214,12 +214,6 @@ bool has_dotdot(std::string_view path) {
   }
 }
 
-bool path_under(std::string_view path, std::string_view prefix) {
-  if (prefix == "/") return !path.empty() && path[0] == '/';
-  if (path.size() < prefix.size() || path.substr(0, prefix.size()) != prefix) return false;
-  return path.size() == prefix.size() || path[prefix.size()] == '/';
-}
-
 std::size_t path_depth(std::string_view path) {
   return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')) -
          (path == "/" ? 1 : 0);

@@ -12,6 +12,8 @@
 
 #include "comet/oci/spec.hpp"
 
+#include "comet/base/sys.hpp"
+
 namespace comet::capability::detail {
 
 std::string lower(std::string_view s);
@@ -40,7 +42,7 @@ std::string normalize_path(std::string_view path, std::string_view base = "/");
 bool is_normal_absolute(std::string_view path);
 bool has_dotdot(std::string_view path);
 // Component-wise prefix: "/a/b/c" is under "/a/b" and "/a/b"; "/a/bc" is not.
-bool path_under(std::string_view path, std::string_view prefix);
+using ::comet::path_under;
 std::size_t path_depth(std::string_view path);  // "/" 0, "/a" 1, "/a/b" 2
 
 // --- hosts ----------------------------------------------------------------

@@ -173,7 +173,7 @@ Status outside_writable(const Prepared& p, const std::string& path, const std::s
                         bool sock) {
   for (const std::string& w : p.profile.write) {
     if (w == p.ctx.tmp && p.profile.limits.tmp != 0) continue;  // a private tmpfs inside
-    if (path == w || path.rfind(w == "/" ? w : w + "/", 0) == 0)
+    if (path_under(path, w))
       return Error::msg("sandbox: --events " + events + " is in " + w +
                         ", which the command can write (it could " +
                         (sock ? "take the socket's name" : "replace the file") +

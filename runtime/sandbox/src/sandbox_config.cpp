@@ -101,16 +101,12 @@ cap::ResolveContext resolve_context(const Invoker& who, const std::string& works
   // the others): read from /etc/passwd itself, not getpwent(), which would
   // enumerate a whole LDAP directory at every start.
   const std::string ws = clean_path(workspace);
-  auto beneath = [&ws](const std::string& h) {
-    return ws == "/" || (h.size() >= ws.size() && h.compare(0, ws.size(), ws) == 0 &&
-                         (h.size() == ws.size() || h[ws.size()] == '/'));
-  };
   if (auto pw = read_file("/etc/passwd"); pw.ok()) {
     for (const std::string& line : split(*pw, '\n')) {
       std::vector<std::string> f = split(line, ':');
       if (f.size() < 7 || f[5].empty() || f[5][0] != '/') continue;
       const std::string h = clean_path(f[5]);
-      if (h == "/" || h == who.home || !beneath(h) || !is_dir(h)) continue;
+      if (h == "/" || h == who.home || !path_under(h, ws) || !is_dir(h)) continue;
       c.homes.push_back(h);
     }
   }

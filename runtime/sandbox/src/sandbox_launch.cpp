@@ -559,15 +559,11 @@ Status prepare_reporter(Launch& x) {
       // Not one above a writable tree (the global config's directory
       // while the file is missing can hold the workspace): the init
       // would refuse what the tree's own mount lets through.
-      auto under = [](const std::string& p, const std::string& dir) {
-        return p.size() >= dir.size() && p.compare(0, dir.size(), dir) == 0 &&
-               (p.size() == dir.size() || p[dir.size()] == '/');
-      };
       for (const auto& pr : x.l.fs_view.protect) {
         if (pr.empty() || pr[0] != '/' || pr == "/") continue;
         const bool above = std::any_of(x.l.fs_view.writable.begin(), x.l.fs_view.writable.end(),
-                                       [&](const std::string& w) { return under(w, pr); });
-        if (!above && !under(x.l.workspace, pr)) ctx.init.protect.push_back(pr);
+                                       [&](const std::string& w) { return path_under(w, pr); });
+        if (!above && !path_under(x.l.workspace, pr)) ctx.init.protect.push_back(pr);
       }
     }
     TRY(x.reporter, start_reporter(rr, 3, /*in_process=*/true));

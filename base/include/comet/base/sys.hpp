@@ -51,6 +51,9 @@ bool path_exists(const std::string& path);
 std::string join_path(std::string_view a, std::string_view b);
 // Clean a path lexically (collapse //, ., ..) without touching the disk.
 std::string clean_path(std::string_view p);
+// Component-wise prefix, lexical: "/a/b/c" and "/a/b" are under "/a/b",
+// "/a/bc" is not; every absolute path is under "/".
+bool path_under(std::string_view path, std::string_view prefix);
 std::string rfc3339_now(bool nanos = true);
 std::vector<std::string> split(std::string_view s, char sep);
 // The names of a path, without the empty ones: "/a//b/" -> {"a", "b"}.
