@@ -18,10 +18,12 @@ import subprocess
 import shutil
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from lib.harness import wait_for
 from lib.sandbox import sandbox_env
 
 pytestmark = pytest.mark.comet_only
@@ -38,12 +40,31 @@ def var_dir():
 
 
 def wait_file(p: Path, timeout=30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if p.exists():
-            return True
-        time.sleep(0.02)
-    return False
+    return bool(wait_for(p.exists, timeout))
+
+
+@contextmanager
+def sandbox_running(rt, ws: Path, script: str, *, env: dict, profile="workspace",
+                    events: Path | None = None):
+    """`sandbox --profile PROFILE --workspace WS [--events EVENTS] -- sh -c
+    SCRIPT` on a thread while the block plays the host; yields a dict whose
+    "res" is the run's Result once the block has ended. Whatever happens in
+    the block, WS/go is written at its end (the scripts wait for it) and the
+    run is waited for."""
+    result = {}
+    extra = ["--events", str(events)] if events else []
+
+    def run():
+        result["res"] = rt("sandbox", "--profile", profile, "--workspace", str(ws), *extra,
+                           "--", "sh", "-c", script, env=env, timeout=90)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        yield result
+    finally:
+        (ws / "go").write_text("")
+        t.join(120)
 
 
 # strict reads no /var: a custom profile reads the directory itself (an
@@ -59,21 +80,13 @@ def test_a_denied_file_renamed_over_on_the_host_stays_hidden(rt, workdir, var_di
     g = workdir / "global.yaml"
     g.write_text(f"deny: [{secret}]\n"
                  f"profiles:\n  strictx: {{extends: strict, read: [{var_dir}]}}\n")
-    gate = ws  # the host's side of the handshake: the workspace is visible in every profile
+    # the host's side of the handshake is the workspace, visible in every profile
     script = (f"echo > {ws}/ready 2>/dev/null || echo > /tmp/ready; "
-              f"while [ ! -e {gate}/go ]; do sleep 0.02; done; "
+              f"while [ ! -e {ws}/go ]; do sleep 0.02; done; "
               f"echo secret:; cat {secret}; echo rc=$?; echo pub:; cat {pub}; "
               f"echo new:; cat {var_dir}/new")
-    env = sandbox_env(g)
-    result = {}
-
-    def run():
-        result["res"] = rt("sandbox", "--profile", "strictx" if profile == "strict" else profile, "--workspace", str(ws), "--",
-                           "sh", "-c", script, env=env, timeout=90)
-
-    t = threading.Thread(target=run)
-    t.start()
-    try:
+    run_as = "strictx" if profile == "strict" else profile
+    with sandbox_running(rt, ws, script, env=sandbox_env(g), profile=run_as) as result:
         # read-only and strict cannot write the workspace: give the run a
         # moment, then rename anyway (a late rename is the same attack).
         if not wait_file(ws / "ready", 20 if profile == "workspace" else 3):
@@ -83,9 +96,6 @@ def test_a_denied_file_renamed_over_on_the_host_stays_hidden(rt, workdir, var_di
         tmp.write_text("NEW SECRET\n")
         os.rename(tmp, secret)
         (var_dir / "new").write_text("a new file\n")
-    finally:
-        (gate / "go").write_text("")
-        t.join(120)
     res = result["res"]
     assert res.rc in (0, 1), res
     assert "NEW SECRET" not in res.out and "old secret" not in res.out, res.out
@@ -119,16 +129,8 @@ def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
               "ln .git/config .git/cfg.link; echo link=$?; "
               "printf '[core]\\n\\tfsmonitor = echo PWNED-LINK\\n' >> .git/cfg.link; "
               "echo ok > a.txt; echo work=$?")
-    result = {}
-
-    def run():
-        result["res"] = rt("sandbox", "--profile", "workspace", "--workspace", str(ws),
-                           "--events", str(events), "--", "sh", "-c", script,
-                           env={**sandbox_env(g), **GIT_ENV}, timeout=90)
-
-    t = threading.Thread(target=run)
-    t.start()
-    try:
+    env = {**sandbox_env(g), **GIT_ENV}
+    with sandbox_running(rt, ws, script, env=env, events=events) as result:
         assert wait_file(ws / "ready", 30)
         # what the host's `git config` does: .git/config.lock renamed over
         git(ws, "config", "user.name", "host")
@@ -137,9 +139,6 @@ def test_a_protected_git_config_the_host_rewrites_stays_read_only(rt, workdir):
         hooks_new.mkdir()
         os.rename(ws / ".git" / "hooks", ws / ".git" / "hooks.old")
         os.rename(hooks_new, ws / ".git" / "hooks")
-    finally:
-        (ws / "go").write_text("")
-        t.join(120)
     res = result["res"]
     cfg = (ws / ".git" / "config").read_text()
     assert "PWNED" not in cfg, cfg
@@ -178,16 +177,8 @@ def test_the_hosts_git_lock_file_is_not_a_way_in(rt, workdir):
     script = ("echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
               "printf '[core]\\n\\tfsmonitor = echo PWNED-LOCK\\n' >> .git/config.lock; "
               "echo lock=$?; ln .git/config.lock .git/lk; echo link=$?; echo > done")
-    result = {}
-
-    def run():
-        result["res"] = rt("sandbox", "--profile", "workspace", "--workspace", str(ws),
-                           "--events", str(events), "--", "sh", "-c", script,
-                           env={**sandbox_env(g), **GIT_ENV}, timeout=90)
-
-    t = threading.Thread(target=run)
-    t.start()
-    try:
+    env = {**sandbox_env(g), **GIT_ENV}
+    with sandbox_running(rt, ws, script, env=env, events=events) as result:
         assert wait_file(ws / "ready", 30)
         # what git's lockfile API does: O_EXCL create, write, later rename
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -196,9 +187,6 @@ def test_the_hosts_git_lock_file_is_not_a_way_in(rt, workdir):
         (ws / "go").write_text("")
         assert wait_file(ws / "done", 30)
         os.rename(lock, ws / ".git" / "config")
-    finally:
-        (ws / "go").write_text("")
-        t.join(120)
     res = result["res"]
     cfg = (ws / ".git" / "config").read_text()
     assert "PWNED" not in cfg and "name = host" in cfg, cfg
