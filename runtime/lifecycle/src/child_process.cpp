@@ -28,6 +28,7 @@
 #include "child_internal.hpp"
 #include "comet/base/fault.hpp"
 #include "comet/base/fd.hpp"
+#include "comet/base/sanitizer.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/lifecycle/confine.hpp"
 #include "comet/lifecycle/trampoline.hpp"
@@ -403,14 +404,6 @@ int agent_entry(void* arg) noexcept {
 // blocked from here: the init takes them from a signalfd, the agent gets
 // an empty mask. Sanitizer builds fork instead (ASan cannot follow a
 // CLONE_VM child on a stack it did not make).
-// g++ says __SANITIZE_ADDRESS__, clang only __has_feature(address_sanitizer)
-#if defined(__SANITIZE_ADDRESS__)
-#define COMET_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define COMET_ASAN 1
-#endif
-#endif
 [[noreturn]] void start_agent_under_init(AgentTail& t) noexcept {
   const ChildContext& c = *g_ctx;
   sigset_t all;

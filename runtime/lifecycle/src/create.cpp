@@ -864,4 +864,48 @@ Result<long> clone_into(int ns_flags, int cgroup_fd) {
   return pid;
 }
 
+// clone3(2) with a function run on a stack of its own, as posix_spawn's
+// clone does (glibc 2.36 has no clone3 wrapper that takes one): the child
+// calls FN(ARG) on the stack ARGS->stack and exits with its value. x86-64:
+// the child starts with the parent's registers but rax, on the new stack
+// (16-byte aligned at its top).
+extern "C" long comet_clone3_fn(struct clone_args* args, size_t size, int (*fn)(void*), void* arg);
+__asm__(R"(
+  .text
+  .globl comet_clone3_fn
+  .type comet_clone3_fn,@function
+comet_clone3_fn:
+  mov %rcx, %r8
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jnz 1f
+  xor %ebp, %ebp
+  mov %r8, %rdi
+  call *%rdx
+  mov %eax, %edi
+  mov $60, %eax
+  syscall
+  hlt
+1:
+  ret
+  .size comet_clone3_fn, .-comet_clone3_fn
+)");
+
+Result<long> clone_fn_into(std::uint64_t flags, int cgroup_fd, void* stack, size_t stack_size,
+                           int (*fn)(void*), void* arg, pid_t* parent_tid) {
+  struct clone_args args = {};
+  args.flags =
+      flags | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0) | (parent_tid ? CLONE_PARENT_SETTID : 0);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack);
+  args.stack_size = stack_size;
+  if (parent_tid) args.parent_tid = reinterpret_cast<std::uint64_t>(parent_tid);
+  if (cgroup_fd >= 0) args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  long pid =
+      fault_fail("clone3-eagain", EAGAIN) ? -EAGAIN : comet_clone3_fn(&args, sizeof args, fn, arg);
+  if (pid < 0) return Error::sys(static_cast<int>(-pid), "clone3");
+  return pid;
+}
+
 }  // namespace comet::runtime

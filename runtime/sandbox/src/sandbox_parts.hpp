@@ -103,5 +103,8 @@ Status plan_rootless(const SandboxLaunch& l, ChildContext& ctx, oci::Linux& lx);
 // same with clone(2). A refused user namespace is one line naming the
 // host setting (userns_refusal).
 Result<long> clone_sandbox_child(int ns_flags, int cgroup_fd);
+// A refused clone of the sandbox's child, said (a refused user namespace
+// names the setting that refuses it).
+Error clone_sandbox_error(const Error& e, int ns_flags);
 
 }  // namespace comet::runtime::sandbox_parts

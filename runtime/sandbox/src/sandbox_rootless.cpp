@@ -64,6 +64,15 @@ Status plan_rootless(const SandboxLaunch& l, ChildContext& ctx, oci::Linux& lx) 
   return ok();
 }
 
+Error clone_sandbox_error(const Error& e, int ns_flags) {
+  if (ns_flags & CLONE_NEWUSER) {
+    const int n = e.err();
+    if (n == EPERM || n == EACCES || n == ENOSPC || n == EUSERS || n == EINVAL)
+      return Error(n, "sandbox: " + userns_refusal(n));
+  }
+  return e;
+}
+
 Result<long> clone_sandbox_child(int ns_flags, int cgroup_fd) {
   auto pid = clone_into(ns_flags, cgroup_fd);
   if (!pid.ok() && pid.error().err() == ENOSYS && cgroup_fd < 0) {
@@ -74,11 +83,7 @@ Result<long> clone_sandbox_child(int ns_flags, int cgroup_fd) {
     else
       pid = r;
   }
-  if (!pid.ok() && (ns_flags & CLONE_NEWUSER)) {
-    const int e = pid.error().err();
-    if (e == EPERM || e == EACCES || e == ENOSPC || e == EUSERS || e == EINVAL)
-      return Error(e, "sandbox: " + userns_refusal(e));
-  }
+  if (!pid.ok()) return clone_sandbox_error(pid.error(), ns_flags);
   return pid;
 }
 

@@ -189,6 +189,13 @@ struct ChildContext {
 // directory (cgroup_fd >= 0): the child of create, exec and the sandbox.
 Result<long> clone_into(int ns_flags, int cgroup_fd);
 
+// clone3(2) of FN(ARG) on STACK (STACK_SIZE bytes), FLAGS plus
+// CLONE_INTO_CGROUP when CGROUP_FD >= 0 and CLONE_PARENT_SETTID into
+// PARENT_TID when given (written before the child runs). For a
+// CLONE_VM | CLONE_VFORK child: returns once it has exec'd or exited.
+Result<long> clone_fn_into(std::uint64_t flags, int cgroup_fd, void* stack, size_t stack_size,
+                           int (*fn)(void*), void* arg, pid_t* parent_tid);
+
 [[noreturn]] void child_main(const ChildContext& ctx) noexcept;
 
 // The `sandbox` child (sandbox_launch.hpp): the same steps as child_main

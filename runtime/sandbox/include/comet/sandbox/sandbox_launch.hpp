@@ -9,9 +9,12 @@
 //   -------                                  -----------------------------------
 //   [guardian: clone(CLONE_VM), setsid]      (only for cgroups or placeholders)
 //   placeholders, cgroups (limits only)
-//   block signals; clone3(ns flags) ------>  PDEATHSIG; tmpfs skeleton, mounts,
-//   start the reporter thread                pivot_root (in its own mount ns,
-//   join v1 cgroups (an RCU grace period)    while the parent joins)
+//   block signals; clone3(ns flags,  ------>  PDEATHSIG; tmpfs skeleton, mounts,
+//     CLONE_VM | CLONE_VFORK): this thread    pivot_root (in its own mount ns, on
+//     waits for the child's exec, a helper    a stack of its own in the runtime's
+//     thread meanwhile: starts the reporter   memory, while the helper joins)
+//     thread, joins the cgroups (an RCU
+//     grace period each), then
 //   kGo ---------------------------------->  (wait for kGo), cgroup ns,
 //                                            setsid, identity, PDEATHSIG again
 //                                            fork the command (CLONE_VFORK), exec
