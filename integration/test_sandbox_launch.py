@@ -251,6 +251,19 @@ def test_child_error_while_joining_is_reported(launch):
         assert "pivot_root" in res.stderr and "EINVAL" in res.stderr, res.stderr
 
 
+def test_failed_join_ends_the_waiting_child(launch):
+    # The child runs in the runtime's memory (CLONE_VM | CLONE_VFORK) while a
+    # thread joins it to the cgroups: a join that fails must end the child
+    # (EOF where it waits for kGo, never a kill that could leave it inside
+    # malloc), report the join's error and leave nothing (the fixture checks).
+    for _ in range(5):
+        t0 = time.monotonic()
+        res = launch("true", profile="pids16", env={"COMET_FAULT": "sandbox-join-eio"}, timeout=20)
+        assert res.returncode == 125, res.stderr
+        assert "join the cgroups" in res.stderr and "EIO" in res.stderr, res.stderr
+        assert time.monotonic() - t0 < 5
+
+
 def test_command_starts_in_its_cgroups(launch):
     # kGo comes before the cgroup namespace: the command sees the sandbox's
     # cgroups as its roots ("/"), in every v1 hierarchy with a limit.

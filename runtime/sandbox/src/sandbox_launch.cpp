@@ -30,6 +30,7 @@
 #include <thread>
 #include <utility>
 
+#include "comet/base/fault.hpp"
 #include "comet/base/random.hpp"
 #include "comet/base/sanitizer.hpp"
 #include "comet/base/switches.hpp"
@@ -608,8 +609,10 @@ Status start_and_go(Launch& x) {
   // already be a notification it answers).
   TRYV(start_reporter_thread(x.reporter));
   if (x.cg) {
-    if (Status st = join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid());
-        !st.ok()) {
+    Status st = fault_fail("sandbox-join-eio", EIO)
+                    ? Status(Error::sys(EIO, "sandbox: join the cgroups"))
+                    : join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid());
+    if (!st.ok()) {
       Msg m;
       if (recv_msg(x.sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)
         return Error(m.err, m.text);

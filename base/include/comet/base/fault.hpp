@@ -32,6 +32,8 @@
 //                         initramfs root (child.cpp; --no-pivot unaffected)
 //   idmap-no-helper       newuidmap/newgidmap are not found, as on a host
 //                         without the uidmap package (host/src/id_maps.cpp)
+// sandbox-join-eio     the sandbox's cgroup join fails (sandbox_launch.cpp:
+//                       the thread that joins while the child waits for kGo)
 // and the error table's: socketpair-emfile, clone3-eagain, memfd-enosys,
 // sync-econnreset, sync-out-of-order, seccomp-export-enomem,
 // seccomp-load-einval, sethostname-eperm, init-close-fifo, freezer-stuck,
