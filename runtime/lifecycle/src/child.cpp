@@ -422,6 +422,12 @@ void go_and_unshare_cgroupns() noexcept {
   make_skeleton();
   if (::mount(ctx.fs.rootfs.c_str(), ctx.fs.rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
     die(errno, "bind rootfs %s", ctx.fs.rootfs.c_str());
+  // The root is made under the skeleton dir (the runtime's dir in /run): a
+  // recursive bind of a host tree above it (/run) would copy it and every
+  // mount made in it so far (~20 more mounts to make and tear down, hidden
+  // under the /run/comet-runtime mask). Unbindable, it is left out.
+  if (::mount(nullptr, ctx.fs.rootfs.c_str(), nullptr, MS_UNBINDABLE, nullptr) < 0)
+    die(errno, "make %s unbindable", ctx.fs.rootfs.c_str());
   open_dev_null("open /dev/null");
   UniqueFd rootfd(open_rootfs());
   for (auto& op : ctx.fs.mounts) do_mount(rootfd.get(), op);
