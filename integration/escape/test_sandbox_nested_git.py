@@ -748,3 +748,17 @@ def test_one_workspace_reached_by_two_paths_shares_placeholders(sandbox, rt, rep
         assert not (repo / ".envrc").exists()
     finally:
         subprocess.run(["umount", str(alias)], check=False)
+
+
+def test_a_walk_cut_short_says_so(sandbox, repo):
+    # The search for nested repositories stops at 32 levels (and 65536
+    # directories, 256 repositories): a repository beyond is not protected,
+    # and the run says so on stderr instead of staying silent.
+    deep = repo.joinpath(*[f"d{i}" for i in range(34)])
+    deep.mkdir(parents=True)
+    res, _ = sandbox(repo, "true", "workspace")
+    assert res.rc == 0, res
+    assert "search for nested git repositories stopped at 32 levels" in res.err, res.err
+    (repo.parent / "shallow").mkdir()
+    shallow, _ = sandbox(make_repo(repo.parent / "shallow"), "true", "workspace")
+    assert "nested git repositories" not in shallow.err, shallow.err

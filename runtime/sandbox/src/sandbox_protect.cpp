@@ -13,6 +13,7 @@
 
 #include "comet/base/sys.hpp"
 #include "comet/capability/git_config.hpp"
+#include "comet/host/log.hpp"
 
 namespace comet::runtime::sandbox_parts {
 
@@ -73,9 +74,19 @@ struct NestedRepo {
   std::string top, git_dir;
 };
 
+// Where the walk stopped short: "" when it saw everything.
+struct WalkCut {
+  std::string why;
+  void set(const char* w, const std::string& at) {
+    if (why.empty()) why = std::string(w) + " (at " + at + ")";
+  }
+};
+
 static void find_nested_repos(const std::string& dir, int depth, int& budget,
-                              std::vector<NestedRepo>& out) {
-  if (depth > 32 || budget <= 0 || out.size() >= 256) return;
+                              std::vector<NestedRepo>& out, WalkCut& cut) {
+  if (depth > 32) return cut.set("32 levels", dir);
+  if (budget <= 0) return cut.set("65536 directories", dir);
+  if (out.size() >= 256) return cut.set("256 repositories", dir);
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   std::vector<std::string> subs;
@@ -99,15 +110,20 @@ static void find_nested_repos(const std::string& dir, int depth, int& budget,
     if (!gd.empty()) out.push_back({dir, clean_path(gd)});
   }
   for (const std::string& sub : subs) {
-    if (--budget <= 0) return;
-    find_nested_repos(sub, depth + 1, budget, out);
+    if (--budget <= 0) return cut.set("65536 directories", sub);
+    find_nested_repos(sub, depth + 1, budget, out, cut);
   }
 }
 
 static std::vector<NestedRepo> nested_repos(const std::string& ws) {
   std::vector<NestedRepo> out;
   int budget = 65536;
-  find_nested_repos(ws, 0, budget, out);
+  WalkCut cut;
+  find_nested_repos(ws, 0, budget, out, cut);
+  // Not silent: a repository the walk did not reach is not protected.
+  if (!cut.why.empty())
+    log::warn("sandbox: the search for nested git repositories stopped at " + cut.why +
+              "; any repository beyond it is not protected (docs/sandbox.md, Protected paths)");
   if (DIR* d = ::opendir((ws + "/.git/worktrees").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
