@@ -184,7 +184,6 @@ class Guardian {
   }
 
   int write_fd() const { return wr_.get(); }
-  bool running() const { return pid_ > 0; }
 
  private:
   static constexpr size_t kStack = 64 * 1024;
@@ -364,10 +363,6 @@ struct Launch {
   FsWatch fsw;
   UniqueFd tramp, proc_fd, sync_parent, sync_child;
   UniqueFd events_dir;
-  // The sandbox's mount namespace, held: its ~80 mounts are torn down at
-  // the last close (an expedited RCU grace period or more), which is then
-  // the guardian's, not the init's exit that we wait for.
-  UniqueFd mnt_ns;
   std::string events_path;
   UniqueFd create_reporter, create_init;  // the git rule's pair (before the thread's user)
   ReporterHandle reporter;
@@ -759,10 +754,6 @@ Status clone_and_start(Launch& x) {
     return Error::msg(std::string("sandbox: unexpected ") + msg_name(m.type) + " from the init");
   }
   x.sync_parent.reset();
-  if (x.guardian.running()) {
-    const std::string ns = "/proc/" + std::to_string(x.pid) + "/ns/mnt";
-    x.mnt_ns.reset(::open(ns.c_str(), O_RDONLY | O_CLOEXEC));  // none: the init's exit pays
-  }
   return {};
 }
 
@@ -808,7 +799,6 @@ Result<int> launch_sandbox(SandboxLaunch& l) {
   // ours. Its events are read (summarize_events) and it was never attached
   // anywhere: nothing on the host changes with it.
   if (x.events_dir && x.cleanup.guardian) x.cleanup.removed_dirs.push_back(std::move(x.events_dir));
-  if (x.mnt_ns && x.cleanup.guardian) x.cleanup.removed_dirs.push_back(std::move(x.mnt_ns));
   x.cleanup.run();
   std::fflush(nullptr);
   ::_exit(code);
