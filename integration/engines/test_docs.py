@@ -12,7 +12,7 @@ import yaml
 from . import enginelib as el
 
 EXPECTED = {"podman-containers.conf", "containerd-1.x.toml", "containerd-2.x.toml", "runtimeclass.yaml", "pod.yaml",
-            "engines-example/soyapack.yaml", "podman-run.sh"}
+            "engines-example/soyapack.yaml", "podman-run.sh", "ctr-run.sh"}
 
 
 def test_every_snippet_is_there_and_parses():
@@ -70,6 +70,7 @@ def test_every_engine_example_confines(tmp_path):
     pod = yaml.safe_load(el.snippet("pod.yaml"))
     assert pod["metadata"]["annotations"] == k8s["annotations"], pod["metadata"]
     assert "pack annotation ./engines-example" in el.snippet("podman-run.sh")
+    assert "pack annotation ./engines-example --format json" in el.snippet("ctr-run.sh")
     doc = el.DOC.read_text()
     # no example names a pack without its capabilities
     for m in re.finditer(r"--annotation\s+org\.soyaos\.comet\.pack=", doc):
