@@ -144,3 +144,48 @@ def test_runc_replacement_as_an_ordinary_user():
         assert res.stdout.splitlines() == ["hello from pid 1", '  "status": "created",', "hello from pid 1"], res.stdout
         state = user.runtime_dir / "comet-runtime"
         assert not [p for p in state.glob("*") if p.name.startswith("hello")], list(state.iterdir())
+
+
+def _as_ordinary_user(user: OrdinaryUser, names: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """The README's blocks NAMES as the user, in a fresh directory, with the
+    binary on PATH and the user's default state, cache and flags dirs. Not
+    under -e: the README says the last line finds nothing as an ordinary user."""
+    bindir = user.make_dir("bin")
+    shutil.copy2(cfg.RUNTIME, bindir / "comet-runtime")
+    work = user.make_dir("work")
+    qs = quickstarts()
+    for name in names[:-1]:  # files first (harness.py)
+        (work / name).write_text(qs[name])
+        os.chown(work / name, user.uid, user.gid)
+    return user.run(["bash", "-uo", "pipefail", "-c", qs[names[-1]]], cwd=str(work),
+                    env={"PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}, timeout=180)
+
+
+def test_pack_author_as_an_ordinary_user():
+    """The README under the pack quick start: as an ordinary user the agent
+    is confined the same way, but the fs.write violation is not reported:
+    exit 1 (the agent's own EROFS), no events file, a warning that says so."""
+    with OrdinaryUser(setuid_helpers=True) as user:
+        res = _as_ordinary_user(user, ("pack",))
+        out = res.stdout.splitlines()
+        assert out == ["0 errors \u00b7 0 warnings", "3", "exit 1"], res.stdout + res.stderr
+        assert "Read-only file system: '/etc/comet-was-here'" in res.stderr, res.stderr
+        assert "fs.read/fs.write violation events are off" in res.stderr, res.stderr
+        assert "grep: events.jsonl: No such file or directory" in res.stderr, res.stderr
+        assert not Path("/etc/comet-was-here").exists()
+    text = README.read_text()
+    assert "exits 1 rather than 3 and writes\nno `events.jsonl`" in text
+
+
+def test_harness_author_as_an_ordinary_user():
+    """The README under the harness quick start: as an ordinary user the
+    hook write is refused but not reported, and the last line prints 0."""
+    with OrdinaryUser(setuid_helpers=True) as user:
+        res = _as_ordinary_user(user, ("harness.py", "harness"))
+        out = res.stdout.splitlines()
+        assert out[0] == "exit status: 0" and out[1].endswith("exit status: None"), out
+        assert "pre-commit" in out[2] and "exit status: 0" not in out[2], out
+        assert out[3] == "0", out
+        assert (user.home / "work/ws/notes.txt").read_text() == "hi\n"
+        assert not (user.home / "work/ws/.git/hooks/pre-commit").exists()
+    assert "but not reported (no\nCAP_BPF, as above): the last line prints `0`" in README.read_text()
