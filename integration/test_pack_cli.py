@@ -90,6 +90,13 @@ def test_a_missing_input_names_the_flag(tmp_path):
     assert res.returncode == 2, res
     assert f"pack run --input {missing}: ENOENT" in res.stderr, res.stderr
     assert "bind mount" not in res.stderr
+    # explain takes the same flags and refuses them the same way (it said
+    # "/workdir/inputs does not exist", exit 0, a view no run has)
+    for flag in ("--input", "--rootfs"):
+        res = comet("pack", "explain", str(EXAMPLES / "summarize-inputs"), flag, str(missing),
+                    "--path", "/workdir/inputs/a.txt")
+        assert res.returncode == 2, res
+        assert f"pack explain {flag} {missing}: ENOENT" in res.stderr, res.stderr
     (tmp_path / "file").write_text("x")
     res = comet("pack", "bundle", str(EXAMPLES / "summarize-inputs"), "--rootfs", str(tmp_path),
                 "--bundle", str(tmp_path / "b"), "--input", str(tmp_path / "file"))
