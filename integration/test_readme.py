@@ -53,6 +53,17 @@ def test_the_readme_links_only_inside_the_repo():
         assert (REPO / target).exists(), target
 
 
+def test_the_docs_link_only_inside_the_repo():
+    """The pages the README links to are read by the same newcomer."""
+    pages = sorted((REPO / "docs").glob("*.md")) + [REPO / "integration/README.md"]
+    for page in pages:
+        text = page.read_text()
+        assert "../shared" not in text and "/work/" not in text, page
+        for target in re.findall(r"\]\(([^)#\s]+)", text):
+            assert not target.startswith("http"), (page, target)
+            assert (page.parent / target).exists(), (page, target)
+
+
 def test_the_readme_carries_no_dated_figures():
     """Figures with their dates and scripts live in docs/benchmarks.md."""
     assert not re.search(r"20\d\d-\d\d-\d\d", README.read_text())
