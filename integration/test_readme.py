@@ -119,6 +119,14 @@ def test_pack_author(shell):
     assert re.fullmatch(r'\s*1 "surface":"fs.write"', out[3]), out
     assert (shell.work / "out/count.txt").read_text() == "3\n"
     assert not (Path("/etc") / "comet-was-here").exists()
+    # the README's summary line, and `events --violations` with the id in it
+    said = [x for x in res.stderr.splitlines() if x.startswith("comet: ")]
+    assert len(said) == 1 and said[0].startswith(
+        "comet: 1 capability violation: fs.write \u00d71 (/etc/comet-was-here); events: "), res.stderr
+    assert "`comet: N capability violations: fs.write \u00d71 (/etc/comet-was-here); events: FILE`" in README.read_text()
+    cid = re.search(r"\.events@/(pack-[0-9a-f]+)\.jsonl", said[0]).group(1)
+    ev = shell(f"comet-runtime events --violations {cid}")
+    assert ev.returncode == 0 and '"requested":"/etc/comet-was-here"' in ev.stdout, ev
 
 
 def test_harness_author(shell):
