@@ -570,6 +570,8 @@ RECIPES = {
     "cfg-missing": r_cfg_missing,
     "cfg-pack-name-alone": lambda x: x.cfg(lambda b: b.config.setdefault("annotations", {}).__setitem__(
         "org.soyaos.comet.pack", "p@1.0.0")),
+    "cfg-annotation-typo": lambda x: x.cfg(lambda b: b.config.setdefault("annotations", {}).__setitem__(
+        "org.soyaos.comet.capabilites", '{"egress":[]}')),
     "cfg-json": lambda x: x.cfg(lambda b: b.write_raw('{"ociVersion": ')),
     "cfg-type": lambda x: x.cfg(_set("process.args", "notalist")),
     "cfg-version": lambda x: x.cfg(_set("ociVersion", "2.0.0")),

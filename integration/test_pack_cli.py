@@ -90,6 +90,13 @@ def test_a_missing_input_names_the_flag(tmp_path):
     assert res.returncode == 2, res
     assert f"pack run --input {missing}: ENOENT" in res.stderr, res.stderr
     assert "bind mount" not in res.stderr
+    # explain takes the same flags and refuses them the same way (it said
+    # "/workdir/inputs does not exist", exit 0, a view no run has)
+    for flag in ("--input", "--rootfs"):
+        res = comet("pack", "explain", str(EXAMPLES / "summarize-inputs"), flag, str(missing),
+                    "--path", "/workdir/inputs/a.txt")
+        assert res.returncode == 2, res
+        assert f"pack explain {flag} {missing}: ENOENT" in res.stderr, res.stderr
     (tmp_path / "file").write_text("x")
     res = comet("pack", "bundle", str(EXAMPLES / "summarize-inputs"), "--rootfs", str(tmp_path),
                 "--bundle", str(tmp_path / "b"), "--input", str(tmp_path / "file"))
@@ -269,3 +276,17 @@ def test_run_args_after_dashes_reach_the_agent_as_they_are(tmp_path):
     assert run("--", *words) == words
     assert run() == ["default"]
     assert run("--") == ["default"]  # nothing after "--": runtime.args stay
+
+
+def test_the_top_level_help_names_every_pack_verb():
+    """A newcomer reads `comet-runtime --help` first: its `pack` line left out
+    `annotation` (issue 26's fix for trap 1) and `flags`, and `events` did
+    not say it lists violations (trap 2)."""
+    sub = comet("pack", "--help").stdout.split("Subcommands:", 1)[1]
+    verbs = [ln.split()[0] for ln in sub.splitlines() if ln.startswith("  ") and ln.split()]
+    assert {"annotation", "flags", "explain", "run"} <= set(verbs), verbs
+    top = comet("--help").stdout
+    pack_line = next(ln for ln in top.splitlines() if ln.split()[:1] == ["pack"])
+    assert all(v in pack_line for v in verbs), (verbs, pack_line)
+    events_line = next(ln for ln in top.splitlines() if ln.split()[:1] == ["events"])
+    assert "--violations" in events_line, events_line

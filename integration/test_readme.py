@@ -53,6 +53,17 @@ def test_the_readme_links_only_inside_the_repo():
         assert (REPO / target).exists(), target
 
 
+def test_the_docs_link_only_inside_the_repo():
+    """The pages the README links to are read by the same newcomer."""
+    pages = sorted((REPO / "docs").glob("*.md")) + [REPO / "integration/README.md"]
+    for page in pages:
+        text = page.read_text()
+        assert "../shared" not in text and "/work/" not in text, page
+        for target in re.findall(r"\]\(([^)#\s]+)", text):
+            assert not target.startswith("http"), (page, target)
+            assert (page.parent / target).exists(), (page, target)
+
+
 def test_the_readme_carries_no_dated_figures():
     """Figures with their dates and scripts live in docs/benchmarks.md."""
     assert not re.search(r"20\d\d-\d\d-\d\d", README.read_text())
@@ -108,6 +119,14 @@ def test_pack_author(shell):
     assert re.fullmatch(r'\s*1 "surface":"fs.write"', out[3]), out
     assert (shell.work / "out/count.txt").read_text() == "3\n"
     assert not (Path("/etc") / "comet-was-here").exists()
+    # the README's summary line, and `events --violations` with the id in it
+    said = [x for x in res.stderr.splitlines() if x.startswith("comet: ")]
+    assert len(said) == 1 and said[0].startswith(
+        "comet: 1 capability violation: fs.write \u00d71 (/etc/comet-was-here); events: "), res.stderr
+    assert "`comet: N capability violations: fs.write \u00d71 (/etc/comet-was-here); events: FILE`" in README.read_text()
+    cid = re.search(r"\.events@/(pack-[0-9a-f]+)\.jsonl", said[0]).group(1)
+    ev = shell(f"comet-runtime events --violations {cid}")
+    assert ev.returncode == 0 and '"requested":"/etc/comet-was-here"' in ev.stdout, ev
 
 
 def test_harness_author(shell):
@@ -144,3 +163,48 @@ def test_runc_replacement_as_an_ordinary_user():
         assert res.stdout.splitlines() == ["hello from pid 1", '  "status": "created",', "hello from pid 1"], res.stdout
         state = user.runtime_dir / "comet-runtime"
         assert not [p for p in state.glob("*") if p.name.startswith("hello")], list(state.iterdir())
+
+
+def _as_ordinary_user(user: OrdinaryUser, names: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """The README's blocks NAMES as the user, in a fresh directory, with the
+    binary on PATH and the user's default state, cache and flags dirs. Not
+    under -e: the README says the last line finds nothing as an ordinary user."""
+    bindir = user.make_dir("bin")
+    shutil.copy2(cfg.RUNTIME, bindir / "comet-runtime")
+    work = user.make_dir("work")
+    qs = quickstarts()
+    for name in names[:-1]:  # files first (harness.py)
+        (work / name).write_text(qs[name])
+        os.chown(work / name, user.uid, user.gid)
+    return user.run(["bash", "-uo", "pipefail", "-c", qs[names[-1]]], cwd=str(work),
+                    env={"PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}, timeout=180)
+
+
+def test_pack_author_as_an_ordinary_user():
+    """The README under the pack quick start: as an ordinary user the agent
+    is confined the same way, but the fs.write violation is not reported:
+    exit 1 (the agent's own EROFS), no events file, a warning that says so."""
+    with OrdinaryUser(setuid_helpers=True) as user:
+        res = _as_ordinary_user(user, ("pack",))
+        out = res.stdout.splitlines()
+        assert out == ["0 errors \u00b7 0 warnings", "3", "exit 1"], res.stdout + res.stderr
+        assert "Read-only file system: '/etc/comet-was-here'" in res.stderr, res.stderr
+        assert "fs.read/fs.write violation events are off" in res.stderr, res.stderr
+        assert "grep: events.jsonl: No such file or directory" in res.stderr, res.stderr
+        assert not Path("/etc/comet-was-here").exists()
+    text = README.read_text()
+    assert "exits 1 rather than 3 and writes\nno `events.jsonl`" in text
+
+
+def test_harness_author_as_an_ordinary_user():
+    """The README under the harness quick start: as an ordinary user the
+    hook write is refused but not reported, and the last line prints 0."""
+    with OrdinaryUser(setuid_helpers=True) as user:
+        res = _as_ordinary_user(user, ("harness.py", "harness"))
+        out = res.stdout.splitlines()
+        assert out[0] == "exit status: 0" and out[1].endswith("exit status: None"), out
+        assert "pre-commit" in out[2] and "exit status: 0" not in out[2], out
+        assert out[3] == "0", out
+        assert (user.home / "work/ws/notes.txt").read_text() == "hi\n"
+        assert not (user.home / "work/ws/.git/hooks/pre-commit").exists()
+    assert "but not reported (no\nCAP_BPF, as above): the last line prints `0`" in README.read_text()

@@ -59,6 +59,26 @@ TEST(Policy, NoAnnotationsNoPolicy) {
   EXPECT_FALSE(r->has_value());
 }
 
+// Issue 26, trap 1: a misspelt confining annotation left the container
+// unconfined while its config looked confined. Near misses are refused;
+// other keys of the namespace (engines forward org.soyaos.comet.*) pass.
+TEST(Policy, MisspeltAnnotationIsRefused) {
+  for (const char* key : {"org.soyaos.comet.capabilites", "org.soyaos.comet.Capabilities",
+                          "org.soyaos.comet.capability", "org.soyaos.comet-capabilities",
+                          "org.soyaos.comet.polcy", "org.soyaos.comet.seccomp_profile"}) {
+    auto r = cap::policy_from_annotations({{key, kCapsNone}});
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_NE(r.error().what().find(std::string("annotation ") + key + ": unknown ("),
+              std::string::npos)
+        << r.error().what();
+  }
+  auto r = cap::policy_from_annotations({{"org.soyaos.comet.engines-test", "x"},
+                                         {"org.soyaos.comet.events", "/tmp/e.jsonl"},
+                                         {"org.example.capabilities", "x"}});
+  ASSERT_TRUE(r.ok()) << r.error().what();
+  EXPECT_FALSE(r->has_value());
+}
+
 TEST(Policy, CapabilitiesImplyLockdownAndNetwork) {
   auto r = cap::policy_from_annotations({{"org.soyaos.comet.capabilities", kCapsNone}});
   ASSERT_TRUE(r.ok()) << r.error().what();

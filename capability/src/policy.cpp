@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "comet/capability/compile.hpp"
 #include "comet/capability/manifest.hpp"
+#include "util.hpp"
 
 namespace comet::capability {
 
@@ -107,8 +109,36 @@ Result<Policy> policy_from_json(std::string_view text) {
   return p;
 }
 
+namespace {
+// The org.soyaos.comet.* annotations a config may carry. Others in the
+// namespace pass through (engines forward `org.soyaos.comet.*` patterns),
+// but one a typo away from these is refused: `org.soyaos.comet.capabilites`
+// would otherwise run the container unconfined while its config looks
+// confined (issue 26, trap 1).
+constexpr std::string_view kConfigAnnotations[] = {
+    kAnnotationCapabilities, kAnnotationPolicy,  kAnnotationPack,
+    kAnnotationProfile,      kAnnotationSeccomp, "org.soyaos.comet.events",
+};
+
+Status check_annotation_names(const std::map<std::string, std::string>& annotations) {
+  const std::vector<std::string_view> known(std::begin(kConfigAnnotations),
+                                            std::end(kConfigAnnotations));
+  for (const auto& [key, value] : annotations) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string low = detail::lower(key);
+    for (std::string_view k : known) {
+      if (detail::edit_distance(low, k) > 3) continue;
+      return Error::msg("annotation " + key + ": unknown " + detail::suggest(key, known) +
+                        "; a misspelt annotation would leave the container unconfined");
+    }
+  }
+  return {};
+}
+}  // namespace
+
 Result<std::optional<Policy>> policy_from_annotations(
     const std::map<std::string, std::string>& annotations) {
+  TRYV(check_annotation_names(annotations));
   std::optional<Policy> out;
   if (auto it = annotations.find(std::string(kAnnotationPolicy)); it != annotations.end()) {
     TRY(Policy p, policy_from_json(it->second));

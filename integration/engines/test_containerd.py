@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import shlex
 import time
 from pathlib import Path
 
@@ -201,18 +202,35 @@ def test_pack_name_alone_is_refused(ctr):
     ctr.ctr("c", "rm", cid)
 
 
-def test_doc_json_format_confines_under_ctr(ctr, tmp_path):
-    """docs/engines.md's ctr line: the capabilities from `pack annotation
-    --format json`; a write to /etc is refused and the task exits 3."""
+def test_doc_ctr_example_confines(ctr, tmp_path):
+    """docs/engines.md's ctr-run.sh, run as written (issue 26, trap 1: every
+    engine example confines, and the tests read it from the docs): the
+    capabilities from `pack annotation --format json`; the write to /etc is
+    refused and reported, the task exits 3, and `events --violations ID`
+    finds the event after the task is gone."""
     if el.IS_RUNC:
         pytest.skip("`pack annotation` is comet-runtime's own command")
-    caps = el.comet("pack", "annotation", el.doc_pack_dir(tmp_path), "--format", "json").stdout.strip()
-    cid = ctr.new_id("j")
-    p = ctr.run("--rm", "--annotation", f"org.soyaos.comet.capabilities={caps}",
-                "--annotation", "org.soyaos.comet.pack=engines-example@0.1.0", IMAGE, cid,
-                "sh", "-c", el.SETTLE_NOFORK + "echo x > /etc/x")
-    assert p.returncode == 3, p
-    assert "/etc/x" in p.stderr, p
+    script = el.snippet("ctr-run.sh")
+    pack_dir = el.doc_pack_dir(tmp_path)
+    cid = ctr.new_id("doc")
+    q = lambda x: shlex.quote(str(x))  # noqa: E731
+    for old, new in [
+            ("ctr run --rm", f"ctr --address {q(ctr.cd.sock)} --namespace {NS} run --fifo-dir {q(ctr.fifo)} --rm"),
+            ("--runc-binary /usr/local/bin/comet-runtime", f"--runc-binary {q(ctr.wrapper.path)}"),
+            ("--runc-root /run/comet-runtime-ctr", f"--runc-root {q(ctr.runc_root)}"),
+            ("comet-runtime pack annotation ./engines-example",
+             f"{q(ctr.wrapper.real)} pack annotation {q(pack_dir)}"),
+            ("IMAGE ID", f"{IMAGE} {cid}")]:
+        assert old in script, (old, script)
+        script = script.replace(old, new)
+    p = el.run(["bash", "-euo", "pipefail", "-c", script], timeout=90)
+    assert p.returncode == 3, f"{p}\ncalls:\n{ctr.wrapper.dump()}"
+    ann = ctr.wrapper.config_of(cid)["annotations"]
+    assert json.loads(ann["org.soyaos.comet.capabilities"])["fs"]["write"] == ["/tmp"], ann
+    ev = el.run([ctr.wrapper.real, "--root", ctr.runc_root / NS, "events", "--violations", cid], timeout=20)
+    assert ev.returncode == 0, ev
+    got = [json.loads(x) for x in ev.stdout.splitlines() if x.strip()]
+    assert ("fs.write", "/etc/x") in [(e["surface"], e["requested"]) for e in got], got
 
 
 @pytest.mark.parametrize("script,status", [

@@ -12,7 +12,8 @@ import yaml
 from . import enginelib as el
 
 EXPECTED = {"podman-containers.conf", "containerd-1.x.toml", "containerd-2.x.toml", "runtimeclass.yaml", "pod.yaml",
-            "engines-example/soyapack.yaml", "podman-run.sh"}
+            "engines-example/soyapack.yaml", "podman-run.sh", "ctr-run.sh",
+            "agent-sandbox.yaml"}
 
 
 def test_every_snippet_is_there_and_parses():
@@ -28,11 +29,12 @@ def test_every_snippet_is_there_and_parses():
 
 
 def test_every_snippet_is_used_by_a_suite():
-    """Each snippet but the 2.x one (checked below against 1.x) is read by a suite."""
+    """Each snippet but the 2.x one (checked below against 1.x) and the
+    agent-sandbox template (checked below against pod.yaml) is read by a suite."""
     used = set()
     for f in el.ENGINES_DIR.glob("*.py"):
         used |= set(re.findall(r'snippet(?:_toml)?\("([^"]+)"\)', f.read_text()))
-    assert EXPECTED - {"containerd-2.x.toml"} <= used, used
+    assert EXPECTED - {"containerd-2.x.toml", "agent-sandbox.yaml"} <= used, used
 
 
 def test_containerd_2x_handlers_match_the_tested_1x_ones():
@@ -70,11 +72,23 @@ def test_every_engine_example_confines(tmp_path):
     pod = yaml.safe_load(el.snippet("pod.yaml"))
     assert pod["metadata"]["annotations"] == k8s["annotations"], pod["metadata"]
     assert "pack annotation ./engines-example" in el.snippet("podman-run.sh")
+    assert "pack annotation ./engines-example --format json" in el.snippet("ctr-run.sh")
     doc = el.DOC.read_text()
     # no example names a pack without its capabilities
     for m in re.finditer(r"--annotation\s+org\.soyaos\.comet\.pack=", doc):
         item = doc[doc.rfind("\n\n", 0, m.start()) + 2:m.end()]  # its paragraph or list item
         assert "org.soyaos.comet.capabilities" in item or "pack annotation" in item, item
+
+
+def test_the_agent_sandbox_template_is_the_tested_pod():
+    """A Sandbox of kubernetes-sigs/agent-sandbox (issue 26, "a plus"): no
+    controller runs here, so its podTemplate must be the pod test_cri runs."""
+    sb = yaml.safe_load(el.snippet("agent-sandbox.yaml"))
+    pod = yaml.safe_load(el.snippet("pod.yaml"))
+    assert (sb["apiVersion"], sb["kind"]) == ("agents.x-k8s.io/v1alpha1", "Sandbox")
+    assert set(sb["spec"]) == {"podTemplate"} and set(sb["spec"]["podTemplate"]) == {"metadata", "spec"}
+    assert sb["spec"]["podTemplate"]["metadata"] == {"annotations": pod["metadata"]["annotations"]}
+    assert sb["spec"]["podTemplate"]["spec"] == pod["spec"]
 
 
 def test_toml_writer_round_trips():

@@ -515,6 +515,28 @@ def test_doc_example_confines(pm):
     assert flag["count"] >= 1, flag
 
 
+def test_runtime_by_name_needs_containers_conf_by_path_does_not(pm):
+    """The README (podman quick start): `--runtime comet-runtime` is a name
+    podman knows only from containers.conf's [engine.runtimes]; without that
+    entry it is refused, and `--runtime PATH` works."""
+    conf = el.snippet_toml("podman-containers.conf")
+    del conf["engine"]["runtimes"]
+    conf = el.merge(conf, {"network": {"network_config_dir": str(pm.dir / "networks")}})
+    bare = pm.dir / "containers-no-runtimes.conf"
+    bare.write_text(el.to_toml(conf))
+    env = dict(pm.env, CONTAINERS_CONF=str(bare))
+    base = el.podman_argv(pm.dir)
+    p = el.run(base + ["--runtime", "comet-runtime", "run", "--rm", *NET, IMAGE, "true"], env=env, timeout=60)
+    assert p.returncode != 0 and 'default OCI runtime "comet-runtime" not found' in p.stderr, p
+    before = len([c for c in pm.wrapper.calls() if c.verb == "create"])
+    p = el.run(base + ["--runtime", str(pm.wrapper.path), "run", "--rm", *NET, IMAGE, "echo", "by path"],
+               env=env, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "by path\n"), p
+    assert len([c for c in pm.wrapper.calls() if c.verb == "create"]) == before + 1, pm.wrapper.dump()
+    readme = (el.REPO_DIR / "README.md").read_text()
+    assert '`--runtime "$(command -v comet-runtime)"`' in readme
+
+
 def test_pack_name_alone_is_refused(pm):
     """Issue 26, trap 1: a config naming a pack without its capabilities ran
     unconfined while looking confined. It is refused at create, in one line,

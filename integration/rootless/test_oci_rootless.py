@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -468,6 +470,23 @@ def test_rootless_podman_run_exec_stop(user):
         assert res.returncode == status, res.stdout + res.stderr
         if status == 3:
             assert "can't fork" in res.stderr, res.stderr
+    # docs/rootless.md's --annotation line, as written (issue 26, trap 1:
+    # every engine example confines, read from the docs): it had a `{...}`
+    # placeholder that no shell could run
+    from engines import enginelib as el
+    doc = (Path(__file__).resolve().parent.parent.parent / "docs" / "rootless.md").read_text()
+    block = re.search(r"<!-- test: integration/rootless/test_oci_rootless.py runs the --annotation line -->\n"
+                      r"```sh\n(.*?)```", doc, re.S).group(1)
+    line = next(ln for ln in block.splitlines() if "--annotation" in ln).split("   #")[0]
+    pack_dir = el.doc_pack_dir(user.make_dir("doc-pack"))
+    for old, new in [("podman --runtime comet-runtime", " ".join(shlex.quote(a) for a in base)),
+                     ("comet-runtime pack annotation ./engines-example", f"{shlex.quote(RT)} pack annotation {pack_dir}"),
+                     (" IMAGE ", " localhost/bb:rl ")]:
+        assert old in line, (old, line)
+        line = line.replace(old, new)
+    res = user.run(["bash", "-c", line], env=env, timeout=90)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert (user.home / ".local/share/comet-runtime/flags/engines-example@0.1.0.json").is_file()
     # the violation flagged the pack version, in the user's own data dir
     # (the runtime runs as uid 0 of podman's user namespace: its files are
     # the user's), and the user's `pack flags list` shows it

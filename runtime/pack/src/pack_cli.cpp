@@ -333,6 +333,13 @@ int pack_explain(const ExplainOptions& o) {
     log::error("pack explain: give exactly one of --path P or --host HOST:PORT[:PROTO]");
     return 2;
   }
+  // As pack run: a missing --input or --rootfs is named by its flag (issue
+  // 26, trap 5), not explained as an empty /workdir/inputs that no run has.
+  for (auto [flag, dir] : {std::pair{"--input", &o.input}, std::pair{"--rootfs", &o.rootfs}})
+    if (Status st = check_dir_flag("pack explain", flag, *dir); !st.ok()) {
+      log::error(st.error().what());
+      return 2;
+    }
   if (!path.empty()) return explain_path(l, o);
   // HOST:PORT[:PROTO], PROTO default https (tcp for other ports than 443/80).
   auto parts = split(host, ':');
