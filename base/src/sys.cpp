@@ -323,10 +323,16 @@ PathWalk walk_path(const std::string& abs) {
   std::vector<std::string> todo = path_components(abs);
   std::reverse(todo.begin(), todo.end());  // a stack: the next name at the back
   std::string cur = "/";
+  std::string st_of;  // the path w.st is the lstat of
+  bool last_seen = todo.empty();
   int hops = 0;
   while (!todo.empty()) {
     std::string name = std::move(todo.back());
     todo.pop_back();
+    // The path's own last name: the first time the stack empties (a link's
+    // target is pushed only after the link is popped).
+    const bool own_last = !last_seen && todo.empty();
+    if (own_last) last_seen = true;
     if (name == ".") continue;
     if (name == "..") {
       auto k = cur.rfind('/');
@@ -345,8 +351,11 @@ PathWalk walk_path(const std::string& abs) {
     }
     if (!S_ISLNK(st.st_mode)) {
       cur = next;
+      w.st = st;
+      st_of = cur;
       continue;
     }
+    if (own_last) w.last_is_link = true;
     w.links.push_back(next);
     char buf[PATH_MAX];
     const ssize_t n = ::readlink(next.c_str(), buf, sizeof buf - 1);
@@ -360,6 +369,8 @@ PathWalk walk_path(const std::string& abs) {
     for (auto it = more.rbegin(); it != more.rend(); ++it) todo.push_back(*it);
   }
   w.real = cur;
+  // Ended on "/", "." or "..": the lstat of where it ended.
+  w.found = st_of == cur || ::lstat(cur.c_str(), &w.st) == 0;
   return w;
 }
 

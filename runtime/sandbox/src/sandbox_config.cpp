@@ -172,19 +172,6 @@ Result<LoadedConfig> load_sandbox_config(const ConfigPaths& paths) {
 
 namespace {
 
-// realpath(3) of an existing PATH from its walk (walk_path: the same
-// resolution, one lstat per component, where realpath makes a readlink per
-// component): used only when the walk ended on the very file stat() finds.
-// ~100 host paths per plan, most under two or three directories: their
-// readlinks were a quarter of the plan's ~800 syscalls.
-std::optional<std::string> walked_real(const PathWalk& w, const struct stat& st) {
-  struct stat at;
-  if (!w.first_missing.empty() || w.real.empty() || ::stat(w.real.c_str(), &at) < 0 ||
-      at.st_dev != st.st_dev || at.st_ino != st.st_ino)
-    return std::nullopt;
-  return w.real;
-}
-
 std::optional<std::string> real_path(const std::string& p) {
   char buf[PATH_MAX];
   if (!::realpath(p.c_str(), buf)) return std::nullopt;
@@ -196,23 +183,33 @@ std::optional<std::string> real_path(const std::string& p) {
 cap::HostPath HostPaths::get(const std::string& path) {
   cap::HostPath h;
   h.real = path;
-  struct stat lst;
-  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) h.symlink = true;
-  PathWalk w;
+  auto kind_of = [](const struct stat& st) {
+    return S_ISDIR(st.st_mode)    ? cap::HostKind::dir
+           : S_ISREG(st.st_mode)  ? cap::HostKind::file
+           : S_ISSOCK(st.st_mode) ? cap::HostKind::socket
+                                  : cap::HostKind::other;
+  };
   if (!path.empty() && path[0] == '/') {
-    w = walk_path(path);
+    // Every fact from one walk (one lstat per name): whether the last name
+    // is a link, the links on the way, what it resolves to and its kind.
+    // It was an lstat, the walk, a stat and a stat of the walk's end: ~300
+    // of a plan's ~700 syscalls.
+    PathWalk w = walk_path(path);
     h.links = w.links;
-  }
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    h.kind = S_ISDIR(st.st_mode)    ? cap::HostKind::dir
-             : S_ISREG(st.st_mode)  ? cap::HostKind::file
-             : S_ISSOCK(st.st_mode) ? cap::HostKind::socket
-                                    : cap::HostKind::other;
-    std::optional<std::string> r = walked_real(w, st);
-    if (!r) r = real_path(path);
-    if (r) h.real = *r;
-    return h;
+    h.symlink = w.last_is_link;
+    if (w.found) {
+      h.kind = kind_of(w.st);
+      h.real = w.real;
+      return h;
+    }
+  } else {
+    struct stat lst, st;
+    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) h.symlink = true;
+    if (::stat(path.c_str(), &st) == 0) {
+      h.kind = kind_of(st);
+      if (std::optional<std::string> r = real_path(path)) h.real = *r;
+      return h;
+    }
   }
   // Missing: resolve the longest existing prefix, keep the rest as written,
   // so that /var/run/x and /run/x name one path. The prefixes repeat (the

@@ -68,6 +68,12 @@ struct PathWalk {
   std::string real;
   std::vector<std::string> links;
   std::string first_missing;
+  // Found: REAL exists, and ST is its lstat (not a link: stat(2) of the
+  // path), from the walk itself. LAST_IS_LINK: the path's own last name is
+  // a symlink (lstat(2) of the path).
+  bool found = false;
+  struct stat st = {};
+  bool last_is_link = false;
 };
 PathWalk walk_path(const std::string& abs);
 // /proc/PID/stat field 22 (starttime in clock ticks), or 0 when unreadable.
