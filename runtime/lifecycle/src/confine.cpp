@@ -52,7 +52,10 @@ constexpr uint64_t kAccessFsWriteV1 = (1ULL << 1) | (0xffULL << 4) | (1ULL << 12
 constexpr uint64_t kAccessFsMakeSym = 1ULL << 12;
 constexpr uint64_t kAccessFsRefer = 1ULL << 13;
 constexpr uint64_t kAccessFsTruncate = 1ULL << 14;
-constexpr uint64_t kFileRights = kAccessFsExecute | (1ULL << 1) | (1ULL << 2) | kAccessFsTruncate;
+constexpr uint64_t kAccessFsWriteFile = 1ULL << 1;
+constexpr uint64_t kAccessFsReadFile = 1ULL << 2;
+constexpr uint64_t kFileRights =
+    kAccessFsExecute | kAccessFsWriteFile | kAccessFsReadFile | kAccessFsTruncate;
 constexpr uint32_t kRuleNetPort = 2;
 constexpr uint64_t kAccessNetBindTcp = 1ULL << 0;
 constexpr uint64_t kAccessNetConnectTcp = 1ULL << 1;
@@ -445,14 +448,26 @@ int apply_landlock(const ChildContext& ctx, const char** failed) noexcept {
   // The caller's stdio (sandbox): `> /dev/stdout` reopens fd 1's file
   // through /proc/self/fd/1, which Landlock judges by its path, outside
   // every writable tree when it is the caller's terminal or a file of the
-  // caller's. That file only: what the command could already write.
+  // caller's. That file only, and only as its fd was opened: what the
+  // command could already do through it. A file given as stdin (`< FILE`,
+  // read-only) is not made writable (red team round 14: `< .git/config`
+  // reopened through /proc/self/fd/0 for writing, past the read-only bind,
+  // on the caller's mount); an appending fd gives no truncation.
   for (int fd = 0; !err && ctx.confine.landlock_stdio && fd <= 2; fd++) {
     struct stat st;
-    if (::fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) continue;
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) continue;
+    const int mode = fl & O_ACCMODE;
+    uint64_t rights = 0;
+    if (mode == O_RDONLY || mode == O_RDWR) rights |= kAccessFsReadFile;
+    if (mode == O_WRONLY || mode == O_RDWR)
+      rights |= kAccessFsWriteFile | ((fl & O_APPEND) ? 0 : kAccessFsTruncate);
+    rights &= write & kFileRights;
+    if (!rights) continue;
     char self[32];
     std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
     const char* ignored = nullptr;
-    (void)add_path_rule(rs, self, write & kFileRights, &ignored);  // best effort
+    (void)add_path_rule(rs, self, rights, &ignored);  // best effort
   }
   for (size_t i = 0; !err && i < ctx.confine.landlock_tcp_connect.size(); i++) {
     NetPortAttr np = {kAccessNetConnectTcp, ctx.confine.landlock_tcp_connect[i]};

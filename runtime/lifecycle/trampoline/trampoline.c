@@ -805,6 +805,54 @@ static int into_own_refused(struct cstate* S, long srcdir, const char* srcname, 
 }
 
 /* An open that writes: a write access mode or O_TRUNC. */
+/* A write-open of /proc/PID/fd/N (or .../task/TID/fd/N) reopens the file
+ * on the mount of the fd it names, past any read-only bind of the
+ * sandbox's: allowed only when that fd was itself opened for writing, so
+ * the reopen gives nothing the fd did not (red team round 14: `< .git/config`
+ * reopened for writing through /proc/self/fd/0). PP: the fd directory's
+ * path (N PP bytes); NAME: N. Unreadable flags: refused. */
+static int magic_reopen_refused(struct cstate* S, const char* pp, long n, const char* name) {
+  if (n < 3 || pp[n - 3] != '/' || pp[n - 2] != 'f' || pp[n - 1] != 'd') return 0;
+  char info[96];
+  long nl = slen(name);
+  if (n + 5 + nl >= (long)sizeof info) return 1;
+  scopy(info, sizeof info, pp, n);
+  scopy(info + n, sizeof info - n, "info/", 5);
+  scopy(info + n + 5, sizeof info - n - 5, name, nl);
+  long fd = sys6(NR_openat, AT_FDCWD_, (long)info, O_CLOEXEC_, 0, 0, 0);
+  int refused = 1;
+  if (fd >= 0) {
+    char b[512];
+    long got = sys6(NR_read, fd, (long)b, sizeof b - 1, 0, 0, 0);
+    closefd(fd);
+    if (got > 0) {
+      b[got] = 0;
+      for (long i = 0; i + 6 < got; i++) {
+        if (b[i] != 'f' || b[i + 1] != 'l' || b[i + 2] != 'a' || b[i + 3] != 'g' ||
+            b[i + 4] != 's' || b[i + 5] != ':')
+          continue;
+        long j = i + 6;
+        while (b[j] == ' ' || b[j] == '\t') j++;
+        unsigned long fl = 0;
+        while (b[j] >= '0' && b[j] <= '7') fl = fl * 8 + (unsigned long)(b[j++] - '0');
+        refused = (fl & 3) == 0; /* O_RDONLY */
+        break;
+      }
+    }
+  }
+  if (refused) {
+    char target[PATHMAX];
+    char l[128];
+    scopy(l, sizeof l, pp, n);
+    l[n] = '/';
+    scopy(l + n + 1, sizeof l - n - 1, name, nl);
+    long t = sys6(NR_readlinkat, AT_FDCWD_, (long)l, (long)target, sizeof target - 1, 0, 0);
+    if (t > 0) refuse_at(S, target, t);
+    else refuse_at(S, l, n + 1 + nl);
+  }
+  return refused;
+}
+
 static int writes(long fl) { return (fl & 3) != 0 || (fl & 01000 /* O_TRUNC */); }
 
 /* An open: the last symlink followed here (up to 40), then judged. */
@@ -837,6 +885,10 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
       char pp[64];
       long n = fd_path(parent, pp, sizeof pp);
       if (n >= 7 && pp[6] == '1' && (pp[7] == '/' || pp[7] == 0)) {
+        closefd(parent);
+        return -13;
+      }
+      if (writes(fl) && n > 0 && magic_reopen_refused(S, pp, n, name)) {
         closefd(parent);
         return -13;
       }

@@ -1,0 +1,66 @@
+"""Attacks of red team round 14 on `sandbox` (docs/sandbox.md), each as the
+attacker did it, asserting on what the host holds afterwards; each failed
+on the round's binary (3d4ae9a's sandbox code, /tmp/rt-bin14).
+
+- Row 5/5b: a file the caller gives as stdin (`< FILE`, read-only) was
+  reopened for writing through /proc/self/fd/0: the Landlock exception for
+  the caller's stdio granted write on it, and the reopen goes through the
+  caller's mount, past a protected path's read-only bind."""
+from __future__ import annotations
+
+import pytest
+
+from lib import config as cfg  # noqa: F401  (the suite's config module)
+from lib.sandbox import git, make_repo, sandbox_env
+
+pytestmark = pytest.mark.comet_only
+
+
+@pytest.fixture
+def gcfg(workdir):
+    g = workdir / "global.yaml"
+    g.write_text("")
+    return g
+
+
+def run(rt, ws, script, *, profile="workspace", env=None, stdin=None, timeout=120):
+    prefix = ["/bin/sh", "-c", 'exec "$@" < "$0"', str(stdin)] if stdin else []
+    return rt("sandbox", "--profile", profile, "--workspace", str(ws), "--", "/bin/sh", "-c",
+              script, env=env, timeout=timeout, prefix=prefix)
+
+
+@pytest.mark.parametrize("profile", ["workspace", "read-only", "strict"])
+def test_a_file_given_as_stdin_is_not_made_writable(rt, workdir, gcfg, profile):
+    ws = make_repo(workdir)
+    tool = workdir / "tool.sh"
+    tool.write_text("#!/bin/sh\necho harmless\n")
+    res = run(rt, ws, 'cat > /dev/null; printf "echo INJECTED\\n" > /proc/self/fd/0; '
+              'echo "w=$?"; printf x >> /dev/stdin; echo "a=$?"', profile=profile,
+              env=sandbox_env(gcfg), stdin=tool)
+    assert tool.read_text() == "#!/bin/sh\necho harmless\n", res
+    assert "w=0" not in res.out and "a=0" not in res.out, res.out
+    assert "fs.write" in res.err, res.err  # refused and reported
+
+
+def test_a_protected_file_given_as_stdin_stays_read_only(rt, workdir, gcfg):
+    ws = make_repo(workdir)
+    before = (ws / ".git" / "config").read_text()
+    res = run(rt, ws, 'cat >/dev/null; printf "[core]\\n\\tfsmonitor = touch pwned\\n" '
+              '>> /proc/self/fd/0; echo "w=$?"', env=sandbox_env(gcfg),
+              stdin=ws / ".git" / "config")
+    assert (ws / ".git" / "config").read_text() == before, res
+    assert "w=0" not in res.out, res.out
+    git(ws, "status", check=False)
+    assert not (ws / "pwned").exists()
+
+
+def test_stdio_still_works_as_the_fds_were_opened(rt, workdir, gcfg):
+    # `> /dev/stdout` into a file the caller opened for writing, and reading
+    # /dev/stdin of a file given as stdin, keep working.
+    ws = make_repo(workdir)
+    data = workdir / "in.txt"
+    data.write_text("payload\n")
+    res = run(rt, ws, 'cat /dev/stdin && echo to-stdout >> /dev/stdout || exit 9',
+              env=sandbox_env(gcfg), stdin=data)
+    assert res.rc == 0, res
+    assert res.out == "payload\nto-stdout\n", res.out
