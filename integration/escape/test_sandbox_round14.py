@@ -64,3 +64,27 @@ def test_stdio_still_works_as_the_fds_were_opened(rt, workdir, gcfg):
               env=sandbox_env(gcfg), stdin=data)
     assert res.rc == 0, res
     assert res.out == "payload\nto-stdout\n", res.out
+
+
+def test_the_host_gits_head_lock_is_not_written_into(rt, workdir, gcfg):
+    """Row 7: while the host's `git checkout` held .git/HEAD.lock, the
+    command opened it for writing, and its content became .git/HEAD. The
+    host's lock is there (as git holds it) when the command runs: opening,
+    linking or renaming onto it is refused; the command's own git may still
+    make its HEAD.lock new (O_EXCL), so `git commit` inside keeps working."""
+    ws = make_repo(workdir)
+    lock = ws / ".git" / "HEAD.lock"
+    lock.write_text("ref: refs/heads/master\n")
+    script = ('printf "ref: refs/heads/evil\\n" > .git/HEAD.lock; echo "w=$?"; '
+              'printf x >> .git/HEAD.lock; echo "a=$?"; echo e > e; mv -f e .git/HEAD.lock; '
+              'echo "m=$?"; ln -f a.txt .git/HEAD.lock 2>/dev/null; echo "l=$?"')
+    res = run(rt, ws, script, env=sandbox_env(gcfg))
+    assert lock.read_text() == "ref: refs/heads/master\n", res
+    for k in ("w", "a", "m", "l"):
+        assert f"{k}=0" not in res.out, res.out
+    assert "HEAD.lock" in res.err, res.err  # reported
+    lock.unlink()
+    res = run(rt, ws, "echo y > b.txt && git add b.txt && git -c user.email=a@b -c user.name=a "
+              "commit -qm inside && echo commit-ok", env=sandbox_env(gcfg))
+    assert "commit-ok" in res.out, res
+    assert not lock.exists()

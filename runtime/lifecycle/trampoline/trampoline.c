@@ -240,7 +240,9 @@ static int violated(long fd) {
  * would make, open for writing, or move a protected name, or one beneath
  * it, is answered EROFS here (what the mount answers; the fs events report
  * it) when the name is no longer a mount point; while it is, the kernel
- * answers as it always did. */
+ * answers as it always did. An entry "=PATH" (a HEAD's lock file) may only
+ * be made new, by an open with O_CREAT | O_EXCL (git's own lock): any other
+ * call on it is EROFS, so the host git's lock is never written into. */
 enum {
   NR_sendmsg = 46,
   NR_recvmsg = 47,
@@ -314,6 +316,7 @@ struct cstate {
   char** own_dirs; /* OWN: absolute paths, NULL-terminated */
   char** prot;     /* PROT: absolute paths, NULL-terminated */
   int need_ids;     /* a /proc/self path, and the reporter sent no nspid */
+  int excl;         /* the call is an open with O_CREAT | O_EXCL (PROT "=") */
   unsigned long priv_devs[16];
   int n_priv;
 };
@@ -737,8 +740,13 @@ static long mnt_id(const char* path) {
  * above): -30 (EROFS), else 0. */
 static long prot_refused_path(struct cstate* S, const char* p, long n) {
   for (char** g = prot; g && *g; g++) {
-    long m = prot_prefix(*g, p, n);
+    const int fresh_only = (*g)[0] == '=';
+    long m = prot_prefix(*g + fresh_only, p, n);
     if (m <= 0) continue;
+    if (fresh_only) {
+      if (S->excl && m == n) continue; /* made new: git's own lock */
+      return -30;
+    }
     char at[PATHMAX], up[PATHMAX];
     scopy(at, PATHMAX, p, m);
     long c = m;
@@ -933,7 +941,9 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
     if (writes(fl) ||
         ((fl & O_CREAT_) &&
          sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)) {
+      S->excl = (fl & O_CREAT_) && (fl & O_EXCL_);
       long pr = prot_refused(S, parent, name);
+      S->excl = 0;
       if (pr) {
         closefd(parent);
         return pr;

@@ -558,14 +558,12 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     // opened the host's lock file for writing (or linked it) while it was
     // there wrote what then became .git/config (red team round 13). The
     // init refuses PATH.lock like PATH, and the events name it. Never a
-    // placeholder: the host's git must still be able to make it. Not
-    // HEAD.lock: the command's own `git commit` takes it to log HEAD's move
-    // (it never renames it over a symbolic HEAD), and HEAD names no code.
-    for (std::size_t i = 0, n = out.fs_view.protect.size(); i < n; i++) {
-      const std::string& pr = out.fs_view.protect[i];
-      const std::string base = pr.substr(pr.rfind('/') + 1);
-      if (base != "HEAD") out.fs_view.protect.push_back(pr + ".lock");
-    }
+    // placeholder: the host's git must still be able to make it. HEAD.lock
+    // too, but the init lets the command make it new (sandbox_launch.cpp):
+    // its own `git commit` takes it to log HEAD's move and removes it;
+    // writing into the host git's during a checkout set HEAD (round 14).
+    for (std::size_t i = 0, n = out.fs_view.protect.size(); i < n; i++)
+      out.fs_view.protect.push_back(out.fs_view.protect[i] + ".lock");
     out.fs_view.deny = p.profile.deny;
     out.fs_view.deny.insert(out.fs_view.deny.end(), in.hide.begin(), in.hide.end());
     out.fs_view.cwd = p.workspace;

@@ -568,7 +568,10 @@ Status prepare_reporter(Launch& x) {
         if (pr.empty() || pr[0] != '/' || pr == "/") continue;
         const bool above = std::any_of(x.l.fs_view.writable.begin(), x.l.fs_view.writable.end(),
                                        [&](const std::string& w) { return path_under(w, pr); });
-        if (!above && !path_under(x.l.workspace, pr)) ctx.init.protect.push_back(pr);
+        if (above || path_under(x.l.workspace, pr)) continue;
+        // A HEAD's lock: only made new (trampoline.c PROT "=").
+        const bool head_lock = pr.size() > 10 && pr.compare(pr.size() - 10, 10, "/HEAD.lock") == 0;
+        ctx.init.protect.push_back(head_lock ? "=" + pr : pr);
       }
     }
     TRY(x.reporter, start_reporter(rr, 3, /*in_process=*/true));
