@@ -524,9 +524,11 @@ class Planner {
     switch (e.op) {
       case Op::read:
         if (overlay_view(e)) {
-          return mount(e.path, "overlay", "overlay",
-                       {"ro", "nosuid", "nodev", "lowerdir=" + in_.empty_dir + ":" + e.path,
-                        "x-comet.or-rbind"});
+          std::vector<std::string> o = {"ro", "nosuid", "nodev",
+                                        "lowerdir=" + overlay_top(e) + ":" + e.path,
+                                        "x-comet.or-rbind"};
+          for (const std::string& w : whiteouts(e)) o.push_back("x-comet.whiteout=" + w);
+          return mount(e.path, "overlay", "overlay", o);
         }
         return mount(e.path, "bind", e.path, ro);
       case Op::protect:
@@ -588,6 +590,46 @@ class Planner {
       return (x.op == Op::deny || x.op == Op::hide || x.op == Op::socket_file) &&
              x.path != e.path && path_under(x.path, e.path);
     });
+  }
+
+  // An overlay view's top layer: a directory of its own in the skeleton
+  // (its whiteouts are its own), numbered in the order of the entries.
+  std::string overlay_top(const Entry& e) const {
+    std::size_t k = 0;
+    for (const Entry& x : entries_) {
+      if (&x == &e || x.path == e.path) break;
+      if (x.op == Op::read && overlay_view(x)) k++;
+    }
+    return in_.empty_dir + "/" + std::to_string(k);
+  }
+
+  // The names an overlay view hides whenever the host makes them: the
+  // temporary and backup copies tools write beside a denied file (NAME+ by
+  // shadow-utils' useradd, chage, passwd; nNAME by PAM's pam_unix; NAME-,
+  // NAME~, NAME.new, NAME.tmp), so that the copy of /etc/shadow the host
+  // writes while the sandbox runs is not readable there (red team round
+  // 14). Not a name that is an entry itself (shadow- is denied by its own
+  // mask, on the name the overlay must then show). A copy of a random name
+  // (mkstemp's) is not covered.
+  std::vector<std::string> whiteouts(const Entry& e) const {
+    std::vector<std::string> out;
+    for (const Entry& x : entries_) {
+      if ((x.op != Op::deny && x.op != Op::hide) || x.kind == HostKind::dir) continue;
+      if (x.path == e.path || !path_under(x.path, e.path)) continue;
+      const std::size_t cut = x.path.rfind('/');
+      const std::string base = x.path.substr(cut + 1);
+      // relative to the overlay: its subdirectories are the top layer's too
+      const std::string dir = x.path.substr(0, cut + 1).substr(e.path.size() + 1);
+      for (const std::string& w :
+           {base + "+", "n" + base, base + "-", base + "~", base + ".new", base + ".tmp"}) {
+        const std::string at = e.path + "/" + dir + w;
+        if (w.size() > 255 || std::any_of(entries_.begin(), entries_.end(),
+                                          [&](const Entry& y) { return y.path == at; }))
+          continue;
+        if (std::find(out.begin(), out.end(), dir + w) == out.end()) out.push_back(dir + w);
+      }
+    }
+    return out;
   }
 
   // A denied or hidden directory that nothing may search or list.

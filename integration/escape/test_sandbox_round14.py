@@ -88,3 +88,50 @@ def test_the_host_gits_head_lock_is_not_written_into(rt, workdir, gcfg):
               "commit -qm inside && echo commit-ok", env=sandbox_env(gcfg))
     assert "commit-ok" in res.out, res
     assert not lock.exists()
+
+
+def test_a_denied_files_temporary_copies_stay_hidden(rt, workdir):
+    """Row 1: while the host's `chage` or `useradd` ran, the command read
+    /etc/shadow+ (shadow-utils' new copy, renamed over /etc/shadow after),
+    as new names show in the overlay view of /etc. Here a denied file in a
+    directory of the host's (/var/tmp, overlaid like /etc): its copies made
+    during the run (NAME+, nNAME as PAM's, NAME~) are not there inside; any
+    other new file still is."""
+    import secrets as _s
+    import shutil
+    import threading
+    from pathlib import Path
+    d = Path("/var/tmp") / f"comet-r14-{_s.token_hex(4)}"
+    d.mkdir(mode=0o755)
+    try:
+        secret = d / "shadow"
+        secret.write_text("old secret\n")
+        ws = workdir / "ws"
+        ws.mkdir()
+        g = workdir / "global.yaml"
+        g.write_text(f"deny: [{secret}]\n")
+        script = (f"echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
+                  f"for f in shadow+ nshadow 'shadow~' other; do echo \"$f:\"; cat {d}/\"$f\"; done; "
+                  f"ls -la {d}")
+        out = {}
+        t = threading.Thread(target=lambda: out.setdefault("res", run(
+            rt, ws, script, env=sandbox_env(g))))
+        t.start()
+        try:
+            for _ in range(600):
+                if (ws / "ready").exists():
+                    break
+                import time
+                time.sleep(0.05)
+            for name in ("shadow+", "nshadow", "shadow~"):
+                (d / name).write_text("NEW SECRET\n")
+            (d / "other").write_text("a new file\n")
+        finally:
+            (ws / "go").write_text("")
+            t.join(120)
+        res = out["res"]
+        assert "NEW SECRET" not in res.out and "old secret" not in res.out, res.out
+        assert "a new file" in res.out, res.out
+        assert "shadow+" not in res.out.split("total", 1)[-1], res.out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

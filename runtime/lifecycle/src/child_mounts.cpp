@@ -337,6 +337,53 @@ int copy_tree(int src, int dst) {
 
 }  // namespace
 
+// A sandbox overlay view's top layer (x-comet.or-rbind: profile_compile.cpp
+// overlay_view), its first lowerdir, made here in the sandbox's own tmpfs
+// skeleton with the host directory's owner and mode (an overlay shows its
+// root, and each merged directory, with its top layer's), and a whiteout
+// (a 0:0 character device) per MountOptions::whiteouts name. A user
+// namespace may not make one (the overlay is then refused too, and
+// x-comet.or-rbind binds instead).
+namespace {
+void make_overlay_top(const MountOp& op) {
+  const std::string& d = op.opt.data;
+  const size_t at = d.find("lowerdir=");
+  if (at == std::string::npos) die(0, "overlay %s: no lowerdir", op.dest.c_str());
+  const size_t from = at + 9, to = d.find_first_of(":,", from);
+  const std::string top = d.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  struct stat ds;
+  if (::lstat(op.dest.c_str(), &ds) < 0 || !S_ISDIR(ds.st_mode)) return;  // the mount says why
+  if (::mkdir(top.c_str(), 0700) < 0 && errno != EEXIST) die(errno, "create %s", top.c_str());
+  // Best effort: in a user namespace the host's ids may be unmapped (and
+  // the overlay is then refused anyway).
+  (void)!::chown(top.c_str(), ds.st_uid, ds.st_gid);
+  (void)!::chmod(top.c_str(), ds.st_mode & 07777);
+  for (const std::string& name : op.opt.whiteouts) {
+    // A whiteout below a subdirectory: the top layer's copy of each one on
+    // the way, with the host's owner and mode (an overlay shows a merged
+    // directory with its top layer's).
+    for (size_t k = name.find('/'); k != std::string::npos; k = name.find('/', k + 1)) {
+      const std::string sub = top + "/" + name.substr(0, k);
+      struct stat hs;
+      if (::lstat((op.dest + "/" + name.substr(0, k)).c_str(), &hs) < 0 || !S_ISDIR(hs.st_mode))
+        break;  // gone on the host: nothing there to hide
+      if (::mkdir(sub.c_str(), hs.st_mode & 07777) < 0) {
+        if (errno != EEXIST) die(errno, "create %s", sub.c_str());
+        continue;
+      }
+      (void)!::chown(sub.c_str(), hs.st_uid, hs.st_gid);
+      (void)!::chmod(sub.c_str(), hs.st_mode & 07777);
+    }
+    const std::string w = top + "/" + name;
+    if (::mknod(w.c_str(), S_IFCHR | 0000, makedev(0, 0)) < 0 && errno != EEXIST) {
+      if (errno == ENOENT) continue;  // its directory is gone on the host
+      if (op.opt.or_rbind && (errno == EPERM || errno == EACCES)) return;  // the bind instead
+      die(errno, "whiteout %s", w.c_str());
+    }
+  }
+}
+}  // namespace
+
 void do_mount(int rootfd, const MountOp& op) {
   if (op.opt.if_exists) {
     UniqueFd there(openat2_in_root(rootfd, op.dest, O_PATH, kInRoot));
@@ -355,6 +402,7 @@ void do_mount(int rootfd, const MountOp& op) {
     under.reset(openat2_in_root(rootfd, op.dest, O_RDONLY | O_DIRECTORY, kInRoot));
     if (!under) die(errno, "open %s for tmpcopyup", op.dest.c_str());
   }
+  if (op.opt.or_rbind && op.type == "overlay") make_overlay_top(op);
   const char* data = op.opt.data.empty() ? nullptr : op.opt.data.c_str();
   const std::string at = fdpath(fd.get());
   int r = ::mount(op.source.c_str(), at.c_str(), op.type.c_str(), op.opt.flags, data);

@@ -84,6 +84,10 @@ Result<MountOptions> parse_mount_options(const std::vector<std::string>& opts) {
       o.or_rbind = true;
       continue;
     }
+    if (opt.rfind("x-comet.whiteout=", 0) == 0) {
+      o.whiteouts.push_back(opt.substr(17));
+      continue;
+    }
     if (opt == "idmap" || opt == "ridmap") {
       o.idmap = true;
       o.ridmap = o.ridmap || opt == "ridmap";

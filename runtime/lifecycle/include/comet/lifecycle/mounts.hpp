@@ -35,6 +35,11 @@ struct MountOptions {
   // made beneath the directory since the plan is locked there, and an
   // overlay over it is EINVAL)
   bool or_rbind = false;
+  // "x-comet.whiteout=NAME" (an overlay's): the child makes its first
+  // lowerdir (under the sandbox's own tmpfs) and a whiteout NAME in it, so
+  // that the overlay never shows NAME from the host's directory, whenever
+  // the host makes it (a denied file's temporary copies: shadow+, ...)
+  std::vector<std::string> whiteouts;
   bool idmap = false;   // "idmap" / "ridmap": an idmapped bind mount
   bool ridmap = false;  // "ridmap": the mapping on every submount too
 };
