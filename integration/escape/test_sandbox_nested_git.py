@@ -750,15 +750,23 @@ def test_one_workspace_reached_by_two_paths_shares_placeholders(sandbox, rt, rep
         subprocess.run(["umount", str(alias)], check=False)
 
 
-def test_a_walk_cut_short_says_so(sandbox, repo):
+def test_a_walk_cut_short_fails_closed(sandbox, repo):
     # The search for nested repositories stops at 32 levels (and 65536
-    # directories, 256 repositories): a repository beyond is not protected,
-    # and the run says so on stderr instead of staying silent.
+    # directories, 256 repositories): a repository beyond would not be
+    # protected (red team round 14 flooded it with 112k directories, and
+    # the host's git ran a nested repository's fsmonitor program the command
+    # rewrote). The run refuses, naming the limit and the way out; with
+    # COMET_ALLOW_MISSING=nested-repos it runs and says what it lacks.
     deep = repo.joinpath(*[f"d{i}" for i in range(34)])
     deep.mkdir(parents=True)
-    res, _ = sandbox(repo, "true", "workspace")
-    assert res.rc == 0, res
+    res, _ = sandbox(repo, "echo ran", "workspace")
+    assert res.rc == 125 and "ran" not in res.out, res
     assert "search for nested git repositories stopped at 32 levels" in res.err, res.err
+    assert "COMET_ALLOW_MISSING=nested-repos" in res.err, res.err
+    res, _ = sandbox(repo, "echo ran", "workspace",
+                     extra_env={"COMET_ALLOW_MISSING": "nested-repos"})
+    assert res.rc == 0 and "ran" in res.out, res
+    assert "stopped at 32 levels" in res.err, res.err
     (repo.parent / "shallow").mkdir()
     shallow, _ = sandbox(make_repo(repo.parent / "shallow"), "true", "workspace")
     assert "nested git repositories" not in shallow.err, shallow.err

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/capability/git_config.hpp"
 #include "comet/host/log.hpp"
@@ -115,15 +116,25 @@ static void find_nested_repos(const std::string& dir, int depth, int& budget,
   }
 }
 
-static std::vector<NestedRepo> nested_repos(const std::string& ws) {
+// A walk cut short fails closed (red team round 14: 112k directories, or
+// 260 repositories, left a repository's fsmonitor program writable, and
+// the host's git ran it): refused, unless COMET_ALLOW_MISSING=nested-repos
+// says to run without that protection (then one warning).
+static Result<std::vector<NestedRepo>> nested_repos(const std::string& ws) {
   std::vector<NestedRepo> out;
   int budget = 65536;
   WalkCut cut;
   find_nested_repos(ws, 0, budget, out, cut);
-  // Not silent: a repository the walk did not reach is not protected.
-  if (!cut.why.empty())
-    log::warn("sandbox: the search for nested git repositories stopped at " + cut.why +
-              "; any repository beyond it is not protected (docs/sandbox.md, Protected paths)");
+  if (!cut.why.empty()) {
+    const std::string what = "sandbox: the search for nested git repositories stopped at " +
+                             cut.why + "; a repository beyond it would not be protected";
+    if (!switches::allow_missing("nested-repos"))
+      return Error::msg(
+          what +
+          ": refusing to run; narrow --workspace, or COMET_ALLOW_MISSING=nested-repos "
+          "runs without that protection (docs/sandbox.md, Protected paths)");
+    log::warn(what + " (COMET_ALLOW_MISSING=nested-repos)");
+  }
   if (DIR* d = ::opendir((ws + "/.git/worktrees").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
@@ -232,7 +243,8 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
   }
   // Every repository and linked worktree below it: its config, relative to
   // its own top, and the workspace's table at that top.
-  for (const NestedRepo& r : nested_repos(ws)) {
+  TRY(std::vector<NestedRepo> nested, nested_repos(ws));
+  for (const NestedRepo& r : nested) {
     protect_nested_repo(ws, r, set);
     configs_of(r.git_dir, r.top);
   }

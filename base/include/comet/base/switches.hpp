@@ -70,7 +70,9 @@ inline bool violation_reporting_off() noexcept {
 // kernel cannot give (docs/rootless.md, "Fail closed"): `landlock` (no
 // Landlock: the write and exec-file rules are not applied), `seccomp-listener`
 // (no SECCOMP_FILTER_FLAG_NEW_LISTENER: violations are refused but not
-// reported). Unset, a missing layer is an error (exit 125). A layer the
+// reported), `nested-repos` (a sandbox workspace too large for the search
+// for nested repositories: those beyond it are not protected). Unset, a
+// missing layer is an error (exit 125). A layer the
 // kernel has is applied whatever this says.
 inline bool allow_missing(const char* layer) {
   const std::string v = detail::text("COMET_ALLOW_MISSING");
