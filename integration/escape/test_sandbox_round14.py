@@ -135,3 +135,26 @@ def test_a_denied_files_temporary_copies_stay_hidden(rt, workdir):
         assert "shadow+" not in res.out.split("total", 1)[-1], res.out
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_program_behind_a_dangling_link_runs_as_the_verdict_says(rt, workdir, gcfg):
+    """Row 3: core.fsmonitor = tools/fsmon.sh with `tools` a dangling link
+    (-> gone): --can-auto-allow said true while every run exited 125
+    (`create the protected directory .../tools: EEXIST`). The protected
+    program is where the link leads (gone/fsmon.sh): its first missing
+    directory is the placeholder, so the run starts, as the verdict says,
+    and the command cannot make the program the host's git would run."""
+    import json
+    ws = make_repo(workdir)
+    git(ws, "config", "core.fsmonitor", "tools/fsmon.sh")
+    (ws / "tools").symlink_to("gone")
+    verdict = rt("sandbox", "--can-auto-allow", "--workspace", str(ws), "--", "true",
+                 env=sandbox_env(gcfg))
+    v = json.loads(verdict.out)
+    res = run(rt, ws, "mkdir -p gone 2>/dev/null; printf 'touch pwned' > tools/fsmon.sh; "
+              "echo \"w=$?\"", env=sandbox_env(gcfg))
+    assert res.rc == 0 and v["auto_allow"] is True, (v, res)
+    assert "w=0" not in res.out, res.out
+    assert not (ws / "gone").exists()  # the placeholder is gone again, nothing in it
+    git(ws, "status", check=False)
+    assert not (ws / "pwned").exists()

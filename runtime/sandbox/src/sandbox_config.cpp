@@ -202,6 +202,15 @@ cap::HostPath HostPaths::get(const std::string& path) {
       h.real = w.real;
       return h;
     }
+    // Missing: where the walk, links followed, found nothing more. Through
+    // a dangling link that is where its target would be (`tools ->
+    // gone`, tools/fsmon.sh protected: gone/fsmon.sh, whose first missing
+    // directory is then the placeholder; realpath(3) of the prefix failed
+    // there, and the run tried to make `tools` itself: red team round 14).
+    if (!w.first_missing.empty()) {
+      h.real = w.real;
+      return h;
+    }
   } else {
     struct stat lst, st;
     if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) h.symlink = true;
@@ -211,7 +220,8 @@ cap::HostPath HostPaths::get(const std::string& path) {
       return h;
     }
   }
-  // Missing: resolve the longest existing prefix, keep the rest as written,
+  // Missing (a relative path, or a walk that ended on a link loop): resolve
+  // the longest existing prefix, keep the rest as written,
   // so that /var/run/x and /run/x name one path. The prefixes repeat (the
   // workspace, home): each is resolved once per plan.
   std::string head = path, tail;
