@@ -5,12 +5,15 @@
 #   2. every shared object the packaged binary loads (ldd) or names for
 #      dlopen (a "libX.so.N" string: libnftables) belongs to a package that
 #      Depends names, and each of those is installed here;
-#   3. the package is unpacked into a temporary root with `dpkg -x`, not
-#      installed with `dpkg -i`: this machine is shared (developers'
-#      worktrees, a CI run, tests that look for `comet-runtime` only where
-#      they are told), and an installed /usr/bin/comet-runtime would outlive
-#      the run and be found on PATH by everything else; step 2 is the part
-#      of `dpkg -i` that unpacking skips;
+#   3. under CI (CI=true), the package is installed with `dpkg -i`, tried,
+#      and purged again when the stage ends (the trap; nothing of it
+#      outlives the stage), unless a comet-runtime package is installed
+#      here already, which is then left alone; otherwise (a developer's
+#      run on a shared machine: worktrees, tests that look for
+#      `comet-runtime` only where they are told, which an installed
+#      /usr/bin/comet-runtime on PATH would confuse) it is unpacked into a
+#      temporary root with `dpkg -x`; step 2 is the part of `dpkg -i` that
+#      unpacking skips;
 #   3b. `cmake --install --prefix` gives the same files as the package;
 #   4. one smoke test from the unpacked binary: `pack run` of a tiny pack
 #      whose agent writes its output and tries to write /etc/smoke. The run
@@ -30,10 +33,25 @@ depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 
 tmp=$(mktemp -d /tmp/comet-package.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+installed=0
+cleanup() {
+  if ((installed)); then dpkg -P comet-runtime >/dev/null 2>&1 || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 dpkg -x "$deb" "$tmp/root"
 bin="$tmp/root/usr/bin/comet-runtime"
 test -x "$bin"
+how="unpacked"
+if [[ ${CI:-} == true ]] &&
+  [[ $(dpkg-query -W -f='${Status}' comet-runtime 2>/dev/null) != *installed* ]]; then
+  installed=1
+  dpkg -i "$deb" >/dev/null
+  [[ $(dpkg-query -W -f='${Status}' comet-runtime) == "install ok installed" ]] ||
+    { echo "comet: dpkg -i did not install $deb" >&2; exit 1; }
+  bin=/usr/bin/comet-runtime
+  how="installed (dpkg -i; purged at the end of the stage)"
+fi
 
 # 2. the Depends cover what the binary loads
 dep_names=$(echo "$depends" | tr ',|' '\n\n' | sed 's/(.*)//; s/ //g' | sort -u)
@@ -103,4 +121,4 @@ grep -qx "ok" "$tmp/out/ok.txt" || fail "no /workdir/out/ok.txt collected"
 grep -q '"surface":"fs.write"' "$tmp/events.jsonl" && grep -q '/etc/smoke' "$tmp/events.jsonl" ||
   fail "no fs.write event for /etc/smoke (the fs-events BPF program)"
 ! grep -q "events are off" "$tmp/stderr" || fail "fs events are off"
-echo "package: smoke test passed (pack run from the unpacked /usr/bin/comet-runtime)"
+echo "package: smoke test passed (pack run from the $how /usr/bin/comet-runtime)"

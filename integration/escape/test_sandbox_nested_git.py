@@ -767,6 +767,9 @@ def test_a_walk_cut_short_fails_closed(sandbox, repo):
                      extra_env={"COMET_ALLOW_MISSING": "nested-repos"})
     assert res.rc == 0 and "ran" in res.out, res
     assert "stopped at 32 levels" in res.err, res.err
+    # a profile that writes nothing in the workspace has nothing to protect
+    res, _ = sandbox(repo, "echo ran", "read-only")
+    assert res.rc == 0 and "ran" in res.out and "nested git" not in res.err, res
     (repo.parent / "shallow").mkdir()
     shallow, _ = sandbox(make_repo(repo.parent / "shallow"), "true", "workspace")
     assert "nested git repositories" not in shallow.err, shallow.err

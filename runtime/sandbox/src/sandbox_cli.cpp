@@ -29,6 +29,7 @@
 
 #include "comet/base/fd.hpp"
 #include "comet/base/random.hpp"
+#include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/capability/auto_allow.hpp"
 #include "comet/capability/git_config.hpp"
@@ -102,6 +103,31 @@ Status workspace_profile_stays_inside(const Prepared& p) {
   return {};
 }
 
+// The search for nested repositories (sandbox_protect.cpp) cut short by its
+// limits fails closed where the profile writes in the workspace (red team
+// round 14: 112k directories, or 260 repositories, left the repositories
+// beyond writable, and the host's git ran one's fsmonitor program the
+// command rewrote), unless COMET_ALLOW_MISSING=nested-repos says to run
+// without that protection (one warning then). A profile that writes
+// nothing there (read-only, devbox) has nothing to protect.
+Status nested_walk_checked(const Prepared& p, const std::string& cut) {
+  if (cut.empty() || !p.profile.sandboxed || p.profile.base == "devbox") return ok();
+  const bool writes_in_ws =
+      std::any_of(p.profile.write.begin(), p.profile.write.end(), [&](const std::string& w) {
+        // the private /tmp is no host path (a workspace under /tmp is bound)
+        return w != p.ctx.tmp && (path_under(w, p.workspace) || path_under(p.workspace, w));
+      });
+  if (!writes_in_ws) return ok();
+  const std::string what = "sandbox: the search for nested git repositories stopped at " + cut +
+                           "; a repository beyond it would not be protected";
+  if (!switches::allow_missing("nested-repos"))
+    return Error::msg(what +
+                      ": refusing to run; narrow --workspace, or COMET_ALLOW_MISSING=nested-repos "
+                      "runs without that protection (docs/sandbox.md, Protected paths)");
+  log::warn(what + " (COMET_ALLOW_MISSING=nested-repos)");
+  return ok();
+}
+
 // Every write path, whatever profile source named it, bound where it is
 // and not where a symlink leads (red team round 12: `build -> /host/dir`
 // and `~/.comet/sessions -> /etc`, left by an earlier run). The private
@@ -130,7 +156,9 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.ctx = resolve_context(p.who, p.workspace, env);
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
-  if (Status st = sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set);
+  std::string walk_cut;
+  if (Status st =
+          sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set, &walk_cut);
       !st.ok())
     return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
@@ -142,6 +170,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   const bool writes_ws = p.profile.sandboxed && p.profile.base != "devbox" &&
                          std::find(p.profile.write.begin(), p.profile.write.end(), p.workspace) !=
                              p.profile.write.end();
+  TRYV(nested_walk_checked(p, walk_cut));
   if (writes_ws) {
     struct passwd pw, *res = nullptr;
     std::vector<char> buf(16384);

@@ -11,10 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
 #include "comet/capability/git_config.hpp"
-#include "comet/host/log.hpp"
 
 namespace comet::runtime::sandbox_parts {
 
@@ -116,25 +114,12 @@ static void find_nested_repos(const std::string& dir, int depth, int& budget,
   }
 }
 
-// A walk cut short fails closed (red team round 14: 112k directories, or
-// 260 repositories, left a repository's fsmonitor program writable, and
-// the host's git ran it): refused, unless COMET_ALLOW_MISSING=nested-repos
-// says to run without that protection (then one warning).
-static Result<std::vector<NestedRepo>> nested_repos(const std::string& ws) {
+static std::vector<NestedRepo> nested_repos(const std::string& ws, std::string* walk_cut) {
   std::vector<NestedRepo> out;
   int budget = 65536;
   WalkCut cut;
   find_nested_repos(ws, 0, budget, out, cut);
-  if (!cut.why.empty()) {
-    const std::string what = "sandbox: the search for nested git repositories stopped at " +
-                             cut.why + "; a repository beyond it would not be protected";
-    if (!switches::allow_missing("nested-repos"))
-      return Error::msg(
-          what +
-          ": refusing to run; narrow --workspace, or COMET_ALLOW_MISSING=nested-repos "
-          "runs without that protection (docs/sandbox.md, Protected paths)");
-    log::warn(what + " (COMET_ALLOW_MISSING=nested-repos)");
-  }
+  *walk_cut = cut.why;
   if (DIR* d = ::opendir((ws + "/.git/worktrees").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
@@ -214,7 +199,7 @@ static void protect_config_homes(const std::string& ws, const cap::ResolveContex
 }
 
 Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
-                                cap::ProfileSet& set) {
+                                cap::ProfileSet& set, std::string* walk_cut) {
   protect_nested_modules(ws, set);
   struct Todo {
     std::string file, worktree;
@@ -243,8 +228,7 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
   }
   // Every repository and linked worktree below it: its config, relative to
   // its own top, and the workspace's table at that top.
-  TRY(std::vector<NestedRepo> nested, nested_repos(ws));
-  for (const NestedRepo& r : nested) {
+  for (const NestedRepo& r : nested_repos(ws, walk_cut)) {
     protect_nested_repo(ws, r, set);
     configs_of(r.git_dir, r.top);
   }

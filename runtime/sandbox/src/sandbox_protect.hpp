@@ -17,8 +17,10 @@ std::string git_dir_of(const std::string& at);
 // Adds to set.protect what the host's git runs or reads because its config
 // says so, and the modules' git directories the built-in entries miss.
 // Refuses a program value it cannot name (built by a shell expansion).
+// WALK_CUT: where the search for nested repositories stopped short ("": it
+// saw everything); the caller fails closed when the profile writes there.
 Status protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
-                                capability::ProfileSet& set);
+                                capability::ProfileSet& set, std::string* walk_cut);
 
 // Where the symlinks inside the protected directory DIR lead (4 levels,
 // BUDGET entries): OUT gets what to protect, PINS the further links of
