@@ -654,14 +654,7 @@ int vm_child_main(void* p) noexcept {
 }
 #endif
 
-// The clone and the go. The child shares our memory up to its exec
-// (CLONE_VM | CLONE_VFORK, as the command's own start does): no page
-// tables copied, none of our pages faulted in again or copied on write by
-// either side, and nothing to tear down at the init's exec of the
-// trampoline (~5 ms of a run on this class of VM). Our thread waits for
-// that exec, so a thread of ours starts the reporter, joins the cgroups and
-// sends kGo meanwhile. Sanitizer builds fork (ASan cannot follow a CLONE_VM
-// child on a stack it did not make).
+// The fork-style clone (sanitizer builds, kernels without clone3).
 Status fork_and_start(Launch& x, int ns_flags) {
   TRY(x.pid, clone_sandbox_child(ns_flags, x.v2dir.get()));
   if (x.pid == 0) {
@@ -716,9 +709,13 @@ Status vm_clone_and_start(Launch& x, int ns_flags) {
   const std::uint64_t flags =
       static_cast<std::uint64_t>(static_cast<unsigned>(ns_flags)) | CLONE_VM | CLONE_VFORK;
   auto pid = clone_fn_into(flags, x.v2dir.get(), stack, kStack, vm_child_main, &child, &child.tid);
-  if (!pid.ok()) {
-    __atomic_store_n(&child.started, -1, __ATOMIC_RELEASE);
+  // No child, or one killed before its first instruction (the vfork ended
+  // with its exit): the helper must not wait for it.
+  int none = 0;
+  if (__atomic_compare_exchange_n(&child.started, &none, -1, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
     futex_wake(&child.started);
+    if (pid.ok()) go = Error::msg("sandbox: the sandbox's child died before it started");
   }
   helper.join();
   if (!pid.ok()) {
@@ -739,6 +736,14 @@ Status vm_clone_and_start(Launch& x, int ns_flags) {
 }
 #endif
 
+// The clone and the go. The child shares our memory up to its exec
+// (CLONE_VM | CLONE_VFORK, as the command's own start does): no page
+// tables copied, none of our pages faulted in again or copied on write by
+// either side, and nothing to tear down at the init's exec of the
+// trampoline (~5 ms of a run on this class of VM). Our thread waits for
+// that exec, so a thread of ours starts the reporter, joins the cgroups and
+// sends kGo meanwhile. Sanitizer builds fork (ASan cannot follow a CLONE_VM
+// child on a stack it did not make).
 Status clone_and_start(Launch& x) {
   if (x.policy->git_own) x.index_before = index_stamps(*x.policy->git_own);
   const int ns_flags = x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP;
