@@ -13,58 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
-import shutil
-import threading
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-from lib.harness import wait_for
-from lib.sandbox import sandbox_env
+from lib.sandbox import sandbox_env, sandbox_running, wait_file
 
 pytestmark = pytest.mark.comet_only
-
-
-@pytest.fixture
-def var_dir():
-    d = Path("/var/tmp") / f"comet-rename-{secrets.token_hex(4)}"
-    d.mkdir(mode=0o755)
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def wait_file(p: Path, timeout=30.0) -> bool:
-    return bool(wait_for(p.exists, timeout))
-
-
-@contextmanager
-def sandbox_running(rt, ws: Path, script: str, *, env: dict, profile="workspace",
-                    events: Path | None = None):
-    """`sandbox --profile PROFILE --workspace WS [--events EVENTS] -- sh -c
-    SCRIPT` on a thread while the block plays the host; yields a dict whose
-    "res" is the run's Result once the block has ended. Whatever happens in
-    the block, WS/go is written at its end (the scripts wait for it) and the
-    run is waited for."""
-    result = {}
-    extra = ["--events", str(events)] if events else []
-
-    def run():
-        result["res"] = rt("sandbox", "--profile", profile, "--workspace", str(ws), *extra,
-                           "--", "sh", "-c", script, env=env, timeout=90)
-
-    t = threading.Thread(target=run)
-    t.start()
-    try:
-        yield result
-    finally:
-        (ws / "go").write_text("")
-        t.join(120)
 
 
 # strict reads no /var: a custom profile reads the directory itself (an

@@ -23,24 +23,9 @@ import pytest
 from lib import config as cfg
 from lib.rootless import OrdinaryUser
 from lib.sandbox import make_repo, sandbox_env
+from lib.sandbox import sandbox_sh as run
 
 pytestmark = pytest.mark.comet_only
-
-
-@pytest.fixture
-def gcfg(workdir):
-    g = workdir / "global.yaml"
-    g.write_text("")
-    return g
-
-
-def run(rt, ws, argv, *, events=None, profile="workspace", env=None, timeout=120):
-    args = ["sandbox", "--profile", profile, "--workspace", str(ws)]
-    if events is not None:
-        args += ["--events", str(events)]
-    if isinstance(argv, str):
-        argv = ["/bin/sh", "-c", argv]
-    return rt(*args, "--", *argv, env=env, timeout=timeout)
 
 
 # ---------------------------------------------------------------- --events FILE

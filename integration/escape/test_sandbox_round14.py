@@ -5,28 +5,20 @@ on the round's binary (3d4ae9a's sandbox code, /tmp/rt-bin14).
 - Row 5/5b: a file the caller gives as stdin (`< FILE`, read-only) was
   reopened for writing through /proc/self/fd/0: the Landlock exception for
   the caller's stdio granted write on it, and the reopen goes through the
-  caller's mount, past a protected path's read-only bind."""
+  caller's mount, past a protected path's read-only bind.
+- Rows 1, 3 and 7: a denied file's temporary copies, a program behind a
+  dangling link, the host git's HEAD.lock (each test says what broke).
+  Rows 2 and 2b are test_sandbox_nested_git.py's walk test."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
-from lib import config as cfg  # noqa: F401  (the suite's config module)
-from lib.sandbox import git, make_repo, sandbox_env
+from lib.sandbox import git, make_repo, sandbox_env, sandbox_running, wait_file
+from lib.sandbox import sandbox_sh as run
 
 pytestmark = pytest.mark.comet_only
-
-
-@pytest.fixture
-def gcfg(workdir):
-    g = workdir / "global.yaml"
-    g.write_text("")
-    return g
-
-
-def run(rt, ws, script, *, profile="workspace", env=None, stdin=None, timeout=120):
-    prefix = ["/bin/sh", "-c", 'exec "$@" < "$0"', str(stdin)] if stdin else []
-    return rt("sandbox", "--profile", profile, "--workspace", str(ws), "--", "/bin/sh", "-c",
-              script, env=env, timeout=timeout, prefix=prefix)
 
 
 @pytest.mark.parametrize("profile", ["workspace", "read-only", "strict"])
@@ -90,51 +82,31 @@ def test_the_host_gits_head_lock_is_not_written_into(rt, workdir, gcfg):
     assert not lock.exists()
 
 
-def test_a_denied_files_temporary_copies_stay_hidden(rt, workdir):
+def test_a_denied_files_temporary_copies_stay_hidden(rt, workdir, var_dir):
     """Row 1: while the host's `chage` or `useradd` ran, the command read
     /etc/shadow+ (shadow-utils' new copy, renamed over /etc/shadow after),
     as new names show in the overlay view of /etc. Here a denied file in a
     directory of the host's (/var/tmp, overlaid like /etc): its copies made
     during the run (NAME+, nNAME as PAM's, NAME~) are not there inside; any
     other new file still is."""
-    import secrets as _s
-    import shutil
-    import threading
-    from pathlib import Path
-    d = Path("/var/tmp") / f"comet-r14-{_s.token_hex(4)}"
-    d.mkdir(mode=0o755)
-    try:
-        secret = d / "shadow"
-        secret.write_text("old secret\n")
-        ws = workdir / "ws"
-        ws.mkdir()
-        g = workdir / "global.yaml"
-        g.write_text(f"deny: [{secret}]\n")
-        script = (f"echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
-                  f"for f in shadow+ nshadow 'shadow~' other; do echo \"$f:\"; cat {d}/\"$f\"; done; "
-                  f"ls -la {d}")
-        out = {}
-        t = threading.Thread(target=lambda: out.setdefault("res", run(
-            rt, ws, script, env=sandbox_env(g))))
-        t.start()
-        try:
-            for _ in range(600):
-                if (ws / "ready").exists():
-                    break
-                import time
-                time.sleep(0.05)
-            for name in ("shadow+", "nshadow", "shadow~"):
-                (d / name).write_text("NEW SECRET\n")
-            (d / "other").write_text("a new file\n")
-        finally:
-            (ws / "go").write_text("")
-            t.join(120)
-        res = out["res"]
-        assert "NEW SECRET" not in res.out and "old secret" not in res.out, res.out
-        assert "a new file" in res.out, res.out
-        assert "shadow+" not in res.out.split("total", 1)[-1], res.out
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    secret = var_dir / "shadow"
+    secret.write_text("old secret\n")
+    ws = workdir / "ws"
+    ws.mkdir()
+    g = workdir / "global.yaml"
+    g.write_text(f"deny: [{secret}]\n")
+    script = (f"echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
+              f"for f in shadow+ nshadow 'shadow~' other; do echo \"$f:\"; cat {var_dir}/\"$f\"; done; "
+              f"ls -la {var_dir}")
+    with sandbox_running(rt, ws, script, env=sandbox_env(g)) as result:
+        wait_file(ws / "ready", 30)
+        for name in ("shadow+", "nshadow", "shadow~"):
+            (var_dir / name).write_text("NEW SECRET\n")
+        (var_dir / "other").write_text("a new file\n")
+    res = result["res"]
+    assert "NEW SECRET" not in res.out and "old secret" not in res.out, res.out
+    assert "a new file" in res.out, res.out
+    assert "shadow+" not in res.out.split("total", 1)[-1], res.out
 
 
 def test_a_program_behind_a_dangling_link_runs_as_the_verdict_says(rt, workdir, gcfg):
@@ -144,7 +116,6 @@ def test_a_program_behind_a_dangling_link_runs_as_the_verdict_says(rt, workdir, 
     program is where the link leads (gone/fsmon.sh): its first missing
     directory is the placeholder, so the run starts, as the verdict says,
     and the command cannot make the program the host's git would run."""
-    import json
     ws = make_repo(workdir)
     git(ws, "config", "core.fsmonitor", "tools/fsmon.sh")
     (ws / "tools").symlink_to("gone")

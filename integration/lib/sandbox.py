@@ -11,8 +11,10 @@ import secrets
 import socket
 import subprocess
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
+from lib.harness import wait_for
 from lib.packs import events_of, results  # noqa: F401 (results: op -> its result lines)
 
 PYTHON = "/usr/bin/python3"
@@ -174,6 +176,47 @@ def run_clean(rt, ws: Path, cmd, *, profile: str, env: dict, events: Path | None
     left = sandbox_leftovers(rt.root, sandbox_ids(res.err))
     assert not left, left
     return res
+
+
+def sandbox_sh(rt, ws: Path, argv, *, events: Path | None = None, profile: str = "workspace",
+               env: dict | None = None, stdin: Path | None = None, timeout: float = 120):
+    """`sandbox --profile PROFILE --workspace WS [--events EVENTS] -- ARGV`
+    (a str ARGV runs under /bin/sh -c), with STDIN as the runtime's stdin
+    when given (opened read-only by a shell, as a caller's `< FILE`)."""
+    args = ["sandbox", "--profile", profile, "--workspace", str(ws)]
+    if events is not None:
+        args += ["--events", str(events)]
+    if isinstance(argv, str):
+        argv = ["/bin/sh", "-c", argv]
+    prefix = ["/bin/sh", "-c", 'exec "$@" < "$0"', str(stdin)] if stdin else []
+    return rt(*args, "--", *argv, env=env, timeout=timeout, prefix=prefix)
+
+
+def wait_file(p: Path, timeout: float = 30.0) -> bool:
+    return bool(wait_for(p.exists, timeout))
+
+
+@contextmanager
+def sandbox_running(rt, ws: Path, script: str, *, env: dict, profile="workspace",
+                    events: Path | None = None):
+    """`sandbox --profile PROFILE --workspace WS [--events EVENTS] -- sh -c
+    SCRIPT` on a thread while the block plays the host; yields a dict whose
+    "res" is the run's Result once the block has ended. Whatever happens in
+    the block, WS/go is written at its end (the scripts wait for it) and the
+    run is waited for."""
+    result = {}
+
+    def run():
+        result["res"] = sandbox_sh(rt, ws, script, events=events, profile=profile, env=env,
+                                   timeout=90)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        yield result
+    finally:
+        (ws / "go").write_text("")
+        t.join(120)
 
 
 def sandbox_ids(stderr: str) -> set[str]:
