@@ -627,6 +627,16 @@ Status start_and_go(Launch& x) {
   return {};
 }
 
+// The sandbox's child, either clone: our end of the sync socket closed in
+// its fd table, its signals unblocked, then sandbox_child_main.
+[[noreturn]] void child_go(const ChildContext& ctx, int parent_end) noexcept {
+  ::close(parent_end);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  sandbox_child_main(ctx);
+}
+
 #if !defined(COMET_ASAN)
 // The child of a CLONE_VM | CLONE_VFORK clone: it runs on a stack of its
 // own in our memory while our thread waits for its exec, so it touches
@@ -644,26 +654,16 @@ void futex_wake(int* word) {
 
 int vm_child_main(void* p) noexcept {
   auto* c = static_cast<VmChild*>(p);
-  ::close(c->parent_end);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   __atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
   futex_wake(&c->started);
-  sandbox_child_main(c->x->ctx);
+  child_go(c->x->ctx, c->parent_end);
 }
 #endif
 
 // The fork-style clone (sanitizer builds, kernels without clone3).
 Status fork_and_start(Launch& x, int ns_flags) {
   TRY(x.pid, clone_sandbox_child(ns_flags, x.v2dir.get()));
-  if (x.pid == 0) {
-    x.sync_parent.reset();
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    sandbox_child_main(x.ctx);
-  }
+  if (x.pid == 0) child_go(x.ctx, x.sync_parent.get());
   x.cleanup.init = static_cast<pid_t>(x.pid);
   x.sync_child.reset();
   x.create_init.reset();
