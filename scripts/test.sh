@@ -3,8 +3,9 @@
 #   deps                  Debian packages (scripts/deps.sh, idempotent)
 #   build (release)       g++ Release into build/ (scripts/build.sh)
 #   package               the Debian package (cpack -G DEB), its Depends
-#                         checked, unpacked with dpkg -x and one smoke
-#                         `pack run` from the unpacked binary (scripts/package.sh)
+#                         checked, installed with dpkg -i under CI (purged at
+#                         the stage's end; unpacked with dpkg -x otherwise) and
+#                         one smoke `pack run` from it (scripts/package.sh)
 #   format                clang-format --dry-run on every tracked C++ file
 #   unit                  the unit tests (ctest, no root needed)
 #   integration           the integration suites, as root, against the real
