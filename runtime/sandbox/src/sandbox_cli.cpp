@@ -110,22 +110,51 @@ Status workspace_profile_stays_inside(const Prepared& p) {
 // command rewrote), unless COMET_ALLOW_MISSING=nested-repos says to run
 // without that protection (one warning then). A profile that writes
 // nothing there (read-only, devbox) has nothing to protect.
-Status nested_walk_checked(const Prepared& p, const std::string& cut) {
-  if (cut.empty() || !p.profile.sandboxed || p.profile.base == "devbox") return ok();
-  const bool writes_in_ws =
-      std::any_of(p.profile.write.begin(), p.profile.write.end(), [&](const std::string& w) {
-        // the private /tmp is no host path (a workspace under /tmp is bound)
-        return w != p.ctx.tmp && (path_under(w, p.workspace) || path_under(p.workspace, w));
-      });
-  if (!writes_in_ws) return ok();
+bool writes_in_workspace(const Prepared& p) {
+  if (!p.profile.sandboxed || p.profile.base == "devbox") return false;
+  return std::any_of(p.profile.write.begin(), p.profile.write.end(), [&](const std::string& w) {
+    // the private /tmp is no host path (a workspace under /tmp is bound)
+    return w != p.ctx.tmp && (path_under(w, p.workspace) || path_under(p.workspace, w));
+  });
+}
+
+// CUT: where the search stopped ("": it saw everything); WRITTEN: the
+// profile writes the tree searched.
+Status nested_walk_checked(const std::string& cut, bool written) {
+  if (cut.empty() || !written) return ok();
   const std::string what = "sandbox: the search for nested git repositories stopped at " + cut +
                            "; a repository beyond it would not be protected";
   if (!switches::allow_missing("nested-repos"))
     return Error::msg(what +
-                      ": refusing to run; narrow --workspace, or COMET_ALLOW_MISSING=nested-repos "
+                      ": refusing to run; narrow --workspace (or the profile's write path), or "
+                      "COMET_ALLOW_MISSING=nested-repos "
                       "runs without that protection (docs/sandbox.md, Protected paths)");
   log::warn(what + " (COMET_ALLOW_MISSING=nested-repos)");
   return ok();
+}
+
+// A write path outside the workspace (a custom profile's, or ~/.comet) is
+// searched for repositories as the workspace is (sandbox_protect.cpp; red
+// team round 14 left it open), and what that finds is protected as the
+// config's own `protect` entries are. A search cut short fails closed, as
+// the workspace's does.
+Status write_trees_protected(Prepared& p) {
+  if (!p.profile.sandboxed || p.profile.base == "devbox") return ok();
+  std::vector<std::string> trees;
+  for (const std::string& w : p.profile.write)
+    if (w != p.ctx.tmp && !path_under(w, p.workspace)) trees.push_back(w);
+  if (trees.empty()) return ok();
+  cap::ProfileSet found;
+  std::string cut;
+  TRYV(sandbox_parts::protect_write_trees(trees, p.ctx, found, &cut));
+  auto add = [](std::vector<std::string>& v, const std::string& e) {
+    if (std::find(v.begin(), v.end(), e) == v.end()) v.push_back(e);
+  };
+  for (const cap::ConfigPath& c : found.protect) {
+    add(p.profile.protect, c.path);
+    if (c.missing_is_file) add(p.profile.protect_files, c.path);
+  }
+  return nested_walk_checked(cut, true);
 }
 
 // Every write path, whatever profile source named it, bound where it is
@@ -170,7 +199,8 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   const bool writes_ws = p.profile.sandboxed && p.profile.base != "devbox" &&
                          std::find(p.profile.write.begin(), p.profile.write.end(), p.workspace) !=
                              p.profile.write.end();
-  TRYV(nested_walk_checked(p, walk_cut));
+  TRYV(nested_walk_checked(walk_cut, writes_in_workspace(p)));
+  TRYV(write_trees_protected(p));
   if (writes_ws) {
     struct passwd pw, *res = nullptr;
     std::vector<char> buf(16384);

@@ -198,69 +198,72 @@ static void protect_config_homes(const std::string& ws, const cap::ResolveContex
     set.protect.push_back(cap::ConfigPath{d + "/comet", "XDG_CONFIG_HOME", {}});
 }
 
-Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
-                                cap::ProfileSet& set, std::string* walk_cut) {
-  protect_nested_modules(ws, set);
-  struct Todo {
-    std::string file, worktree;
-  };
-  std::vector<Todo> todo;
-  // A git directory's configs, for a work tree at `top`: its own and its
-  // commondir's (a linked worktree's main repository).
-  auto configs_of = [&todo](const std::string& gd, const std::string& top) {
-    std::vector<std::string> dirs = {gd};
-    if (auto c = read_file(gd + "/commondir"); c.ok()) {
-      std::string cd = *c;
-      while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
-      if (!cd.empty()) dirs.push_back(clean_path(cd[0] == '/' ? cd : gd + "/" + cd));
-    }
-    for (const std::string& d : dirs)
-      for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, top});
-  };
-  // The repository holding the workspace: the nearest .git at or above it.
-  for (std::string r = ws;; r = r.substr(0, r.rfind('/'))) {
+namespace {
+
+// A config to read, for the work tree it applies to (its relative program
+// paths are relative to that tree's top).
+struct ConfigTodo {
+  std::string file, worktree;
+};
+
+// The configs of git directory GD, for a work tree at TOP: its own and its
+// commondir's (a linked worktree's main repository).
+void configs_of(const std::string& gd, const std::string& top, std::vector<ConfigTodo>& todo) {
+  std::vector<std::string> dirs = {gd};
+  if (auto c = read_file(gd + "/commondir"); c.ok()) {
+    std::string cd = *c;
+    while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+    if (!cd.empty()) dirs.push_back(clean_path(cd[0] == '/' ? cd : gd + "/" + cd));
+  }
+  for (const std::string& d : dirs)
+    for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, top});
+}
+
+// The repository holding AT: the nearest .git at or above it. Its top
+// ("" when none).
+std::string enclosing_repo(const std::string& at, std::vector<ConfigTodo>& todo) {
+  for (std::string r = at;; r = r.substr(0, r.rfind('/'))) {
     const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
     if (!gd.empty()) {
-      configs_of(gd, r.empty() ? "/" : r);
-      break;
+      const std::string top = r.empty() ? "/" : r;
+      configs_of(gd, top, todo);
+      return top;
     }
-    if (r.empty() || r == "/") break;
+    if (r.empty() || r == "/") return "";
   }
-  // Every repository and linked worktree below it: its config, relative to
-  // its own top, and the workspace's table at that top.
-  for (const NestedRepo& r : nested_repos(ws, walk_cut)) {
-    protect_nested_repo(ws, r, set);
-    configs_of(r.git_dir, r.top);
-  }
-  // The modules of the workspace's own repository: .git/modules/NAME (a
-  // module whose checkout is elsewhere than NAME is found above).
-  if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      const std::string n = e->d_name;
-      if (n == "." || n == "..") continue;
-      const std::string md = ws + "/.git/modules/" + n;
-      todo.push_back({md + "/config", ws + "/" + n});
-      todo.push_back({md + "/config.worktree", ws + "/" + n});
-    }
-    ::closedir(d);
-  }
+}
+
+// The user's and the system's configs: they apply in every repository
+// (a relative core.hooksPath there names a directory of each work tree).
+std::vector<std::string> global_configs(const cap::ResolveContext& ctx) {
   // ~/.config/git/config too when XDG_CONFIG_HOME says otherwise: the
   // host's git may run without it (red team round 7)
-  for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
-                               ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
-    todo.push_back({f, ws});
-  protect_config_homes(ws, ctx, set);
-  // A config is read once per work tree it applies to (the main
-  // repository's, for each linked worktree): 1024 reads at most.
+  return {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
+          ctx.home + "/.config/git/config", "/etc/gitconfig"};
+}
+
+// Reads every config of TODO (and the files they include) and protects
+// what they name. A config is read once (2048 files at most) and judged
+// for each work tree it applies to.
+Status protect_what_configs_name(std::vector<ConfigTodo>& todo, const cap::ResolveContext& ctx,
+                                 cap::ProfileSet& set) {
+  std::vector<std::pair<std::string, std::vector<cap::GitConfigRef>>> read;
   std::vector<std::string> seen;
-  for (std::size_t i = 0; i < todo.size() && seen.size() < 1024; i++) {
-    const Todo t = todo[i];  // a copy: todo grows below
+  for (std::size_t i = 0; i < todo.size(); i++) {
+    const ConfigTodo t = todo[i];  // a copy: todo grows below
     const std::string key = t.file + '\0' + t.worktree;
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    auto text = read_file(t.file);
-    if (!text.ok() || text->size() > (1 << 20)) continue;
     seen.push_back(key);
-    const auto refs = cap::git_config_refs(*text);
+    auto known =
+        std::find_if(read.begin(), read.end(), [&](const auto& r) { return r.first == t.file; });
+    if (known == read.end()) {
+      if (read.size() >= 2048) break;
+      auto text = read_file(t.file);
+      if (!text.ok() || text->size() > (1 << 20)) continue;
+      read.emplace_back(t.file, cap::git_config_refs(*text));
+      known = read.end() - 1;
+    }
+    const std::vector<cap::GitConfigRef> refs = known->second;  // a copy: read grows below
     const std::string dir = t.file.substr(0, t.file.rfind('/'));
     for (const cap::GitConfigRef& r : refs) {
       std::vector<std::string> unresolved;
@@ -277,6 +280,67 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
+                                cap::ProfileSet& set, std::string* walk_cut) {
+  protect_nested_modules(ws, set);
+  std::vector<ConfigTodo> todo;
+  std::vector<std::string> tops = {ws};
+  enclosing_repo(ws, todo);
+  // Every repository and linked worktree below it: its config, relative to
+  // its own top, and the workspace's table at that top.
+  for (const NestedRepo& r : nested_repos(ws, walk_cut)) {
+    protect_nested_repo(ws, r, set);
+    configs_of(r.git_dir, r.top, todo);
+    tops.push_back(r.top);
+  }
+  // The modules of the workspace's own repository: .git/modules/NAME (a
+  // module whose checkout is elsewhere than NAME is found above).
+  if (DIR* d = ::opendir((ws + "/.git/modules").c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      const std::string md = ws + "/.git/modules/" + n;
+      todo.push_back({md + "/config", ws + "/" + n});
+      todo.push_back({md + "/config.worktree", ws + "/" + n});
+    }
+    ::closedir(d);
+  }
+  for (const std::string& top : tops)
+    for (const std::string& f : global_configs(ctx)) todo.push_back({f, top});
+  protect_config_homes(ws, ctx, set);
+  return protect_what_configs_name(todo, ctx, set);
+}
+
+// A write path outside the workspace is searched as the workspace is
+// (red team round 14 left it open: `write: ["/srv/other-repo"]` left that
+// repository's `.envrc`, `.vscode/` and the program its core.fsmonitor
+// names writable, and the host runs them). Each tree gets the workspace's
+// table at every repository top in or below it (its own top included), a
+// gitdir: file's control files, and what the configs of the repository
+// holding it and of those below it name.
+Status protect_write_trees(const std::vector<std::string>& trees, const cap::ResolveContext& ctx,
+                           cap::ProfileSet& set, std::string* walk_cut) {
+  std::vector<ConfigTodo> todo;
+  std::vector<std::string> tops;
+  for (const std::string& tree : trees) {
+    const std::string top = enclosing_repo(tree, todo);
+    if (!top.empty()) tops.push_back(top);
+    if (top == tree) protect_nested_repo(tree, {tree, clean_path(git_dir_of(tree + "/.git"))}, set);
+    std::string cut;
+    for (const NestedRepo& r : nested_repos(tree, &cut)) {
+      protect_nested_repo(tree, r, set);
+      configs_of(r.git_dir, r.top, todo);
+      tops.push_back(r.top);
+    }
+    if (!cut.empty() && walk_cut->empty()) *walk_cut = cut;
+  }
+  for (const std::string& top : tops)
+    for (const std::string& f : global_configs(ctx)) todo.push_back({f, top});
+  return protect_what_configs_name(todo, ctx, set);
 }
 
 // A symlink inside a protected directory of the workspace leads out of it:

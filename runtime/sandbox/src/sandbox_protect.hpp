@@ -22,6 +22,14 @@ std::string git_dir_of(const std::string& at);
 Status protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
                                 capability::ProfileSet& set, std::string* walk_cut);
 
+// The same for a profile's write paths outside the workspace (TREES): the
+// workspace's table at every repository top in or below each, and what the
+// configs of those repositories and of the one holding each tree name.
+// WALK_CUT: where a search stopped short (the caller fails closed).
+Status protect_write_trees(const std::vector<std::string>& trees,
+                           const capability::ResolveContext& ctx, capability::ProfileSet& set,
+                           std::string* walk_cut);
+
 // Where the symlinks inside the protected directory DIR lead (4 levels,
 // BUDGET entries): OUT gets what to protect, PINS the further links of
 // chains, to pin (sandbox_protect.cpp).
