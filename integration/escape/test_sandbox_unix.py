@@ -346,6 +346,42 @@ def test_relative_paths_and_symlinks_are_judged_where_they_lead(sbx, ws, hostdir
         l.close()
 
 
+# Red team round 14: a magic link on the way to a host socket (an O_PATH
+# fd's /proc/self/fd/N, /proc/1/root/..., a symlink in the workspace to
+# /proc/self/fd/N) was refused (ELOOP) but not reported. A symlink loop is
+# no refusal of the rule: ELOOP, as the kernel says, and no event.
+MAGIC = r"""
+import errno, json, os, socket, sys
+host, ws = sys.argv[1], sys.argv[2]
+fd = os.open(host, os.O_PATH)
+os.symlink("/proc/self/fd/%d" % fd, ws + "/magic")
+os.symlink("loop-b", ws + "/loop-a"); os.symlink("loop-a", ws + "/loop-b")
+for p in ["/proc/self/fd/%d" % fd, "/proc/1/root" + host, "magic", "loop-a"]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(p); print(json.dumps({"p": p, "ok": True}), flush=True)
+    except OSError as e:
+        print(json.dumps({"p": p, "ok": False, "errno": errno.errorcode.get(e.errno)}), flush=True)
+"""
+
+
+def test_a_magic_link_to_a_host_socket_is_refused_and_reported(sbx, ws, hostdir):
+    host = hostdir / "agentd.sock"
+    l = UnixListener(host)
+    try:
+        os.chmod(host, 0o777)
+        res, evs = sbx(MAGIC, str(host), str(ws), profile="workspace")
+        got = {r["p"].replace(str(host), "HOST").split("/fd/")[0]: r for r in lines(res)}
+        assert l.accepted == 0, "a connect through a magic link reached the host"
+        for p in ["/proc/self", "/proc/1/rootHOST", "magic"]:
+            assert got[p]["errno"] == "EACCES", got
+        assert got["loop-a"]["errno"] == "ELOOP", got
+        refused = [e["requested"] for e in evs if e["surface"] == "unix-socket"]
+        assert len(refused) == 3 and "magic" in refused and "loop-a" not in refused, evs
+    finally:
+        l.close()
+
+
 def test_a_host_fifo_outside_the_writable_places_cannot_be_written(sbx, hostdir):
     # A FIFO is a daemon's input too (/run/initctl); a read-only mount does
     # not stop opening one for writing: Landlock (writes only beneath the

@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -47,44 +49,106 @@ UniqueFd task_fd(int pid, int fd, int listener, std::uint64_t id, int* err) {
   return f;
 }
 
+// PATH as the task's root names it: a relative path is taken from the
+// task's cwd as its root sees it: /proc/PID/cwd names it from the
+// runtime's root, which is the same path for a sandbox (its view binds
+// host paths where they are). nullopt when that name is not usable.
+std::optional<std::string> in_task_root(int pid, const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  char buf[4096];
+  ssize_t n = ::readlink((proc + "/cwd").c_str(), buf, sizeof buf - 1);
+  std::string cwd = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  struct stat a, b;
+  // Usable: absolute, and the same directory seen through the task's root.
+  if (!cwd.empty() && cwd[0] == '/' && cwd.find(" (deleted)") == std::string::npos &&
+      ::stat((proc + "/cwd").c_str(), &a) == 0 && ::stat((proc + "/root" + cwd).c_str(), &b) == 0 &&
+      a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    return cwd + "/" + path;
+  return std::nullopt;
+}
+
 // The file a path names, seen from the task: O_PATH, resolved in its root
 // (openat2 RESOLVE_IN_ROOT: ".." and absolute symlinks stay in it, no
-// magic links). A relative path is taken from the task's cwd as its root
-// sees it: /proc/PID/cwd names it from the runtime's root, which is the
-// same path for a sandbox (its view binds host paths where they are); when
-// that name is not usable, the cwd itself acts as the root (".." and
-// absolute symlinks cannot leave it: a wrong answer, never a host path).
-UniqueFd open_in_task(int pid, const std::string& path, int* err) {
+// magic links). When the task's cwd has no usable name (in_task_root), the
+// cwd itself acts as the root (".." and absolute symlinks cannot leave it:
+// a wrong answer, never a host path).
+// RESOLVE: the openat2 flags (magic links are refused either way: ELOOP
+// with RESOLVE_NO_MAGICLINKS, EXDEV without it, as the walk is scoped).
+UniqueFd open_in_task(int pid, const std::string& path, int* err,
+                      unsigned long long resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) {
   const std::string proc = "/proc/" + std::to_string(pid);
-  std::string where = path;
-  bool from_root = !path.empty() && path[0] == '/';
-  if (!from_root) {
-    char buf[4096];
-    ssize_t n = ::readlink((proc + "/cwd").c_str(), buf, sizeof buf - 1);
-    std::string cwd = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-    struct stat a, b;
-    // Usable: absolute, and the same directory seen through the task's root.
-    if (!cwd.empty() && cwd[0] == '/' && cwd.find(" (deleted)") == std::string::npos &&
-        ::stat((proc + "/cwd").c_str(), &a) == 0 &&
-        ::stat((proc + "/root" + cwd).c_str(), &b) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino) {
-      where = cwd + "/" + path;
-      from_root = true;
-    }
-  }
+  const std::optional<std::string> rooted = in_task_root(pid, path);
   UniqueFd base(
-      ::open((proc + (from_root ? "/root" : "/cwd")).c_str(), O_PATH | O_CLOEXEC | O_DIRECTORY));
+      ::open((proc + (rooted ? "/root" : "/cwd")).c_str(), O_PATH | O_CLOEXEC | O_DIRECTORY));
   if (!base) {
     *err = errno;
     return UniqueFd();
   }
   struct open_how how = {};
   how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  UniqueFd f(sys_openat2(base.get(), where.c_str(), how, /*attempts=*/8));
+  how.resolve = resolve;
+  UniqueFd f(sys_openat2(base.get(), (rooted ? *rooted : path).c_str(), how, /*attempts=*/8));
   if (f) return f;
   *err = errno;
   return UniqueFd();
+}
+
+// Does PATH, walked in the task's root as the kernel walks it for the
+// task, pass procfs's `self` or `thread-self`? Those name the looker: the
+// reporter, outside the task's pid namespace, finds nothing there, where
+// the task itself would reach its own /proc/PID/fd/N (a magic link). 40
+// links at most, as the kernel.
+bool passes_proc_self(int pid, const std::string& path) {
+  const std::optional<std::string> rooted = in_task_root(pid, path);
+  if (!rooted) return false;
+  UniqueFd root(
+      ::open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_CLOEXEC | O_DIRECTORY));
+  if (!root) return false;
+  std::vector<std::string> cur, todo;  // todo: the components left, last first
+  auto push_path = [&todo](const std::string& p) {
+    std::vector<std::string> parts;
+    std::istringstream in(p);
+    for (std::string c; std::getline(in, c, '/');)
+      if (!c.empty() && c != ".") parts.push_back(c);
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  push_path(*rooted);
+  for (int links = 0; !todo.empty();) {
+    const std::string c = todo.back();
+    todo.pop_back();
+    if (c == "..") {
+      if (!cur.empty()) cur.pop_back();
+      continue;
+    }
+    std::string at;
+    for (const std::string& d : cur) at += "/" + d;
+    if (cur.size() == 1 && (c == "self" || c == "thread-self")) {
+      UniqueFd dir(sys_openat2(
+          root.get(), at.c_str(),
+          open_how{O_PATH | O_CLOEXEC | O_DIRECTORY, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS}, 8));
+      struct statfs fs;
+      if (dir && ::fstatfs(dir.get(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC) return true;
+    }
+    at += "/" + c;
+    UniqueFd f(sys_openat2(
+        root.get(), at.c_str(),
+        open_how{O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS}, 8));
+    struct stat st;
+    if (!f || ::fstat(f.get(), &st) < 0) return false;
+    if (!S_ISLNK(st.st_mode)) {
+      cur.push_back(c);
+      continue;
+    }
+    if (++links > 40) return false;
+    char buf[4096];
+    const ssize_t n = ::readlinkat(f.get(), "", buf, sizeof buf - 1);
+    if (n <= 0) return false;
+    const std::string target(buf, static_cast<size_t>(n));
+    if (target[0] == '/') cur.clear();
+    push_path(target);
+  }
+  return false;
 }
 
 struct TaskCreds {
@@ -266,6 +330,21 @@ Judged judge_address(UnixRuleState& st, int pid, const struct sockaddr_un& sa, s
   UniqueFd t = open_in_task(pid, path, &err);
   if (!t) {
     j.err = err == ENOTDIR ? ENOENT : err;
+    // A magic link on the way (`/proc/self/fd/N` of an O_PATH fd,
+    // `/proc/1/root/run/x.sock`, a symlink to one): a socket reached that
+    // way could be anywhere, so the rule refuses it, and says so (red team
+    // round 14: refused as ELOOP, unreported). A real symlink loop stays
+    // ELOOP, unreported: scoped without RESOLVE_NO_MAGICLINKS, the kernel
+    // answers EXDEV for a magic link and ELOOP for a loop.
+    // procfs's `self` on the way (a symlink to /proc/self/fd/N) names the
+    // reporter, which finds nothing there (ENOENT): walked as the task's
+    // kernel would, it is the same magic link.
+    int again = 0;
+    if ((err == ELOOP && !open_in_task(pid, path, &again, RESOLVE_IN_ROOT) && again == EXDEV) ||
+        ((err == ENOENT || err == ELOOP) && passes_proc_self(pid, path))) {
+      j.err = EACCES;
+      j.report = true;
+    }
     return j;
   }
   struct stat sb;
