@@ -90,27 +90,32 @@ class Guardian {
 
   Status start() {
     size_t n = pending_.size();
-    size_ = sizeof(GuardBlock) + n * sizeof(GuardEntry) + kStack;
+    size_t names = 0;
+    for (const std::string& l : lock_paths_) names += l.size() + 1;
+    for (const Pending& p : pending_) names += p.path.size() + 1;
+    const size_t entries = sizeof(GuardBlock) + n * sizeof(GuardEntry);
+    size_ = (entries + names + 15) / 16 * 16 + kStack;
     void* mem = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) return Error::sys(errno, "sandbox: map the guardian");
     block_ = static_cast<GuardBlock*>(mem);
     block_->n = static_cast<int>(n);
     block_->mutex_fd = mutex_fd_;
     block_->users_fd = users_fd_;
-    for (auto [dst, src] :
-         {std::pair<char*, const std::string*>{block_->registry_path, &lock_paths_[0]},
-          {block_->users_path, &lock_paths_[1]},
-          {block_->registry_dir, &lock_paths_[2]}}) {
-      if (src->size() >= PATH_MAX) return Error::msg("sandbox: path too long: " + *src);
-      std::memcpy(dst, src->c_str(), src->size() + 1);
-    }
+    char* next = static_cast<char*>(mem) + entries;
+    auto name = [&next](const std::string& s) {
+      const char* at = next;
+      std::memcpy(next, s.c_str(), s.size() + 1);
+      next += s.size() + 1;
+      return at;
+    };
+    block_->registry_path = name(lock_paths_[0]);
+    block_->users_path = name(lock_paths_[1]);
+    block_->registry_dir = name(lock_paths_[2]);
     for (size_t i = 0; i < n; i++) {
       GuardEntry& e = block_->e[i];
       e.kind = pending_[i].kind;
       e.size = pending_[i].size;
-      if (pending_[i].path.size() >= sizeof e.path)
-        return Error::msg("sandbox: path too long: " + pending_[i].path);
-      std::memcpy(e.path, pending_[i].path.c_str(), pending_[i].path.size() + 1);
+      e.path = name(pending_[i].path);
     }
     for (const auto& pr : preset_) {
       block_->e[pr.index].dev = pr.dev;

@@ -27,13 +27,16 @@ struct GuardEntry {
   // between the create and `ino` being known leaves an empty name that the
   // guardian removes all the same (red team round 10).
   std::uint32_t pending;
-  char path[PATH_MAX];
+  const char* path;  // in the block's names, after the entries
 };
 
+// One mapping: the block, its n entries, the names they point to (packed:
+// a PATH_MAX array per entry touched a page each, a first-touch fault of
+// ~18 us apiece on this VM), then the guardian's stack.
 struct GuardBlock {
   int rd;
   int mutex_fd = -1, users_fd = -1;  // the placeholder registry's (PlaceholderRegistry)
-  char registry_path[PATH_MAX], users_path[PATH_MAX], registry_dir[PATH_MAX];
+  const char *registry_path, *users_path, *registry_dir;
   int n;
   GuardEntry e[1];  // n of them
 };
