@@ -713,6 +713,9 @@ TEST(ProfileCompile, DeniedPathsSitOnAnOverlayTheHostCannotRenameIn) {
   // (red team round 14); not a name denied itself
   EXPECT_TRUE(has(etc->options, "x-comet.whiteout=shadow+"));
   EXPECT_TRUE(has(etc->options, "x-comet.whiteout=nshadow"));
+  // vipw -s's full copy, and vim's swap file of it (red team round 15)
+  EXPECT_TRUE(has(etc->options, "x-comet.whiteout=shadow.edit"));
+  EXPECT_TRUE(has(etc->options, "x-comet.whiteout=.shadow.swp"));
   EXPECT_GT(pos(p.spec, "/etc/shadow"), pos(p.spec, "/etc"));
   // /run has a mount point beneath it: bound as it is, submounts and all.
   EXPECT_TRUE(read_only_bind(find(p.spec, "/run")));

@@ -410,9 +410,10 @@ TEST(CapabilityProfile, BuiltinProtectedPathsAndSecrets) {
     EXPECT_FALSE(has(r.protect_files, "/home/ada/src/app/.git/hooks"));
     EXPECT_FALSE(has(r.protect_files, "/home/ada/.ssh"));
     EXPECT_EQ(r.protect_unless_dir, (std::vector<std::string>{"/home/ada/src/app/.git"}));
-    for (const char* p : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-                          "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key",
-                          "/etc/ssl/private", "/etc/security/opasswd", "/root"})
+    for (const char* p :
+         {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+          "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/security/opasswd",
+          "/var/backups/shadow.bak", "/var/backups/gshadow.bak", "/root"})
       EXPECT_TRUE(has(r.deny, p)) << p;
     EXPECT_TRUE(r.unix_socket_rule);
     EXPECT_TRUE(r.unix_sockets.empty());  // built-in allowlists are empty
@@ -647,6 +648,14 @@ TEST(CapabilityProfile, SystemDirectoriesAreNoWorkspace) {
     ResolveContext c = ctx();
     c.workspace = ws;
     EXPECT_TRUE(resolve("workspace", c).ok()) << ws;
+  }
+  // the shared temporary directories themselves (red team round 15)
+  for (const char* ws : {"/tmp", "/var/tmp"}) {
+    ResolveContext c = ctx();
+    c.workspace = ws;
+    auto r = resolve("workspace", c);
+    ASSERT_FALSE(r.ok()) << ws;
+    EXPECT_NE(r.error().message().find("shared temporary directory"), std::string::npos);
   }
 }
 

@@ -220,6 +220,10 @@ const std::vector<std::string> kSecrets = {
     "/etc/ssh/ssh_host_*_key",
     "/etc/ssl/private",
     "/etc/security/opasswd",
+    // Debian's daily copies (cron's `dpkg` job): the same hashes, readable
+    // to root (red team round 15)
+    "/var/backups/shadow.bak",
+    "/var/backups/gshadow.bak",
 };
 
 // Container-runtime API sockets: through them a workload could start an
@@ -406,6 +410,13 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
                           " the system directory " + sys +
                           ": what the host runs lives there; use a project directory");
       }
+      // The shared temporary directories themselves (red team round 15:
+      // `--workspace /tmp` showed every user's files there); a directory of
+      // one's own inside them is fine.
+      if (ws == "/tmp" || ws == "/var/tmp")
+        return Error::msg("sandbox: the workspace " + ws +
+                          " is the shared temporary directory, which holds every user's files; "
+                          "use a directory of your own inside it");
     }
     // A workspace at or above the home directory would make the home
     // writable: no list of the names in it that shells and tools run

@@ -606,11 +606,13 @@ class Planner {
   // The names an overlay view hides whenever the host makes them: the
   // temporary and backup copies tools write beside a denied file (NAME+ by
   // shadow-utils' useradd, chage, passwd; nNAME by PAM's pam_unix; NAME-,
-  // NAME~, NAME.new, NAME.tmp), so that the copy of /etc/shadow the host
-  // writes while the sandbox runs is not readable there (red team round
-  // 14). Not a name that is an entry itself (shadow- is denied by its own
-  // mask, on the name the overlay must then show). A copy of a random name
-  // (mkstemp's) is not covered.
+  // NAME~, NAME.new, NAME.tmp; NAME.edit by vipw -s, red team round 15;
+  // NAME.bak, .old, .orig, .save; vim's .NAME.swp and .swx, which hold the
+  // buffer), so that the copy of /etc/shadow the host writes while the
+  // sandbox runs is not readable there (red team round 14). Not a name
+  // that is an entry itself (shadow- is denied by its own mask, on the name
+  // the overlay must then show). A copy of a random name (mkstemp's) is not
+  // covered.
   std::vector<std::string> whiteouts(const Entry& e) const {
     std::vector<std::string> out;
     for (const Entry& x : entries_) {
@@ -621,7 +623,9 @@ class Planner {
       // relative to the overlay: its subdirectories are the top layer's too
       const std::string dir = x.path.substr(0, cut + 1).substr(e.path.size() + 1);
       for (const std::string& w :
-           {base + "+", "n" + base, base + "-", base + "~", base + ".new", base + ".tmp"}) {
+           {base + "+", "n" + base, base + "-", base + "~", base + ".new", base + ".tmp",
+            base + ".edit", base + ".bak", base + ".old", base + ".orig", base + ".save",
+            "." + base + ".swp", "." + base + ".swx"}) {
         const std::string at = e.path + "/" + dir + w;
         if (w.size() > 255 || std::any_of(entries_.begin(), entries_.end(),
                                           [&](const Entry& y) { return y.path == at; }))

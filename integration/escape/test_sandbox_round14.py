@@ -96,11 +96,13 @@ def test_a_denied_files_temporary_copies_stay_hidden(rt, workdir, var_dir):
     g = workdir / "global.yaml"
     g.write_text(f"deny: [{secret}]\n")
     script = (f"echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
-              f"for f in shadow+ nshadow 'shadow~' other; do echo \"$f:\"; cat {var_dir}/\"$f\"; done; "
+              f"for f in shadow+ nshadow 'shadow~' shadow.edit .shadow.swp other; do "
+              f"echo \"$f:\"; cat {var_dir}/\"$f\"; done; "
               f"ls -la {var_dir}")
     with sandbox_running(rt, ws, script, env=sandbox_env(g)) as result:
         wait_file(ws / "ready", 30)
-        for name in ("shadow+", "nshadow", "shadow~"):
+        # shadow.edit: vipw -s's copy; .shadow.swp: vim's (red team round 15)
+        for name in ("shadow+", "nshadow", "shadow~", "shadow.edit", ".shadow.swp"):
             (var_dir / name).write_text("NEW SECRET\n")
         (var_dir / "other").write_text("a new file\n")
     res = result["res"]

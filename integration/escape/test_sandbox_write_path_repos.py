@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 import subprocess
 from pathlib import Path
 
@@ -151,3 +152,63 @@ echo ordinary > vendor/lib/notes.txt; echo "ordinary=$?"
     subprocess.run(["git", "-C", str(lib), "commit", "-qm", "x"], capture_output=True,
                    env={**GIT_ENV, **env}, timeout=30)
     assert not marker.exists(), "the host's git ran the hook the sandbox wrote"
+
+
+def test_a_write_path_holding_the_workspace_leaves_its_modules_to_git(sandbox, var_dir, gcfg):
+    # write: [the workspace's parent]: the walk of that tree does not search
+    # the workspace again, whose modules' git directories are the git
+    # rule's (a checkout in a module writes its HEAD)
+    outer = var_dir / "outer"
+    outer.mkdir()
+    ws = make_repo(outer)
+    (ws / ".git" / "modules").mkdir()
+    git(ws, "init", "-q", f"--separate-git-dir={ws}/.git/modules/m", str(ws / "m"))
+    git(ws / "m", "commit", "-q", "--allow-empty", "-m", "m")
+    profile_writing(gcfg, outer)
+    res, _ = sandbox(ws, "git -C m checkout -q -b topic; echo checkout=$?; "
+                         "echo x > .envrc; echo envrc=$?", "extra")
+    assert "checkout=0" in res.out, res
+    assert "envrc=0" not in res.out, res.out
+    assert (ws / ".git/modules/m/HEAD").read_text() == "ref: refs/heads/topic\n"
+
+
+def test_a_bare_repositorys_configured_hooks_in_a_write_path_are_protected(sandbox, repo, var_dir,
+                                                                           gcfg):
+    # a bare repository (a push target) names a hooks directory elsewhere
+    # in the write path: the host's git runs its pre-receive at a push
+    srv = var_dir / "srv"
+    srv.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", str(srv / "proj.git")], check=True,
+                   env=GIT_ENV)
+    (srv / "hooks").mkdir()
+    (srv / "hooks" / "pre-receive").write_text("#!/bin/sh\nexit 0\n")
+    git(srv / "proj.git", "config", "core.hooksPath", str(srv / "hooks"))
+    profile_writing(gcfg, srv)
+    res, evs = sandbox(repo, f"echo 'touch /pwned' > {srv}/hooks/pre-receive; echo hook=$?; "
+                             f"echo ok > {srv}/notes; echo ordinary=$?", "extra")
+    assert "hook=0" not in res.out and "ordinary=0" in res.out, res
+    assert (srv / "hooks" / "pre-receive").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def test_a_write_path_shared_by_two_workspaces_stays_protected(rt, var_dir, gcfg):
+    # The placeholder registry is per workspace: a sandbox of another
+    # workspace that shares the write path removes the placeholders it made
+    # when it ends, while this one runs. The init's rule still refuses the
+    # name (a protected path that is no longer a mount point).
+    shared = var_dir / "shared"
+    shared.mkdir()
+    other = make_repo(shared)
+    profile_writing(gcfg, shared)
+    env = {**sandbox_env(), **GIT_ENV, "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
+    ws1, ws2 = make_repo(var_dir), make_repo(var_dir)
+    first = subprocess.Popen([str(rt.binary), "--root", str(rt.root), "sandbox", "--profile",
+                              "extra", "--workspace",
+                              str(ws1), "--", "sleep", "1"], env=env)
+    try:
+        time.sleep(0.5)
+        res = rt("sandbox", "--profile", "extra", "--workspace", str(ws2), "--", "sh", "-c",
+                 f"sleep 2; echo x > {other}/.envrc; echo envrc=$?", env=env, timeout=60)
+    finally:
+        first.wait(timeout=30)
+    assert "envrc=0" not in res.out, res
+    assert not (other / ".envrc").exists()

@@ -139,6 +139,65 @@ def test_a_gitlinks_fsmonitor_is_protected(user, ws):
     assert (sub / "tools" / "fsmon.sh").read_text() == "#!/bin/sh\nexit 0\n"
 
 
+def test_a_directory_made_unreadable_does_not_hide_a_repository(user, ws):
+    # Review of 218313f: as an ordinary user the search for repositories
+    # skipped a directory it could not list. A command could `chmod 0311
+    # vendor` in one run (a directory of its own, still traversable), and
+    # in the next the host's git in vendor/lib obeyed a config nobody had
+    # read: the program its core.fsmonitor names was writable.
+    git_repo(user, ws)
+    lib = ws / "vendor" / "lib"
+    user.run(["mkdir", "-p", str(lib / "tools")])
+    git_repo(user, lib)
+    r = user.run(["sh", "-c", "printf '#!/bin/sh\nexit 0\n' > tools/fsmon.sh && "
+                              "git config core.fsmonitor tools/fsmon.sh"], cwd=str(lib))
+    assert r.returncode == 0, r.stderr
+    r = sh(user, ws, "chmod 0311 vendor; echo chmod=$?")
+    assert "chmod=0" in r.stdout, (r.stdout, r.stderr)
+    try:
+        r = sh(user, ws, "echo ran; echo pwn > vendor/lib/tools/fsmon.sh; echo w=$?")
+        assert r.returncode == 125 and "ran" not in r.stdout, (r.returncode, r.stdout, r.stderr)
+        assert "a directory it cannot read" in r.stderr and "vendor" in r.stderr, r.stderr
+        assert (lib / "tools" / "fsmon.sh").read_text() == "#!/bin/sh\nexit 0\n"
+    finally:
+        user.run(["chmod", "0755", str(ws / "vendor")])
+
+
+def test_a_nested_git_directory_made_unreadable_fails_closed(user, ws):
+    # Red team round 15: `chmod 000 vendor/lib/.git` in one run; the next
+    # found the repository but could not read its config, and left what
+    # its core.hooksPath names writable; the host's commit ran the hook.
+    git_repo(user, ws)
+    lib = ws / "vendor" / "lib"
+    user.run(["mkdir", "-p", str(lib)])
+    git_repo(user, lib)
+    r = user.run(["git", "config", "core.hooksPath", ".husky"], cwd=str(lib))
+    assert r.returncode == 0, r.stderr
+    r = sh(user, ws, "chmod 000 vendor/lib/.git; echo chmod=$?")
+    assert "chmod=0" in r.stdout, (r.stdout, r.stderr)
+    try:
+        r = sh(user, ws, "echo ran")
+        assert r.returncode == 125 and "ran" not in r.stdout, (r.returncode, r.stdout, r.stderr)
+        assert "cannot be read" in r.stderr and "vendor/lib/.git" in r.stderr, r.stderr
+    finally:
+        user.run(["chmod", "0755", str(lib / ".git")])
+
+
+def test_an_index_check_blinded_by_chmod_still_moves_the_index(user, ws):
+    # Red team round 15: a bad .git/index, then `chmod 000 .git` as the
+    # last act: the end-of-run check could not move it and only warned.
+    # The runtime gives its own git directory its owner's rights back.
+    git_repo(user, ws)
+    r = sh(user, ws, "printf 'DIRC-not-an-index' > .git/index && chmod 000 .git; echo done=$?")
+    try:
+        assert "done=0" in r.stdout, (r.stdout, r.stderr)
+        assert "its owner's rights back" in r.stderr, r.stderr
+        assert (ws / ".git" / "index.comet-refused").exists()
+        assert not (ws / ".git" / "index").exists()
+    finally:
+        user.run(["chmod", "0755", str(ws / ".git")])
+
+
 def test_git_add_and_commit_work(user, ws):
     git_repo(user, ws)
     r = sh(user, ws, "echo hello > a.txt && git add a.txt && git commit -qm one && git log --oneline")

@@ -151,6 +151,33 @@ bool passes_proc_self(int pid, const std::string& path) {
   return false;
 }
 
+// PATH spelt through one of the task's own fds (`/proc/self/fd/N[/REST]`,
+// `/proc/thread-self/fd/N[/REST]`, `/dev/fd/N[/REST]`): the path fd N
+// names, with REST. nullopt for any other path, or an fd that names no
+// path (deleted, a pipe, a socket without a name).
+std::optional<std::string> through_own_fd(int pid, const std::string& path) {
+  std::string rest;
+  for (const char* prefix : {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"}) {
+    if (path.rfind(prefix, 0) == 0) {
+      rest = path.substr(std::strlen(prefix));
+      break;
+    }
+  }
+  if (rest.empty() || rest[0] < '0' || rest[0] > '9') return std::nullopt;
+  size_t digits = 0;
+  while (digits < rest.size() && digits < 9 && rest[digits] >= '0' && rest[digits] <= '9') digits++;
+  if (digits < rest.size() && rest[digits] != '/') return std::nullopt;
+  const std::string fd = rest.substr(0, digits);
+  char buf[4096];
+  const ssize_t n =
+      ::readlink(("/proc/" + std::to_string(pid) + "/fd/" + fd).c_str(), buf, sizeof buf - 1);
+  if (n <= 0 || buf[0] != '/') return std::nullopt;
+  std::string target(buf, static_cast<size_t>(n));
+  if (target.size() >= 10 && target.compare(target.size() - 10, 10, " (deleted)") == 0)
+    return std::nullopt;
+  return target + rest.substr(digits);
+}
+
 struct TaskCreds {
   uid_t euid = 0;
   gid_t egid = 0;
@@ -326,6 +353,10 @@ Judged judge_address(UnixRuleState& st, int pid, const struct sockaddr_un& sa, s
   }
   std::string path(sa.sun_path, strnlen(sa.sun_path, max));
   j.requested = path;
+  // `/proc/self/fd/N/NAME` (the way past sun_path's 108 bytes) and
+  // `/dev/fd/N/NAME`: judged where the task's fd N leads, as its kernel
+  // would resolve it (the call is then made to the inode judged).
+  if (auto via = through_own_fd(pid, path)) path = *via;
   int err = 0;
   UniqueFd t = open_in_task(pid, path, &err);
   if (!t) {

@@ -26,6 +26,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_set>
 
 #include "comet/base/fd.hpp"
 #include "comet/base/random.hpp"
@@ -60,6 +61,7 @@ struct Prepared {
   ConfigPaths paths;
   LoadedConfig config;
   cap::ResolvedProfile profile;
+  sandbox_parts::GitEnvConfigs git_env;  // the host git's configs from the environment
 };
 
 Result<std::string> real_dir(const std::string& p, const char* what) {
@@ -120,16 +122,24 @@ bool writes_in_workspace(const Prepared& p) {
 
 // CUT: where the search stopped ("": it saw everything); WRITTEN: the
 // profile writes the tree searched.
-Status nested_walk_checked(const std::string& cut, bool written) {
+Status nested_walk_checked(const std::string& cut, bool written,
+                           const char* layer = "nested-repos") {
   if (cut.empty() || !written) return ok();
-  const std::string what = "sandbox: the search for nested git repositories stopped at " + cut +
-                           "; a repository beyond it would not be protected";
-  if (!switches::allow_missing("nested-repos"))
-    return Error::msg(what +
-                      ": refusing to run; narrow --workspace (or the profile's write path), or "
-                      "COMET_ALLOW_MISSING=nested-repos "
-                      "runs without that protection (docs/sandbox.md, Protected paths)");
-  log::warn(what + " (COMET_ALLOW_MISSING=nested-repos)");
+  const bool ws = std::string_view(layer) == "nested-repos";
+  const std::string what =
+      std::string("sandbox: the search for ") +
+      (ws ? "nested git repositories" : "git repositories in the profile's write paths") +
+      " stopped at " + cut + "; a repository beyond it would not be protected";
+  // a directory made unreadable (an ordinary user's): its mode is the fix
+  const bool unreadable = cut.find(" it cannot read") != std::string::npos;
+  if (!switches::allow_missing(layer))
+    return Error::msg(what + ": refusing to run; " +
+                      (unreadable ? std::string("give it back its owner's read and search rights")
+                       : ws       ? std::string("narrow --workspace")
+                                  : std::string("narrow the profile's write paths")) +
+                      ", or COMET_ALLOW_MISSING=" + layer +
+                      " runs without that protection (docs/sandbox.md, Protected paths)");
+  log::warn(what + " (COMET_ALLOW_MISSING=" + layer + ")");
   return ok();
 }
 
@@ -146,15 +156,15 @@ Status write_trees_protected(Prepared& p) {
   if (trees.empty()) return ok();
   cap::ProfileSet found;
   std::string cut;
-  TRYV(sandbox_parts::protect_write_trees(trees, p.ctx, found, &cut));
-  auto add = [](std::vector<std::string>& v, const std::string& e) {
-    if (std::find(v.begin(), v.end(), e) == v.end()) v.push_back(e);
-  };
+  TRYV(sandbox_parts::protect_write_trees(trees, p.workspace, p.ctx, p.git_env, found, &cut));
+  std::unordered_set<std::string> have(p.profile.protect.begin(), p.profile.protect.end());
+  std::unordered_set<std::string> files(p.profile.protect_files.begin(),
+                                        p.profile.protect_files.end());
   for (const cap::ConfigPath& c : found.protect) {
-    add(p.profile.protect, c.path);
-    if (c.missing_is_file) add(p.profile.protect_files, c.path);
+    if (have.insert(c.path).second) p.profile.protect.push_back(c.path);
+    if (c.missing_is_file && files.insert(c.path).second) p.profile.protect_files.push_back(c.path);
   }
-  return nested_walk_checked(cut, true);
+  return nested_walk_checked(cut, true, "write-path-repos");
 }
 
 // Every write path, whatever profile source named it, bound where it is
@@ -172,7 +182,27 @@ Status write_paths_checked(const Prepared& p) {
   return sandbox_parts::write_paths_follow_no_links(writes, keep_out);
 }
 
+// A directory given as stdin, stdout or stderr is an fd on the caller's
+// mount, outside every bind of the sandbox: a command walking from it
+// (`openat(0, ".git/hooks/x")`, `/proc/self/fd/0/../../etc/shadow`) writes
+// past the read-only binds and reads what the profile denies (red team
+// round 15). Refused, as no tool needs one there.
+Status stdio_checked() {
+  for (int fd = 0; fd <= 2; fd++) {
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+      return Error::msg(std::string("sandbox: ") +
+                        (fd == 0   ? "stdin"
+                         : fd == 1 ? "stdout"
+                                   : "stderr") +
+                        " is a directory, through which the command could reach the host's "
+                        "files past the sandbox; give a file, a pipe or a terminal");
+  }
+  return ok();
+}
+
 Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
+  TRYV(stdio_checked());
   Prepared p;
   TRY(p.who, invoking_user(env));
   std::string ws = o.workspace;
@@ -186,8 +216,9 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
   std::string walk_cut;
-  if (Status st =
-          sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.config.set, &walk_cut);
+  p.git_env = sandbox_parts::git_env_configs(env);
+  if (Status st = sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.git_env,
+                                                          p.config.set, &walk_cut);
       !st.ok())
     return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));

@@ -133,7 +133,10 @@ Result<UniqueFd> detached_tmpfs() {
 static IndexStamp index_stamp(const std::string& index) {
   IndexStamp t;
   struct stat st;
-  if (::lstat(index.c_str(), &st) < 0) return t;
+  if (::lstat(index.c_str(), &st) < 0) {
+    t.unknown = errno != ENOENT;  // EACCES: `chmod 000 .git` (red team round 15)
+    return t;
+  }
   t.there = true;
   t.dev = st.st_dev;
   t.ino = st.st_ino;
@@ -198,7 +201,20 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
   const bool sha256 = !own.empty() && objectformat_sha256(own.front());
   for (const std::string& g : own_git_dirs(own)) {
     const std::string idx = g + "/index";
-    if (auto b = before.find(idx); b != before.end() && index_stamp(idx) == b->second) continue;
+    IndexStamp now = index_stamp(idx);
+    // A git directory of ours the command made unsearchable (an ordinary
+    // user's runtime, `chmod 000 .git` as its last act: red team round 15)
+    // gets its owner's rights back, and is then looked at.
+    bool mode_restored = false;
+    struct stat gst;
+    if (now.unknown && ::lstat(g.c_str(), &gst) == 0 && S_ISDIR(gst.st_mode) &&
+        gst.st_uid == ::geteuid() && ::chmod(g.c_str(), (gst.st_mode & 07777) | S_IRWXU) == 0) {
+      mode_restored = true;
+      now = index_stamp(idx);
+      log::warn("sandbox: gave " + g + " its owner's rights back (the command had taken them)");
+    }
+    if (auto b = before.find(idx); b != before.end() && now == b->second) continue;
+    if (mode_restored && !now.there) continue;
     bool bad = false;
     const std::string entry = git_index_dot_git_entry(idx, sha256 || objectformat_sha256(g), &bad);
     if (entry.empty() && !bad) continue;

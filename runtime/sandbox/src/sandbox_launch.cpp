@@ -90,9 +90,14 @@ class Guardian {
 
   Status start() {
     size_t n = pending_.size();
+    // The guardian appends to a path in a PATH_MAX+32 buffer of its stack
+    // ("/cgroup.kill"): none longer than PATH_MAX - 1.
     size_t names = 0;
     for (const std::string& l : lock_paths_) names += l.size() + 1;
-    for (const Pending& p : pending_) names += p.path.size() + 1;
+    for (const Pending& p : pending_) {
+      if (p.path.size() >= PATH_MAX) return Error::msg("sandbox: path too long: " + p.path);
+      names += p.path.size() + 1;
+    }
     const size_t entries = sizeof(GuardBlock) + n * sizeof(GuardEntry);
     size_ = (entries + names + 15) / 16 * 16 + kStack;
     void* mem = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

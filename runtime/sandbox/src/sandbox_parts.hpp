@@ -54,13 +54,15 @@ void summarize_events(const std::string& dir, const std::string& deliver);
 
 struct IndexStamp {
   bool there = false;
+  bool unknown = false;  // could not be looked at (a directory made unsearchable): changed
+
   dev_t dev = 0;
   ino_t ino = 0;
   off_t size = 0;
   struct timespec mtime = {}, ctime = {};
   bool operator==(const IndexStamp& o) const {
-    return there == o.there && dev == o.dev && ino == o.ino && size == o.size &&
-           mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+    return !unknown && !o.unknown && there == o.there && dev == o.dev && ino == o.ino &&
+           size == o.size && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
            ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
   }
 };

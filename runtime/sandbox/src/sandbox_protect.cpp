@@ -24,6 +24,15 @@ std::string git_dir_of(const std::string& at) {
   struct stat st;
   if (::lstat(at.c_str(), &st) < 0) return "";
   if (S_ISDIR(st.st_mode)) return at;
+  // a symlink to the git directory (Android's `repo` lays checkouts out
+  // so): git follows it, and so does the search (red team round 15)
+  if (S_ISLNK(st.st_mode)) {
+    char real[PATH_MAX];
+    struct stat target;
+    if (::stat(at.c_str(), &target) == 0 && S_ISDIR(target.st_mode) && ::realpath(at.c_str(), real))
+      return real;
+    return "";
+  }
   if (!S_ISREG(st.st_mode)) return "";
   auto text = read_file(at);
   if (!text.ok() || text->rfind("gitdir: ", 0) != 0) return "";
@@ -36,7 +45,7 @@ std::string git_dir_of(const std::string& at) {
 // What the host's git runs or reads because its config says so (a hooks
 // directory, a program or an included config file inside the workspace:
 // git_config.hpp): protected like the config's own `protect` entries. The
-// configs read (1024 reads at most; one that cannot be read adds
+// configs read (2048 files at most, more fail closed; one that cannot be read adds
 // nothing): the repository the workspace is in (its own, or a parent's for
 // a subdirectory of a monorepo; a linked worktree's and the main one's:
 // config, config.worktree, and the commondir's), every repository and
@@ -71,6 +80,7 @@ void protect_nested_modules(const std::string& ws, cap::ProfileSet& set) {
 // worktree's copy of a configured program were never read or protected.
 struct NestedRepo {
   std::string top, git_dir;
+  bool bare = false;  // no work tree: its config only
 };
 
 // Where the walk stopped short: "" when it saw everything.
@@ -81,44 +91,88 @@ struct WalkCut {
   }
 };
 
+// A directory the walk cannot list hides what is below it. One the
+// runtime's user owns or can write could have been made unreadable by an
+// earlier sandboxed command of that user (an ordinary user's runtime; root
+// reads every directory): the walk is then cut short, and fails closed.
+// Another user's, which the command could not have changed, is passed.
+static bool ours_to_hide(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) < 0) return errno != ENOENT;
+  return st.st_uid == ::geteuid() || ::access(dir.c_str(), W_OK) == 0;
+}
+
+// A bare repository: HEAD, objects/ and refs/ (git's own test).
+static bool is_bare_repo(const std::string& dir) {
+  struct stat st;
+  auto is = [&](const char* n, bool want_dir) {
+    return ::lstat((dir + n).c_str(), &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : true);
+  };
+  return is("/HEAD", false) && is("/objects", true) && is("/refs", true);
+}
+
+// SKIP: a tree not to enter (the workspace, searched on its own).
 static void find_nested_repos(const std::string& dir, int depth, int& budget,
-                              std::vector<NestedRepo>& out, WalkCut& cut) {
+                              std::vector<NestedRepo>& out, WalkCut& cut,
+                              const std::string& skip = "") {
   if (depth > 32) return cut.set("32 levels", dir);
   if (budget <= 0) return cut.set("65536 directories", dir);
   if (out.size() >= 256) return cut.set("256 repositories", dir);
+  if (!skip.empty() && dir == skip) return;
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
+  if (!d) {
+    if (errno != ENOENT && errno != ENOTDIR && ours_to_hide(dir))
+      cut.set("a directory it cannot read", dir);
+    return;
+  }
   std::vector<std::string> subs;
   bool has_git = false;
+  int bare_names = 0;  // HEAD, objects, refs seen
+  errno = 0;
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
     if (std::strcmp(e->d_name, ".git") == 0) {
       has_git = true;
       continue;
     }
+    for (const char* n : {"HEAD", "objects", "refs"})
+      if (std::strcmp(e->d_name, n) == 0) bare_names++;
     unsigned char t = e->d_type;
     if (t == DT_UNKNOWN) {
       struct stat st;
       if (::lstat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) t = DT_DIR;
     }
     if (t == DT_DIR) subs.push_back(dir + "/" + e->d_name);
+    errno = 0;
   }
+  const int read_err = errno;
   ::closedir(d);
+  if (read_err != 0) cut.set("a directory it could not read to the end", dir);
   if (has_git && depth > 0) {
     const std::string gd = git_dir_of(dir + "/.git");
-    if (!gd.empty()) out.push_back({dir, clean_path(gd)});
+    if (!gd.empty())
+      out.push_back({dir, clean_path(gd)});
+    else if (::access((dir + "/.git").c_str(), R_OK) < 0 && errno != ENOENT &&
+             ours_to_hide(dir + "/.git"))
+      cut.set("a .git it cannot read", dir);  // a gitdir: file made unreadable
+  } else if (!has_git && depth > 0 && bare_names == 3 && is_bare_repo(dir)) {
+    // its config names what the host's git runs at a push (hooksPath);
+    // the git rule keeps the repository itself read-only
+    out.push_back({dir, dir, true});
+    return;
   }
   for (const std::string& sub : subs) {
     if (--budget <= 0) return cut.set("65536 directories", sub);
-    find_nested_repos(sub, depth + 1, budget, out, cut);
+    find_nested_repos(sub, depth + 1, budget, out, cut, skip);
   }
 }
 
-static std::vector<NestedRepo> nested_repos(const std::string& ws, std::string* walk_cut) {
+static std::vector<NestedRepo> nested_repos(const std::string& ws, std::string* walk_cut,
+                                            const std::string& skip = "") {
   std::vector<NestedRepo> out;
   int budget = 65536;
   WalkCut cut;
-  find_nested_repos(ws, 0, budget, out, cut);
+  find_nested_repos(ws, 0, budget, out, cut, skip);
   *walk_cut = cut.why;
   if (DIR* d = ::opendir((ws + "/.git/worktrees").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
@@ -147,11 +201,20 @@ static std::vector<NestedRepo> nested_repos(const std::string& ws, std::string* 
 // The git directory's control files a nested repository's git obeys, when
 // the directory is in the workspace but not below a `.git` (which the git
 // rule keeps read-only): a gitdir: file naming a plain directory.
-static void protect_nested_repo(const std::string& ws, const NestedRepo& r, cap::ProfileSet& set) {
+// WS: the tree searched; WORKSPACE: the sandbox's (its own git directory
+// is the git rule's, whichever tree found the repository).
+static void protect_nested_repo(const std::string& ws, const NestedRepo& r, cap::ProfileSet& set,
+                                const std::string& workspace) {
+  if (r.bare) return;
   const std::string why = "nested repository " + r.top;
   struct stat st;
-  const bool git_is_dir = ::lstat((r.top + "/.git").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-  if (!git_is_dir) set.protect.push_back(cap::ConfigPath{r.top + "/.git", why, {}, true});
+  const bool have = ::lstat((r.top + "/.git").c_str(), &st) == 0;
+  const bool git_is_dir = have && S_ISDIR(st.st_mode);
+  // a gitdir: file (or a missing one) is protected; a symlink to the git directory cannot be
+  // bound over in a writable tree, and needs not: no new `.git` can be made
+  // in its place (the git rule), and its git directory is protected below
+  if (!have || S_ISREG(st.st_mode))
+    set.protect.push_back(cap::ConfigPath{r.top + "/.git", why, {}, true});
   for (const std::string& n : cap::protected_workspace_names()) {
     const bool dir = n.back() == '/';
     const std::string name = dir ? n.substr(0, n.size() - 1) : n;
@@ -160,8 +223,9 @@ static void protect_nested_repo(const std::string& ws, const NestedRepo& r, cap:
     if (name.rfind(".git/", 0) == 0) continue;
     set.protect.push_back(cap::ConfigPath{r.top + "/" + name, why, {}, !dir});
   }
-  const std::string own = ws + "/.git/";
-  if (git_is_dir || r.git_dir.rfind(ws + "/", 0) != 0 || r.git_dir.rfind(own, 0) == 0) return;
+  if (git_is_dir || r.git_dir.rfind(ws + "/", 0) != 0 || r.git_dir.rfind(ws + "/.git/", 0) == 0 ||
+      r.git_dir.rfind(workspace + "/.git/", 0) == 0)
+    return;
   for (const char* f : {"/config", "/config.worktree", "/commondir", "/HEAD"})
     set.protect.push_back(cap::ConfigPath{r.git_dir + f, why, {}, true});
   for (const char* f : {"/hooks", "/info", "/remotes", "/branches"})
@@ -204,6 +268,7 @@ namespace {
 // paths are relative to that tree's top).
 struct ConfigTodo {
   std::string file, worktree;
+  const std::string* text = nullptr;  // the environment's entries: no file to read
 };
 
 // The configs of git directory GD, for a work tree at TOP: its own and its
@@ -233,13 +298,18 @@ std::string enclosing_repo(const std::string& at, std::vector<ConfigTodo>& todo)
   }
 }
 
-// The user's and the system's configs: they apply in every repository
-// (a relative core.hooksPath there names a directory of each work tree).
-std::vector<std::string> global_configs(const cap::ResolveContext& ctx) {
+// The user's and the system's configs, and the environment's: they apply
+// in every repository (a relative core.hooksPath there names a directory
+// of each work tree).
+void global_configs(const cap::ResolveContext& ctx, const GitEnvConfigs& genv,
+                    const std::string& top, std::vector<ConfigTodo>& todo) {
   // ~/.config/git/config too when XDG_CONFIG_HOME says otherwise: the
   // host's git may run without it (red team round 7)
-  return {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
-          ctx.home + "/.config/git/config", "/etc/gitconfig"};
+  for (const std::string& f : {ctx.home + "/.gitconfig", ctx.config_home + "/git/config",
+                               ctx.home + "/.config/git/config", std::string("/etc/gitconfig")})
+    todo.push_back({f, top});
+  for (const std::string& f : genv.files) todo.push_back({f, top});
+  if (!genv.text.empty()) todo.push_back({"$GIT_CONFIG_COUNT", top, &genv.text});
 }
 
 // Reads every config of TODO (and the files they include) and protects
@@ -256,15 +326,30 @@ Status protect_what_configs_name(std::vector<ConfigTodo>& todo, const cap::Resol
     seen.push_back(key);
     auto known =
         std::find_if(read.begin(), read.end(), [&](const auto& r) { return r.first == t.file; });
-    if (known == read.end()) {
-      if (read.size() >= 2048) break;
+    if (known == read.end() && t.text) {
+      read.emplace_back(t.file, cap::git_config_refs(*t.text));
+      known = read.end() - 1;
+    } else if (known == read.end()) {
+      if (read.size() >= 2048)
+        return Error::msg("sandbox: more than 2048 git config files to read (at " + t.file +
+                          "): what the host's git runs could not all be protected; narrow "
+                          "--workspace or the profile's write paths");
       auto text = read_file(t.file);
+      // one made unreadable by an earlier sandboxed command of this user
+      // (an ordinary user's runtime) hides what it names: fail closed
+      // (red team round 15: `chmod 000 vendor/lib/.git`)
+      if (!text.ok() && text.error().err() != ENOENT && text.error().err() != ENOTDIR &&
+          (ours_to_hide(t.file) || ours_to_hide(t.file.substr(0, t.file.rfind('/')))))
+        return Error::msg("sandbox: " + t.file + " cannot be read (" +
+                          std::strerror(text.error().err()) +
+                          "), so what the host's git runs by it cannot be protected; restore "
+                          "its mode (and its directory's)");
       if (!text.ok() || text->size() > (1 << 20)) continue;
       read.emplace_back(t.file, cap::git_config_refs(*text));
       known = read.end() - 1;
     }
-    const std::vector<cap::GitConfigRef> refs = known->second;  // a copy: read grows below
-    const std::string dir = t.file.substr(0, t.file.rfind('/'));
+    const std::vector<cap::GitConfigRef>& refs = known->second;
+    const std::string dir = t.text ? t.worktree : t.file.substr(0, t.file.rfind('/'));
     for (const cap::GitConfigRef& r : refs) {
       std::vector<std::string> unresolved;
       const auto paths = cap::git_config_paths({r}, t.worktree, dir, ctx.home, &unresolved);
@@ -284,8 +369,40 @@ Status protect_what_configs_name(std::vector<ConfigTodo>& todo, const cap::Resol
 
 }  // namespace
 
+GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env) {
+  GitEnvConfigs g;
+  auto get = [&env](const std::string& k) {
+    auto it = env.find(k);
+    return it == env.end() ? std::string() : it->second;
+  };
+  for (const char* k : {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"})
+    if (const std::string f = get(k); !f.empty() && f[0] == '/') g.files.push_back(clean_path(f));
+  const long n = std::strtol(get("GIT_CONFIG_COUNT").c_str(), nullptr, 10);
+  for (long i = 0; i < n && i < 1024; i++) {
+    const std::string key = get("GIT_CONFIG_KEY_" + std::to_string(i));
+    const std::string value = get("GIT_CONFIG_VALUE_" + std::to_string(i));
+    const size_t first = key.find('.'), last = key.rfind('.');
+    if (first == std::string::npos || first == 0 || last + 1 >= key.size()) continue;
+    // section.name, or section.subsection.name
+    std::string head = "[" + key.substr(0, first);
+    if (last != first) head += " \"" + key.substr(first + 1, last - first - 1) + "\"";
+    std::string quoted;
+    for (char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      if (c == '\n') {
+        quoted += "\\n";
+        continue;
+      }
+      quoted += c;
+    }
+    g.text += head + "]\n\t" + key.substr(last + 1) + " = \"" + quoted + "\"\n";
+  }
+  return g;
+}
+
 Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
-                                cap::ProfileSet& set, std::string* walk_cut) {
+                                const GitEnvConfigs& genv, cap::ProfileSet& set,
+                                std::string* walk_cut) {
   protect_nested_modules(ws, set);
   std::vector<ConfigTodo> todo;
   std::vector<std::string> tops = {ws};
@@ -293,7 +410,7 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
   // Every repository and linked worktree below it: its config, relative to
   // its own top, and the workspace's table at that top.
   for (const NestedRepo& r : nested_repos(ws, walk_cut)) {
-    protect_nested_repo(ws, r, set);
+    protect_nested_repo(ws, r, set, ws);
     configs_of(r.git_dir, r.top, todo);
     tops.push_back(r.top);
   }
@@ -309,8 +426,7 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
     }
     ::closedir(d);
   }
-  for (const std::string& top : tops)
-    for (const std::string& f : global_configs(ctx)) todo.push_back({f, top});
+  for (const std::string& top : tops) global_configs(ctx, genv, top, todo);
   protect_config_homes(ws, ctx, set);
   return protect_what_configs_name(todo, ctx, set);
 }
@@ -322,24 +438,28 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
 // table at every repository top in or below it (its own top included), a
 // gitdir: file's control files, and what the configs of the repository
 // holding it and of those below it name.
-Status protect_write_trees(const std::vector<std::string>& trees, const cap::ResolveContext& ctx,
+Status protect_write_trees(const std::vector<std::string>& trees, const std::string& workspace,
+                           const cap::ResolveContext& ctx, const GitEnvConfigs& genv,
                            cap::ProfileSet& set, std::string* walk_cut) {
   std::vector<ConfigTodo> todo;
   std::vector<std::string> tops;
   for (const std::string& tree : trees) {
     const std::string top = enclosing_repo(tree, todo);
     if (!top.empty()) tops.push_back(top);
-    if (top == tree) protect_nested_repo(tree, {tree, clean_path(git_dir_of(tree + "/.git"))}, set);
+    if (top == tree)
+      protect_nested_repo(tree, {tree, clean_path(git_dir_of(tree + "/.git"))}, set, workspace);
+    if (top.empty() && is_bare_repo(tree)) configs_of(tree, tree, todo);
+    // a tree holding the workspace: not the workspace again (searched on
+    // its own; its modules' git directories are the git rule's)
     std::string cut;
-    for (const NestedRepo& r : nested_repos(tree, &cut)) {
-      protect_nested_repo(tree, r, set);
+    for (const NestedRepo& r : nested_repos(tree, &cut, workspace)) {
+      protect_nested_repo(tree, r, set, workspace);
       configs_of(r.git_dir, r.top, todo);
       tops.push_back(r.top);
     }
     if (!cut.empty() && walk_cut->empty()) *walk_cut = cut;
   }
-  for (const std::string& top : tops)
-    for (const std::string& f : global_configs(ctx)) todo.push_back({f, top});
+  for (const std::string& top : tops) global_configs(ctx, genv, top, todo);
   return protect_what_configs_name(todo, ctx, set);
 }
 

@@ -3,6 +3,7 @@
 // directories, and where a symlink in a protected directory leads.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,21 +15,33 @@ namespace comet::runtime::sandbox_parts {
 // The git directory a `.git` entry at `at` names ("" if none).
 std::string git_dir_of(const std::string& at);
 
+// The configs the host's git takes from its environment (the caller's,
+// which the host's git shares): GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM
+// name files; GIT_CONFIG_COUNT with GIT_CONFIG_KEY_<n>/GIT_CONFIG_VALUE_<n>
+// give entries, written out here as a config's text.
+struct GitEnvConfigs {
+  std::vector<std::string> files;
+  std::string text;
+};
+GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env);
+
 // Adds to set.protect what the host's git runs or reads because its config
 // says so, and the modules' git directories the built-in entries miss.
 // Refuses a program value it cannot name (built by a shell expansion).
 // WALK_CUT: where the search for nested repositories stopped short ("": it
 // saw everything); the caller fails closed when the profile writes there.
 Status protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
-                                capability::ProfileSet& set, std::string* walk_cut);
+                                const GitEnvConfigs& genv, capability::ProfileSet& set,
+                                std::string* walk_cut);
 
 // The same for a profile's write paths outside the workspace (TREES): the
 // workspace's table at every repository top in or below each, and what the
 // configs of those repositories and of the one holding each tree name.
 // WALK_CUT: where a search stopped short (the caller fails closed).
-Status protect_write_trees(const std::vector<std::string>& trees,
-                           const capability::ResolveContext& ctx, capability::ProfileSet& set,
-                           std::string* walk_cut);
+// WORKSPACE: not searched again where a tree holds it.
+Status protect_write_trees(const std::vector<std::string>& trees, const std::string& workspace,
+                           const capability::ResolveContext& ctx, const GitEnvConfigs& genv,
+                           capability::ProfileSet& set, std::string* walk_cut);
 
 // Where the symlinks inside the protected directory DIR lead (4 levels,
 // BUDGET entries): OUT gets what to protect, PINS the further links of

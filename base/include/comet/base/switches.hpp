@@ -71,7 +71,9 @@ inline bool violation_reporting_off() noexcept {
 // Landlock: the write and exec-file rules are not applied), `seccomp-listener`
 // (no SECCOMP_FILTER_FLAG_NEW_LISTENER: violations are refused but not
 // reported), `nested-repos` (a sandbox workspace too large for the search
-// for nested repositories: those beyond it are not protected). Unset, a
+// for nested repositories: those beyond it are not protected),
+// `write-path-repos` (the same for a profile's write paths outside the
+// workspace). Unset, a
 // missing layer is an error (exit 125). A layer the
 // kernel has is applied whatever this says.
 inline bool allow_missing(const char* layer) {
