@@ -138,3 +138,46 @@ def test_the_shared_tmp_is_no_workspace(rt, workdir):
     gcfg.write_text("")
     res = rt("sandbox", "--workspace", "/tmp", "--", "true", env=sandbox_env(gcfg), timeout=60)
     assert res.rc == 125 and "shared temporary directory" in res.err, res
+
+
+META = r'''
+import os
+for what, call in [("chmod", lambda: os.chmod("/proc/self/fd/0", 0)),
+                   ("utime", lambda: os.utime("/proc/self/fd/0", (0, 0))),
+                   ("truncate", lambda: os.truncate("/proc/self/fd/0", 0))]:
+    try:
+        call(); print(what + "=0")
+    except OSError as e:
+        print(what + "=" + str(e.errno))
+print("rest=" + os.read(0, 100).decode())
+'''
+
+
+@pytest.mark.parametrize("which", ["host", "protected"])
+def test_a_file_given_as_stdin_keeps_its_mode_and_times(rt, repo, workdir, var_dir, which):
+    # Red team round 15 row 3, and a host file outside every writable
+    # tree: through /proc/self/fd/0 the command took the file's mode and
+    # times (and truncated a protected one), on the caller's mount. It now
+    # reads a copy of the fd opened in the sandbox's view, at the offset
+    # the caller left it.
+    f = var_dir / "data.txt" if which == "host" else repo / ".git" / "HEAD"
+    if which == "host":
+        f.write_text("xxref: data\n")
+    else:
+        f.write_text("xxref: refs/heads/master\n")
+    f.chmod(0o644)
+    before = f.stat()
+    gcfg = workdir / "global.yaml"
+    gcfg.write_text("")
+    with open(f, "rb", buffering=0) as stdin:
+        stdin.read(2)  # the caller read some: the command goes on from there
+        r = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--workspace",
+                            str(repo), "--", "python3", "-c", META], stdin=stdin,
+                           capture_output=True, text=True, timeout=60, env=sandbox_env(gcfg))
+    assert r.returncode == 0, r.stderr
+    for what in ("chmod", "utime", "truncate"):
+        assert f"{what}=0" not in r.stdout, r.stdout
+    assert "rest=ref: " in r.stdout, r.stdout
+    after = f.stat()
+    assert (after.st_mode, after.st_mtime_ns, after.st_size) == \
+        (before.st_mode, before.st_mtime_ns, before.st_size)

@@ -7,6 +7,7 @@
 #include "comet/lifecycle/child.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -401,6 +403,40 @@ void go_and_unshare_cgroupns() noexcept {
 
 }  // namespace
 
+// A regular file the caller gave as stdin is an fd on the caller's
+// mount, where the sandbox's read-only binds do not apply: through
+// /proc/self/fd/0 the command could chmod it, set its times, or truncate a
+// protected one (red team round 15: `< .git/HEAD`; and a host file outside
+// every writable tree, given as stdin, took `chmod 000`). Reopened here,
+// in the sandbox's root, by the name the kernel gives it and at its
+// offset, it sits on the sandbox's mount, read-only where the view is. A
+// file the view does not show (or masks) keeps the caller's fd. Only
+// read-only fds: one open for writing shares its offset with the caller
+// (`{ sandbox -- a; b; } > out`), and the caller gave it to be written.
+// Raw calls and stack buffers only: we share the runtime's memory.
+void reopen_stdin_files_in_view() noexcept {
+  for (int fd = 0; fd <= 2; fd++) {
+    struct stat st;
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || ::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+      continue;
+    char self[] = "/proc/self/fd/0";
+    self[sizeof self - 2] = static_cast<char>('0' + fd);
+    char path[PATH_MAX];
+    const ssize_t n = ::readlink(self, path, sizeof path - 1);
+    if (n <= 0 || path[0] != '/') continue;  // "(unreachable)...", a deleted file
+    path[n] = '\0';
+    const int nfd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (nfd < 0) continue;
+    struct stat nst;
+    const off_t off = ::lseek(fd, 0, SEEK_CUR);
+    if (::fstat(nfd, &nst) == 0 && S_ISREG(nst.st_mode) && nst.st_size == st.st_size &&
+        (off < 0 || ::lseek(nfd, off, SEEK_SET) == off))
+      (void)::dup3(nfd, fd, 0);
+    ::close(nfd);
+  }
+}
+
 [[noreturn]] void sandbox_child_main(const ChildContext& ctx) noexcept {
   g_ctx = &ctx;
   g_state = ctx.confine.state_json;
@@ -434,6 +470,7 @@ void go_and_unshare_cgroupns() noexcept {
   setup_dev(rootfd.get());
   finish_root(rootfd.get());
   rootfd.reset();
+  reopen_stdin_files_in_view();
   if (!cgroup_mount) go_and_unshare_cgroupns();
   verify_confinement();
   if (ctx.proc.set_hostname &&
