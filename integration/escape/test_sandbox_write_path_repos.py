@@ -13,6 +13,7 @@ asserts on what the host ran and on the refusals."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 import subprocess
@@ -212,3 +213,33 @@ def test_a_write_path_shared_by_two_workspaces_stays_protected(rt, var_dir, gcfg
         first.wait(timeout=30)
     assert "envrc=0" not in res.out, res
     assert not (other / ".envrc").exists()
+
+
+def test_links_in_a_write_path_repositorys_protected_directory_lead_to_protected_files(
+        sandbox, repo, var_dir, gcfg):
+    # .vscode/tasks.json -> ../cfg/tasks.json in a repository of a write
+    # path: the link is read-only, and so must be where it leads
+    other = make_repo(var_dir)
+    (other / "cfg").mkdir()
+    (other / "cfg" / "tasks.json").write_text("{}\n")
+    (other / ".vscode").mkdir()
+    os.symlink("../cfg/tasks.json", other / ".vscode" / "tasks.json")
+    profile_writing(gcfg, other)
+    res, _ = sandbox(repo, f"echo pwn > {other}/cfg/tasks.json; echo target=$?", "extra")
+    assert "target=0" not in res.out, res.out
+    assert (other / "cfg" / "tasks.json").read_text() == "{}\n"
+
+
+def test_a_protected_directory_too_large_to_follow_fails_closed(sandbox, repo):
+    # Red team round 15 row 12: past 512 entries (or 4 levels) the links of
+    # a protected directory were not followed, and their targets stayed
+    # writable; now the run refuses
+    (repo / "cfg").mkdir()
+    (repo / ".vscode").mkdir()
+    for i in range(600):
+        (repo / "cfg" / f"t{i}.json").write_text("{}\n")
+        os.symlink(f"../cfg/t{i}.json", repo / ".vscode" / f"l{i}.json")
+    res, _ = sandbox(repo, "echo pwn > cfg/t599.json; echo target=$?")
+    assert res.rc == 125 and "target=" not in res.out, res
+    assert "512 entries" in res.err and ".vscode" in res.err, res.err
+    assert (repo / "cfg" / "t599.json").read_text() == "{}\n"

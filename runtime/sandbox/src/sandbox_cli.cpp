@@ -372,8 +372,9 @@ std::string parent_of(const std::string& p) {
 // Everything the planner needs from the host. The root skeleton (the empty
 // root and the files the plan binds) lives under `skeleton`, on a tmpfs the
 // sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
-cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::string& skeleton,
-                               const std::vector<std::string>& args, const Environ& env) {
+Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
+                                       const std::string& skeleton,
+                                       const std::vector<std::string>& args, const Environ& env) {
   cap::SandboxInputs in;
   in.root_dir = skeleton + "/root";
   in.deny_file = skeleton + "/deny";
@@ -421,12 +422,22 @@ cap::SandboxInputs plan_inputs(const Globals& g, const Prepared& p, const std::s
        std::initializer_list<const std::vector<std::string>*>{&r.protect, &matches}) {
     for (const std::string& path : *list) {
       struct stat st;
-      if (path.find('*') != std::string::npos || !under(path, p.workspace) ||
+      // in a tree the command can write: the workspace, or a write path
+      // outside it (a repository found there has protected directories too)
+      const bool writable = std::any_of(r.write.begin(), r.write.end(), [&](const std::string& w) {
+        return w != p.ctx.tmp && under(path, w);
+      });
+      if (path.find('*') != std::string::npos || !(under(path, p.workspace) || writable) ||
           ::lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || path == p.workspace + "/.git")
         continue;
       int budget = 512;
+      bool cut = false;
       std::vector<std::string> targets;
-      sandbox_parts::protect_link_targets(path, 1, budget, targets, in.pin_links);
+      sandbox_parts::protect_link_targets(path, 1, budget, targets, in.pin_links, &cut);
+      if (cut)
+        return Error::msg("sandbox: the protected directory " + path +
+                          " holds more than the sandbox follows links in (4 levels, 512 "
+                          "entries): where its links lead could not all be protected; trim it");
       for (std::string& t : targets)
         if (!under(t, path)) in.protect.push_back(std::move(t));
     }
@@ -618,7 +629,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
   // Planned under the workspace's placeholder lock (sandbox_launch.hpp): a
   // name another sandbox's placeholder holds is then one it shares.
   l.plan = [&g, &p, &o, &env](SandboxLaunch& out) -> Status {
-    cap::SandboxInputs in = plan_inputs(g, p, out.skeleton_dir, o.args, env);
+    TRY(cap::SandboxInputs in, plan_inputs(g, p, out.skeleton_dir, o.args, env));
     TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
     out.spec = std::move(plan.spec);
     out.rootfs = in.root_dir;
@@ -747,7 +758,13 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
   std::optional<cap::SandboxPlan> plan;
   cap::SandboxInputs in;
   if (r.sandboxed) {
-    in = plan_inputs(g, p, g.root, o.args.empty() ? std::vector<std::string>{"CMD"} : o.args, env);
+    auto planned =
+        plan_inputs(g, p, g.root, o.args.empty() ? std::vector<std::string>{"CMD"} : o.args, env);
+    if (!planned.ok()) {
+      log::error(planned.error().what());
+      return 1;
+    }
+    in = std::move(*planned);
     auto pl = cap::compile_profile(r, in);
     if (!pl.ok()) {
       log::error(pl.error().what());
@@ -870,7 +887,7 @@ Status sandbox_can_start(const Globals& g, const Prepared& p, const std::vector<
   if (::stat(g.root.c_str(), &rs) < 0) return Error::sys(errno, "the state root " + g.root);
   if (!S_ISDIR(rs.st_mode)) return Error::msg("the state root " + g.root + ": not a directory");
   if (::access(g.root.c_str(), W_OK) < 0) return Error::sys(errno, "the state root " + g.root);
-  cap::SandboxInputs in = plan_inputs(g, p, g.root, args, env);
+  TRY(cap::SandboxInputs in, plan_inputs(g, p, g.root, args, env));
   TRY(cap::SandboxPlan plan, cap::compile_profile(p.profile, in));
   // Each missing protected name needs its placeholder: the nearest existing
   // directory must take a new entry (writable, not immutable or append-only).

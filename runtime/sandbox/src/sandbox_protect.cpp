@@ -473,14 +473,21 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
 // target under a missing directory protects the first missing one (an
 // empty placeholder: it cannot be made to hold the target).
 void protect_link_targets(const std::string& dir, int depth, int& budget,
-                          std::vector<std::string>& out, std::vector<std::string>& pins) {
-  if (depth > 4 || budget <= 0) return;
+                          std::vector<std::string>& out, std::vector<std::string>& pins,
+                          bool* cut) {
+  if (depth > 4 || budget <= 0) {
+    *cut = true;  // a directory left unread (red team round 15: it failed open)
+    return;
+  }
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   std::vector<std::string> subdirs;
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    if (--budget <= 0) break;
+    if (--budget <= 0) {
+      *cut = true;
+      break;
+    }
     const std::string path = dir + "/" + e->d_name;
     if (e->d_type == DT_DIR) {
       subdirs.push_back(path);
@@ -492,7 +499,8 @@ void protect_link_targets(const std::string& dir, int depth, int& budget,
     out.push_back(w.first_missing.empty() ? w.real : w.first_missing);
   }
   ::closedir(d);
-  for (const std::string& sub : subdirs) protect_link_targets(sub, depth + 1, budget, out, pins);
+  for (const std::string& sub : subdirs)
+    protect_link_targets(sub, depth + 1, budget, out, pins, cut);
 }
 
 }  // namespace comet::runtime::sandbox_parts

@@ -45,8 +45,9 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
 
 // Where the symlinks inside the protected directory DIR lead (4 levels,
 // BUDGET entries): OUT gets what to protect, PINS the further links of
-// chains, to pin (sandbox_protect.cpp).
+// chains, to pin (sandbox_protect.cpp); CUT is set when a limit left
+// entries unread (the caller fails closed).
 void protect_link_targets(const std::string& dir, int depth, int& budget,
-                          std::vector<std::string>& out, std::vector<std::string>& pins);
+                          std::vector<std::string>& out, std::vector<std::string>& pins, bool* cut);
 
 }  // namespace comet::runtime::sandbox_parts
