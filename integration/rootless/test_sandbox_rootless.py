@@ -198,6 +198,22 @@ def test_an_index_check_blinded_by_chmod_still_moves_the_index(user, ws):
         user.run(["chmod", "0755", str(ws / ".git")])
 
 
+def test_a_workspace_made_unsearchable_leaves_no_placeholders(user, ws):
+    # Red team round 15: `chmod 000 .` as the command's last act, and the
+    # runtime (the user) could not remove its placeholders (.envrc,
+    # .vscode/, ...): they stayed on the host. It gives the workspace its
+    # owner's rights back and removes them.
+    git_repo(user, ws)
+    before = sorted(os.listdir(ws))
+    try:
+        r = sh(user, ws, "chmod 000 .; echo done=$?")
+        assert "done=0" in r.stdout, (r.stdout, r.stderr)
+        assert "its owner's rights back" in r.stderr, r.stderr
+    finally:
+        user.run(["chmod", "0755", str(ws)])
+    assert sorted(os.listdir(ws)) == before
+
+
 def test_git_add_and_commit_work(user, ws):
     git_repo(user, ws)
     r = sh(user, ws, "echo hello > a.txt && git add a.txt && git commit -qm one && git log --oneline")
