@@ -716,6 +716,8 @@ TEST(ProfileCompile, DeniedPathsSitOnAnOverlayTheHostCannotRenameIn) {
   // vipw -s's full copy, and vim's swap file of it (red team round 15)
   EXPECT_TRUE(has(etc->options, "x-comet.whiteout=shadow.edit"));
   EXPECT_TRUE(has(etc->options, "x-comet.whiteout=.shadow.swp"));
+  EXPECT_TRUE(has(etc->options, "x-comet.whiteout=#shadow#"));  // round 16
+  EXPECT_TRUE(has(etc->options, "x-comet.whiteout=shadow.dpkg-old"));
   EXPECT_GT(pos(p.spec, "/etc/shadow"), pos(p.spec, "/etc"));
   // /run has a mount point beneath it: bound as it is, submounts and all.
   EXPECT_TRUE(read_only_bind(find(p.spec, "/run")));

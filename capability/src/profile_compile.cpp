@@ -607,8 +607,10 @@ class Planner {
   // temporary and backup copies tools write beside a denied file (NAME+ by
   // shadow-utils' useradd, chage, passwd; nNAME by PAM's pam_unix; NAME-,
   // NAME~, NAME.new, NAME.tmp; NAME.edit by vipw -s, red team round 15;
-  // NAME.bak, .old, .orig, .save; vim's .NAME.swp and .swx, which hold the
-  // buffer), so that the copy of /etc/shadow the host writes while the
+  // NAME.bak, .old, .orig, .save; vim's .NAME.swp, .swx, .swo and the
+  // .NAME.edit.swp of vipw's copy, emacs's #NAME#, NAME.~1~, and the
+  // package managers' NAME.dpkg-old/-new/-dist, .rpmsave, .rpmnew: red team
+  // round 16), so that the copy of /etc/shadow the host writes while the
   // sandbox runs is not readable there (red team round 14). Not a name
   // that is an entry itself (shadow- is denied by its own mask, on the name
   // the overlay must then show). A copy of a random name (mkstemp's) is not
@@ -623,9 +625,14 @@ class Planner {
       // relative to the overlay: its subdirectories are the top layer's too
       const std::string dir = x.path.substr(0, cut + 1).substr(e.path.size() + 1);
       for (const std::string& w :
-           {base + "+", "n" + base, base + "-", base + "~", base + ".new", base + ".tmp",
-            base + ".edit", base + ".bak", base + ".old", base + ".orig", base + ".save",
-            "." + base + ".swp", "." + base + ".swx"}) {
+           {base + "+",          "n" + base,          base + "-",
+            base + "~",          base + ".new",       base + ".tmp",
+            base + ".edit",      base + ".bak",       base + ".old",
+            base + ".orig",      base + ".save",      "." + base + ".swp",
+            "." + base + ".swx", "." + base + ".swo", "." + base + ".edit.swp",
+            "#" + base + "#",    base + ".~1~",       base + ".dpkg-old",
+            base + ".dpkg-new",  base + ".dpkg-dist", base + ".rpmsave",
+            base + ".rpmnew"}) {
         const std::string at = e.path + "/" + dir + w;
         if (w.size() > 255 || std::any_of(entries_.begin(), entries_.end(),
                                           [&](const Entry& y) { return y.path == at; }))

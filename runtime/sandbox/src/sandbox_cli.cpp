@@ -62,6 +62,7 @@ struct Prepared {
   LoadedConfig config;
   cap::ResolvedProfile profile;
   sandbox_parts::GitEnvConfigs git_env;  // the host git's configs from the environment
+  sandbox_parts::GitDirs git_dirs;       // the git directories the searches found
 };
 
 Result<std::string> real_dir(const std::string& p, const char* what) {
@@ -156,7 +157,8 @@ Status write_trees_protected(Prepared& p) {
   if (trees.empty()) return ok();
   cap::ProfileSet found;
   std::string cut;
-  TRYV(sandbox_parts::protect_write_trees(trees, p.workspace, p.ctx, p.git_env, found, &cut));
+  TRYV(sandbox_parts::protect_write_trees(trees, p.workspace, p.ctx, p.git_env, found, &cut,
+                                          &p.git_dirs));
   std::unordered_set<std::string> have(p.profile.protect.begin(), p.profile.protect.end());
   std::unordered_set<std::string> files(p.profile.protect_files.begin(),
                                         p.profile.protect_files.end());
@@ -218,7 +220,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   std::string walk_cut;
   p.git_env = sandbox_parts::git_env_configs(env);
   if (Status st = sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.git_env,
-                                                          p.config.set, &walk_cut);
+                                                          p.config.set, &walk_cut, &p.git_dirs);
       !st.ok())
     return st.error();
   TRY(p.profile, cap::resolve(p.config.set, o.profile, p.ctx));
@@ -372,6 +374,54 @@ std::string parent_of(const std::string& p) {
 // Everything the planner needs from the host. The root skeleton (the empty
 // root and the files the plan binds) lives under `skeleton`, on a tmpfs the
 // sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
+// The symlinks in the git directories the searches found (red team round
+// 16: only the workspace's own were followed). A control file or
+// directory that is a link (`config -> ../repo-config`, `hooks ->
+// ../githooks`), and every link in `hooks/` and `info/` (`pre-commit ->
+// ../../scripts/pre-commit.sh`), lead to what the host's git reads or
+// runs: protected, the chains pinned, a directory's own links followed in
+// turn (4 levels, 512 entries, or the run fails closed). A `.git` that is
+// a symlink has its chain pinned (`sub/.git -> ../gdlink -> ../real.git`:
+// `gdlink` could be pointed at another repository), and the gitdir: file
+// it may lead to is protected.
+Status follow_git_dir_links(const Prepared& p, cap::SandboxInputs& in) {
+  auto scan = [&in](const std::string& dir) -> Status {
+    int budget = 512;
+    bool cut = false;
+    std::vector<std::string> targets;
+    sandbox_parts::protect_link_targets(dir, 1, budget, targets, in.pin_links, &cut);
+    if (cut)
+      return Error::msg("sandbox: the git directory's " + dir +
+                        " holds more than the sandbox follows links in (4 levels, 512 "
+                        "entries): where its links lead could not all be protected; trim it");
+    for (std::string& t : targets)
+      if (!path_under(t, dir)) in.protect.push_back(std::move(t));
+    return ok();
+  };
+  for (const std::string& g : p.git_dirs.dirs) {
+    for (const char* n : {"config", "config.worktree", "commondir", "HEAD", "hooks", "info"}) {
+      const std::string at = g + "/" + n;
+      struct stat st;
+      if (::lstat(at.c_str(), &st) < 0) continue;
+      const bool dir_name = std::strcmp(n, "hooks") == 0 || std::strcmp(n, "info") == 0;
+      if (S_ISLNK(st.st_mode)) {
+        PathWalk w = walk_path(at);
+        for (std::size_t i = 1; i < w.links.size(); i++) in.pin_links.push_back(w.links[i]);
+        in.protect.push_back(w.first_missing.empty() ? w.real : w.first_missing);
+        if (dir_name && w.found && S_ISDIR(w.st.st_mode)) TRYV(scan(w.real));
+      } else if (dir_name && S_ISDIR(st.st_mode) && g != p.workspace + "/.git") {
+        TRYV(scan(at));  // the workspace's own: its protect entries are followed already
+      }
+    }
+  }
+  for (const std::string& l : p.git_dirs.dot_git_links) {
+    PathWalk w = walk_path(l);
+    for (const std::string& link : w.links) in.pin_links.push_back(link);
+    if (w.found && S_ISREG(w.st.st_mode)) in.protect.push_back(w.real);
+  }
+  return ok();
+}
+
 Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
                                        const std::string& skeleton,
                                        const std::vector<std::string>& args, const Environ& env) {
@@ -442,6 +492,7 @@ Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
         if (!under(t, path)) in.protect.push_back(std::move(t));
     }
   }
+  TRYV(follow_git_dir_links(p, in));
   const std::vector<const std::vector<std::string>*> lists = {&r.read,
                                                               &r.write,
                                                               &r.deny,

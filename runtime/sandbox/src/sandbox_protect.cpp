@@ -29,11 +29,15 @@ std::string git_dir_of(const std::string& at) {
   if (S_ISLNK(st.st_mode)) {
     char real[PATH_MAX];
     struct stat target;
-    if (::stat(at.c_str(), &target) == 0 && S_ISDIR(target.st_mode) && ::realpath(at.c_str(), real))
-      return real;
+    if (::stat(at.c_str(), &target) < 0) return "";
+    if (S_ISDIR(target.st_mode)) return ::realpath(at.c_str(), real) ? real : "";
+    // a symlink to a gitdir: file is read as git reads it, relative to the
+    // link's directory (red team round 16); the file itself is protected
+    // where the plan follows the link (GitDirs::dot_git_links)
+    if (!S_ISREG(target.st_mode)) return "";
+  } else if (!S_ISREG(st.st_mode)) {
     return "";
   }
-  if (!S_ISREG(st.st_mode)) return "";
   auto text = read_file(at);
   if (!text.ok() || text->rfind("gitdir: ", 0) != 0) return "";
   std::string d = text->substr(8);
@@ -284,14 +288,23 @@ void configs_of(const std::string& gd, const std::string& top, std::vector<Confi
     for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, top});
 }
 
+// A git directory found, and its `.git` when that is a symlink.
+void note_git_dir(const std::string& top, const std::string& git_dir, GitDirs* found) {
+  found->dirs.push_back(clean_path(git_dir));
+  struct stat st;
+  const std::string dot = (top == "/" ? "" : top) + "/.git";
+  if (::lstat(dot.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) found->dot_git_links.push_back(dot);
+}
+
 // The repository holding AT: the nearest .git at or above it. Its top
 // ("" when none).
-std::string enclosing_repo(const std::string& at, std::vector<ConfigTodo>& todo) {
+std::string enclosing_repo(const std::string& at, std::vector<ConfigTodo>& todo, GitDirs* found) {
   for (std::string r = at;; r = r.substr(0, r.rfind('/'))) {
     const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
     if (!gd.empty()) {
       const std::string top = r.empty() ? "/" : r;
       configs_of(gd, top, todo);
+      note_git_dir(top, gd, found);
       return top;
     }
     if (r.empty() || r == "/") return "";
@@ -377,10 +390,48 @@ GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env) {
   };
   for (const char* k : {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"})
     if (const std::string f = get(k); !f.empty() && f[0] == '/') g.files.push_back(clean_path(f));
+  std::vector<std::pair<std::string, std::string>> entries;
   const long n = std::strtol(get("GIT_CONFIG_COUNT").c_str(), nullptr, 10);
-  for (long i = 0; i < n && i < 1024; i++) {
-    const std::string key = get("GIT_CONFIG_KEY_" + std::to_string(i));
-    const std::string value = get("GIT_CONFIG_VALUE_" + std::to_string(i));
+  for (long i = 0; i < n && i < 1024; i++)
+    entries.emplace_back(get("GIT_CONFIG_KEY_" + std::to_string(i)),
+                         get("GIT_CONFIG_VALUE_" + std::to_string(i)));
+  // GIT_CONFIG_PARAMETERS: `git -c`'s, handed to every git it starts (red
+  // team round 16): shell-quoted words, 'key'='value' or 'key=value'.
+  const std::string params = get("GIT_CONFIG_PARAMETERS");
+  auto sq_word = [&params](std::size_t& i, std::string& out) {
+    if (i >= params.size() || params[i] != '\'') return false;
+    for (i++; i < params.size(); i++) {
+      if (params[i] != '\'') {
+        out += params[i];
+        continue;
+      }
+      if (params.compare(i, 4, "'\\''") == 0) {  // '\'' : a quote inside
+        out += '\'';
+        i += 3;
+        continue;
+      }
+      i++;
+      return true;
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < params.size() && entries.size() < 2048;) {
+    if (params[i] == ' ') {
+      i++;
+      continue;
+    }
+    std::string word, value;
+    if (!sq_word(i, word)) break;
+    if (i < params.size() && params[i] == '=') {
+      i++;
+      if (!sq_word(i, value)) break;
+    } else if (const std::size_t eq = word.find('='); eq != std::string::npos) {
+      value = word.substr(eq + 1);
+      word.resize(eq);
+    }
+    entries.emplace_back(word, value);
+  }
+  for (const auto& [key, value] : entries) {
     const size_t first = key.find('.'), last = key.rfind('.');
     if (first == std::string::npos || first == 0 || last + 1 >= key.size()) continue;
     // section.name, or section.subsection.name
@@ -402,16 +453,17 @@ GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env) {
 
 Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext& ctx,
                                 const GitEnvConfigs& genv, cap::ProfileSet& set,
-                                std::string* walk_cut) {
+                                std::string* walk_cut, GitDirs* found) {
   protect_nested_modules(ws, set);
   std::vector<ConfigTodo> todo;
   std::vector<std::string> tops = {ws};
-  enclosing_repo(ws, todo);
+  enclosing_repo(ws, todo, found);
   // Every repository and linked worktree below it: its config, relative to
   // its own top, and the workspace's table at that top.
   for (const NestedRepo& r : nested_repos(ws, walk_cut)) {
     protect_nested_repo(ws, r, set, ws);
     configs_of(r.git_dir, r.top, todo);
+    note_git_dir(r.top, r.git_dir, found);
     tops.push_back(r.top);
   }
   // The modules of the workspace's own repository: .git/modules/NAME (a
@@ -440,11 +492,11 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
 // holding it and of those below it name.
 Status protect_write_trees(const std::vector<std::string>& trees, const std::string& workspace,
                            const cap::ResolveContext& ctx, const GitEnvConfigs& genv,
-                           cap::ProfileSet& set, std::string* walk_cut) {
+                           cap::ProfileSet& set, std::string* walk_cut, GitDirs* found) {
   std::vector<ConfigTodo> todo;
   std::vector<std::string> tops;
   for (const std::string& tree : trees) {
-    const std::string top = enclosing_repo(tree, todo);
+    const std::string top = enclosing_repo(tree, todo, found);
     if (!top.empty()) tops.push_back(top);
     if (top == tree)
       protect_nested_repo(tree, {tree, clean_path(git_dir_of(tree + "/.git"))}, set, workspace);
@@ -455,6 +507,7 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
     for (const NestedRepo& r : nested_repos(tree, &cut, workspace)) {
       protect_nested_repo(tree, r, set, workspace);
       configs_of(r.git_dir, r.top, todo);
+      note_git_dir(r.top, r.git_dir, found);
       tops.push_back(r.top);
     }
     if (!cut.empty() && walk_cut->empty()) *walk_cut = cut;

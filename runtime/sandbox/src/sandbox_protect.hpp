@@ -25,6 +25,15 @@ struct GitEnvConfigs {
 };
 GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env);
 
+// The git directories the searches found (the repository holding the
+// workspace or a write path, the nested ones) and the `.git` symlinks that
+// name them: the plan follows the symlinks in their control files and
+// pins those chains (sandbox_cli.cpp plan_inputs; red team round 16).
+struct GitDirs {
+  std::vector<std::string> dirs;
+  std::vector<std::string> dot_git_links;
+};
+
 // Adds to set.protect what the host's git runs or reads because its config
 // says so, and the modules' git directories the built-in entries miss.
 // Refuses a program value it cannot name (built by a shell expansion).
@@ -32,7 +41,7 @@ GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env);
 // saw everything); the caller fails closed when the profile writes there.
 Status protect_git_config_paths(const std::string& ws, const capability::ResolveContext& ctx,
                                 const GitEnvConfigs& genv, capability::ProfileSet& set,
-                                std::string* walk_cut);
+                                std::string* walk_cut, GitDirs* found);
 
 // The same for a profile's write paths outside the workspace (TREES): the
 // workspace's table at every repository top in or below each, and what the
@@ -41,7 +50,7 @@ Status protect_git_config_paths(const std::string& ws, const capability::Resolve
 // WORKSPACE: not searched again where a tree holds it.
 Status protect_write_trees(const std::vector<std::string>& trees, const std::string& workspace,
                            const capability::ResolveContext& ctx, const GitEnvConfigs& genv,
-                           capability::ProfileSet& set, std::string* walk_cut);
+                           capability::ProfileSet& set, std::string* walk_cut, GitDirs* found);
 
 // Where the symlinks inside the protected directory DIR lead (4 levels,
 // BUDGET entries): OUT gets what to protect, PINS the further links of
