@@ -131,10 +131,22 @@ def test_git_config_parameters_are_read(sandbox, repo, workdir):
     # `git -c core.hooksPath=.hooks` hands GIT_CONFIG_PARAMETERS to what it
     # starts, the harness included
     marker = workdir / f"pwned-{secrets.token_hex(3)}"
-    env = {"GIT_CONFIG_PARAMETERS": "'core.hookspath'='.hooks' 'user.name=x'"}
+    # git quotes ! as '\!' (an alias before the hooks path must not end the
+    # parse: review of e94d847)
+    env = {"GIT_CONFIG_PARAMETERS":
+           "'alias.st'='!git status'".replace("!", "'\\!'") + " 'core.hookspath'='.hooks' "
+           "'user.name=x'"}
     res, _ = sandbox(repo, f"mkdir -p .hooks; printf '#!/bin/sh\\ntouch {marker}\\n' > "
                            ".hooks/pre-commit; echo hook=$?; chmod +x .hooks/pre-commit",
                      extra_env=env)
     assert "hook=0" not in res.out, res.out
     host_commit(repo, env)
     assert not marker.exists(), "the host's git ran the hook the sandbox wrote"
+
+
+def test_malformed_git_config_parameters_fail_closed(sandbox, repo):
+    # what git cannot parse it refuses; a sandbox that skipped the rest
+    # would leave a hooks path after it unprotected
+    res, _ = sandbox(repo, "echo ran", extra_env={"GIT_CONFIG_PARAMETERS": "'core.hookspath"})
+    assert res.rc == 125 and "ran" not in res.out, res
+    assert "GIT_CONFIG_PARAMETERS" in res.err, res.err

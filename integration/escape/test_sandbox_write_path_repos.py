@@ -231,15 +231,24 @@ def test_links_in_a_write_path_repositorys_protected_directory_lead_to_protected
 
 
 def test_a_protected_directory_too_large_to_follow_fails_closed(sandbox, repo):
-    # Red team round 15 row 12: past 512 entries (or 4 levels) the links of
-    # a protected directory were not followed, and their targets stayed
-    # writable; now the run refuses
+    # Red team round 15 row 12: past its limits (then 512 entries or 4
+    # levels, now 4096 directories and links or 16 levels) the links of a
+    # protected directory were not followed, and their targets stayed
+    # writable; now the run refuses, unless told to run without
     (repo / "cfg").mkdir()
+    (repo / "cfg" / "t.json").write_text("{}\n")
     (repo / ".vscode").mkdir()
-    for i in range(600):
-        (repo / "cfg" / f"t{i}.json").write_text("{}\n")
-        os.symlink(f"../cfg/t{i}.json", repo / ".vscode" / f"l{i}.json")
-    res, _ = sandbox(repo, "echo pwn > cfg/t599.json; echo target=$?")
+    for i in range(4100):
+        os.symlink("../cfg/t.json", repo / ".vscode" / f"l{i}.json")
+    res, _ = sandbox(repo, "echo pwn > cfg/t.json; echo target=$?")
     assert res.rc == 125 and "target=" not in res.out, res
-    assert "512 entries" in res.err and ".vscode" in res.err, res.err
-    assert (repo / "cfg" / "t599.json").read_text() == "{}\n"
+    assert "4096 directories and links" in res.err and ".vscode" in res.err, res.err
+    assert (repo / "cfg" / "t.json").read_text() == "{}\n"
+    res, _ = sandbox(repo, "echo ran", extra_env={"COMET_ALLOW_MISSING": "link-targets"})
+    assert res.rc == 0 and "ran" in res.out and "link-targets" in res.err, res
+    # a large protected directory of files (no links) is no reason to refuse
+    for i in range(4100):
+        os.unlink(repo / ".vscode" / f"l{i}.json")
+        (repo / ".vscode" / f"f{i}.json").write_text("{}\n")
+    res, _ = sandbox(repo, "echo ran")
+    assert res.rc == 0 and "ran" in res.out, res

@@ -214,6 +214,26 @@ def test_a_workspace_made_unsearchable_leaves_no_placeholders(user, ws):
     assert sorted(os.listdir(ws)) == before
 
 
+def test_a_nested_repositorys_hook_link_target_is_protected(user, ws):
+    # Red team round 16 (as an ordinary user too): lib/.git/hooks/pre-commit
+    # -> ../../scripts/pre-commit.sh; the target stayed writable and the
+    # host's commit in lib ran what the sandbox wrote there.
+    git_repo(user, ws)
+    lib = ws / "lib"
+    user.run(["mkdir", "-p", str(lib / "scripts")])
+    git_repo(user, lib)
+    r = user.run(["sh", "-c", "printf '#!/bin/sh\\nexit 0\\n' > scripts/pre-commit.sh && "
+                              "chmod +x scripts/pre-commit.sh && "
+                              "ln -s ../../scripts/pre-commit.sh .git/hooks/pre-commit"],
+                 cwd=str(lib))
+    assert r.returncode == 0, r.stderr
+    marker = user.home / "pwned-hook"
+    r = sh(user, ws, f"echo 'touch {marker}' >> lib/scripts/pre-commit.sh; echo hook=$?")
+    assert r.returncode == 0 and "hook=0" not in r.stdout, (r.stdout, r.stderr)
+    user.run(["git", "commit", "-q", "--allow-empty", "-m", "host"], cwd=str(lib))
+    assert not marker.exists()
+
+
 def test_git_add_and_commit_work(user, ws):
     git_repo(user, ws)
     r = sh(user, ws, "echo hello > a.txt && git add a.txt && git commit -qm one && git log --oneline")

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/keyctl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -414,7 +416,7 @@ void go_and_unshare_cgroupns() noexcept {
 // read-only fds: one open for writing shares its offset with the caller
 // (`{ sandbox -- a; b; } > out`), and the caller gave it to be written.
 // Raw calls and stack buffers only: we share the runtime's memory.
-void reopen_stdin_files_in_view() noexcept {
+static void reopen_stdin_files_in_view() noexcept {
   for (int fd = 0; fd <= 2; fd++) {
     struct stat st;
     const int fl = ::fcntl(fd, F_GETFL);
@@ -424,7 +426,12 @@ void reopen_stdin_files_in_view() noexcept {
     self[sizeof self - 2] = static_cast<char>('0' + fd);
     char path[PATH_MAX];
     const ssize_t n = ::readlink(self, path, sizeof path - 1);
-    if (n <= 0 || path[0] != '/') continue;  // "(unreachable)...", a deleted file
+    if (n <= 0 || n >= static_cast<ssize_t>(sizeof path - 1) || path[0] != '/')
+      continue;  // "(unreachable)...", a name too long to be sure of
+    // procfs and sysfs name what their reader is: not the same file here
+    struct statfs fs;
+    if (::fstatfs(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
+      continue;
     path[n] = '\0';
     const int nfd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
     if (nfd < 0) continue;

@@ -218,7 +218,10 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   p.paths = config_paths(p.ctx, env);
   TRY(p.config, load_sandbox_config(p.paths));
   std::string walk_cut;
-  p.git_env = sandbox_parts::git_env_configs(env);
+  {
+    char cwd[PATH_MAX];
+    TRY(p.git_env, sandbox_parts::git_env_configs(env, ::getcwd(cwd, sizeof cwd) ? cwd : "/"));
+  }
   if (Status st = sandbox_parts::protect_git_config_paths(p.workspace, p.ctx, p.git_env,
                                                           p.config.set, &walk_cut, &p.git_dirs);
       !st.ok())
@@ -374,6 +377,22 @@ std::string parent_of(const std::string& p) {
 // Everything the planner needs from the host. The root skeleton (the empty
 // root and the files the plan binds) lives under `skeleton`, on a tmpfs the
 // sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
+// A protected directory whose links were not all followed (16 levels,
+// 4096 directories and links, or one it cannot read): where they lead
+// could be written, so the run fails closed (red team round 15), unless
+// COMET_ALLOW_MISSING=link-targets says to run without (one warning).
+Status link_scan_cut(const std::string& dir) {
+  const std::string what = "sandbox: the links in the protected directory " + dir +
+                           " could not all be followed (16 levels, 4096 directories and links, "
+                           "or one it cannot read): where they lead would not be protected";
+  if (!switches::allow_missing("link-targets"))
+    return Error::msg(what +
+                      "; trim it, or COMET_ALLOW_MISSING=link-targets runs without that "
+                      "protection (docs/sandbox.md, Protected paths)");
+  log::warn(what + " (COMET_ALLOW_MISSING=link-targets)");
+  return ok();
+}
+
 // The symlinks in the git directories the searches found (red team round
 // 16: only the workspace's own were followed). A control file or
 // directory that is a link (`config -> ../repo-config`, `hooks ->
@@ -386,14 +405,11 @@ std::string parent_of(const std::string& p) {
 // it may lead to is protected.
 Status follow_git_dir_links(const Prepared& p, cap::SandboxInputs& in) {
   auto scan = [&in](const std::string& dir) -> Status {
-    int budget = 512;
+    int budget = 4096;
     bool cut = false;
     std::vector<std::string> targets;
     sandbox_parts::protect_link_targets(dir, 1, budget, targets, in.pin_links, &cut);
-    if (cut)
-      return Error::msg("sandbox: the git directory's " + dir +
-                        " holds more than the sandbox follows links in (4 levels, 512 "
-                        "entries): where its links lead could not all be protected; trim it");
+    if (cut) TRYV(link_scan_cut(dir));
     for (std::string& t : targets)
       if (!path_under(t, dir)) in.protect.push_back(std::move(t));
     return ok();
@@ -480,14 +496,11 @@ Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
       if (path.find('*') != std::string::npos || !(under(path, p.workspace) || writable) ||
           ::lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || path == p.workspace + "/.git")
         continue;
-      int budget = 512;
+      int budget = 4096;
       bool cut = false;
       std::vector<std::string> targets;
       sandbox_parts::protect_link_targets(path, 1, budget, targets, in.pin_links, &cut);
-      if (cut)
-        return Error::msg("sandbox: the protected directory " + path +
-                          " holds more than the sandbox follows links in (4 levels, 512 "
-                          "entries): where its links lead could not all be protected; trim it");
+      if (cut) TRYV(link_scan_cut(path));
       for (std::string& t : targets)
         if (!under(t, path)) in.protect.push_back(std::move(t));
     }

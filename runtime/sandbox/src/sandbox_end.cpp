@@ -26,6 +26,7 @@
 #include "comet/reporting/create_rule.hpp"
 #include "comet/reporting/violations.hpp"
 #include "sandbox_parts.hpp"
+#include "sandbox_placeholders.hpp"
 
 namespace comet::runtime::sandbox_parts {
 // ---- events -------------------------------------------------------------
@@ -206,12 +207,9 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
     // user's runtime, `chmod 000 .git` as its last act: red team round 15)
     // gets its owner's rights back, and is then looked at.
     bool mode_restored = false;
-    struct stat gst;
-    if (now.unknown && ::lstat(g.c_str(), &gst) == 0 && S_ISDIR(gst.st_mode) &&
-        gst.st_uid == ::geteuid() && ::chmod(g.c_str(), (gst.st_mode & 07777) | S_IRWXU) == 0) {
+    if (now.unknown && regain_own_dir(g)) {
       mode_restored = true;
       now = index_stamp(idx);
-      log::warn("sandbox: gave " + g + " its owner's rights back (the command had taken them)");
     }
     if (auto b = before.find(idx); b != before.end() && now == b->second) continue;
     if (mode_restored && !now.there) continue;

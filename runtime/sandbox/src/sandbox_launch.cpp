@@ -226,7 +226,8 @@ void Guardian::locks(const PlaceholderRegistry& r) {
 }
 
 struct LaunchCleanup {
-  std::vector<Made> made;  // placeholders, parents first (ours and adopted)
+  std::vector<Made> made;             // placeholders, parents first (ours and adopted)
+  std::vector<std::string> writable;  // the command's writable trees (remove_placeholder)
   PlaceholderRegistry* registry = nullptr;
   std::vector<std::string> cgroups;  // created
   pid_t init = -1;                   // our child, killed and reaped on failure
@@ -255,7 +256,7 @@ struct LaunchCleanup {
                std::count(b.path.begin(), b.path.end(), '/');
       });
       for (const Made& m : made)
-        if (UniqueFd fd = remove_placeholder(m)) removed_dirs.push_back(std::move(fd));
+        if (UniqueFd fd = remove_placeholder(m, writable)) removed_dirs.push_back(std::move(fd));
       if (registry) registry->finish();
     }
     if (registry) registry->unlock();
@@ -471,6 +472,7 @@ Status make_host_state(Launch& x) {
     x.cleanup.guardian = &x.guardian;
   }
   x.cleanup.made = adopted;
+  x.cleanup.writable = x.l.fs_view.writable;
   for (size_t i = 0; i < steps.size(); i++) {
     // The guardian knows it is being made, then what it is, before anything
     // slower (the registry) can leave a window for a SIGKILL.

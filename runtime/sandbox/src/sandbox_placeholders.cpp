@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "comet/base/sys.hpp"
@@ -81,31 +82,41 @@ Status PlaceholderRegistry::flush() {
   return ok();
 }
 
-// An ordinary user's runtime: a directory of its own on the way to PATH
-// that the command made unsearchable or read-only (`chmod 000 .` of the
-// workspace left every placeholder behind: red team round 15) gets its
-// owner's rights back. True when one did.
-static bool regain_own_dirs(const std::string& path) {
+// An ordinary user's runtime: a directory of its own on the way to PATH,
+// at or under one of ROOTS (the trees the command could write), that the
+// command made unsearchable or read-only (`chmod 000 .` of the workspace
+// left every placeholder behind: red team round 15) gets its owner's
+// rights back, and no more: group and others lose write. Opened without
+// following a link, changed through that fd. True when one was changed.
+bool regain_own_dir(const std::string& d) {
+  UniqueFd fd(::open(d.c_str(), O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) < 0 || st.st_uid != ::geteuid() ||
+      (st.st_mode & S_IRWXU) == S_IRWXU)
+    return false;
+  const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
+  if (::chmod(self.c_str(), (st.st_mode & 0755) | S_IRWXU) < 0) return false;
+  log::warn("sandbox: gave " + d + " its owner's rights back (the command had taken them)");
+  return true;
+}
+
+static bool regain_own_dirs(const std::string& path, const std::vector<std::string>& roots) {
   if (::geteuid() == 0) return false;
   bool changed = false;
   for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
     const std::string d = path.substr(0, at);
-    struct stat st;
-    if (::lstat(d.c_str(), &st) < 0) return changed;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & S_IRWXU) == S_IRWXU)
+    if (std::none_of(roots.begin(), roots.end(),
+                     [&](const std::string& r) { return path_under(d, r); }))
       continue;
-    if (::chmod(d.c_str(), (st.st_mode & 07777) | S_IRWXU) == 0) {
-      log::warn("sandbox: gave " + d + " its owner's rights back (the command had taken them)");
-      changed = true;
-    }
+    changed = regain_own_dir(d) || changed;
   }
   return changed;
 }
 
-UniqueFd remove_placeholder(const Made& m) {
+UniqueFd remove_placeholder(const Made& m, const std::vector<std::string>& roots) {
   struct stat st;
   if (::lstat(m.path.c_str(), &st) < 0 &&
-      (errno != EACCES || !regain_own_dirs(m.path) || ::lstat(m.path.c_str(), &st) < 0))
+      (errno != EACCES || !regain_own_dirs(m.path, roots) || ::lstat(m.path.c_str(), &st) < 0))
     return {};
   if (st.st_dev != m.dev || st.st_ino != m.ino) return {};
   if (!m.dir) {
@@ -114,13 +125,13 @@ UniqueFd remove_placeholder(const Made& m) {
       auto text = read_file(m.path);
       if (!text.ok() || *text != m.content) return {};
     }
-    if (::unlink(m.path.c_str()) < 0 && errno == EACCES && regain_own_dirs(m.path))
+    if (::unlink(m.path.c_str()) < 0 && errno == EACCES && regain_own_dirs(m.path, roots))
       ::unlink(m.path.c_str());
     return {};
   }
   UniqueFd held(::open(m.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (::rmdir(m.path.c_str()) < 0 &&
-      (errno != EACCES || !regain_own_dirs(m.path) || ::rmdir(m.path.c_str()) < 0))
+      (errno != EACCES || !regain_own_dirs(m.path, roots) || ::rmdir(m.path.c_str()) < 0))
     return {};  // ENOTEMPTY: not ours to remove
   return held;
 }

@@ -45,7 +45,14 @@ Result<struct stat> make_placeholder(const Step& step, uid_t uid, gid_t gid);
 // Removes M if it is still the empty placeholder made. A directory comes
 // back open (O_PATH) once removed: its last close, which frees its block,
 // is the guardian's (GuardEntry).
-UniqueFd remove_placeholder(const Made& m);
+// ROOTS: the trees the command could write, where a directory of the
+// user's own that the command made unsearchable gets its owner's rights
+// back first (regain_own_dir).
+UniqueFd remove_placeholder(const Made& m, const std::vector<std::string>& roots);
+
+// DIR, a directory of the runtime's user that lacks its owner's rights
+// (not followed if a link): given them back, with a warning. True if so.
+bool regain_own_dir(const std::string& dir);
 
 // Placeholders are the host's files while any sandbox of the workspace
 // runs: a second sandbox binds over the first one's, and unlinking a file

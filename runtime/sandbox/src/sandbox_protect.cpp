@@ -125,7 +125,8 @@ static void find_nested_repos(const std::string& dir, int depth, int& budget,
   if (!skip.empty() && dir == skip) return;
   DIR* d = ::opendir(dir.c_str());
   if (!d) {
-    if (errno != ENOENT && errno != ENOTDIR && ours_to_hide(dir))
+    const int e = errno;
+    if (e != ENOENT && e != ENOTDIR && ((e != EACCES && e != EPERM) || ours_to_hide(dir)))
       cut.set("a directory it cannot read", dir);
     return;
   }
@@ -144,7 +145,12 @@ static void find_nested_repos(const std::string& dir, int depth, int& budget,
     unsigned char t = e->d_type;
     if (t == DT_UNKNOWN) {
       struct stat st;
-      if (::lstat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) t = DT_DIR;
+      const std::string sub = dir + "/" + e->d_name;
+      if (::lstat(sub.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) t = DT_DIR;
+      } else if (errno != ENOENT && ours_to_hide(dir)) {
+        cut.set("an entry it cannot look at", sub);
+      }
     }
     if (t == DT_DIR) subs.push_back(dir + "/" + e->d_name);
     errno = 0;
@@ -291,6 +297,12 @@ void configs_of(const std::string& gd, const std::string& top, std::vector<Confi
 // A git directory found, and its `.git` when that is a symlink.
 void note_git_dir(const std::string& top, const std::string& git_dir, GitDirs* found) {
   found->dirs.push_back(clean_path(git_dir));
+  // a linked worktree's hooks/ and info/ are its main repository's
+  if (auto c = read_file(git_dir + "/commondir"); c.ok()) {
+    std::string cd = *c;
+    while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+    if (!cd.empty()) found->dirs.push_back(clean_path(cd[0] == '/' ? cd : git_dir + "/" + cd));
+  }
   struct stat st;
   const std::string dot = (top == "/" ? "" : top) + "/.git";
   if (::lstat(dot.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) found->dot_git_links.push_back(dot);
@@ -382,21 +394,32 @@ Status protect_what_configs_name(std::vector<ConfigTodo>& todo, const cap::Resol
 
 }  // namespace
 
-GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env) {
+Result<GitEnvConfigs> git_env_configs(const std::map<std::string, std::string>& env,
+                                      const std::string& cwd) {
   GitEnvConfigs g;
   auto get = [&env](const std::string& k) {
     auto it = env.find(k);
     return it == env.end() ? std::string() : it->second;
   };
+  // a relative one is taken from the working directory, as git does
   for (const char* k : {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"})
-    if (const std::string f = get(k); !f.empty() && f[0] == '/') g.files.push_back(clean_path(f));
+    if (const std::string f = get(k); !f.empty())
+      g.files.push_back(clean_path(f[0] == '/' ? f : cwd + "/" + f));
+  auto refuse = [](const std::string& what) {
+    return Error::msg("sandbox: " + what +
+                      ": the git config the host's git takes from the environment cannot be "
+                      "read, so what it runs cannot be protected");
+  };
   std::vector<std::pair<std::string, std::string>> entries;
   const long n = std::strtol(get("GIT_CONFIG_COUNT").c_str(), nullptr, 10);
-  for (long i = 0; i < n && i < 1024; i++)
+  if (n > 1024) return refuse("GIT_CONFIG_COUNT is more than 1024");
+  for (long i = 0; i < n; i++)
     entries.emplace_back(get("GIT_CONFIG_KEY_" + std::to_string(i)),
                          get("GIT_CONFIG_VALUE_" + std::to_string(i)));
   // GIT_CONFIG_PARAMETERS: `git -c`'s, handed to every git it starts (red
-  // team round 16): shell-quoted words, 'key'='value' or 'key=value'.
+  // team round 16): words quoted as git's sq_quote writes them ('...',
+  // with ' as '\'' and ! as '\!'), 'key'='value' or 'key=value' (a bare
+  // 'key' is a boolean). What git cannot parse it refuses; so do we.
   const std::string params = get("GIT_CONFIG_PARAMETERS");
   auto sq_word = [&params](std::size_t& i, std::string& out) {
     if (i >= params.size() || params[i] != '\'') return false;
@@ -405,8 +428,9 @@ GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env) {
         out += params[i];
         continue;
       }
-      if (params.compare(i, 4, "'\\''") == 0) {  // '\'' : a quote inside
-        out += '\'';
+      if (i + 3 < params.size() && params[i + 1] == '\\' &&
+          (params[i + 2] == '\'' || params[i + 2] == '!') && params[i + 3] == '\'') {
+        out += params[i + 2];  // '\'' or '\!' : the character inside
         i += 3;
         continue;
       }
@@ -415,38 +439,42 @@ GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env) {
     }
     return false;
   };
-  for (std::size_t i = 0; i < params.size() && entries.size() < 2048;) {
+  for (std::size_t i = 0; i < params.size();) {
     if (params[i] == ' ') {
       i++;
       continue;
     }
+    if (entries.size() >= 2048) return refuse("GIT_CONFIG_PARAMETERS has more than 2048 entries");
     std::string word, value;
-    if (!sq_word(i, word)) break;
+    if (!sq_word(i, word)) return refuse("GIT_CONFIG_PARAMETERS is not quoted as git quotes it");
     if (i < params.size() && params[i] == '=') {
       i++;
-      if (!sq_word(i, value)) break;
+      if (!sq_word(i, value)) return refuse("GIT_CONFIG_PARAMETERS is not quoted as git quotes it");
     } else if (const std::size_t eq = word.find('='); eq != std::string::npos) {
       value = word.substr(eq + 1);
       word.resize(eq);
     }
     entries.emplace_back(word, value);
   }
+  auto escaped = [](const std::string& v) {
+    std::string out;
+    for (char c : v) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    return out;
+  };
   for (const auto& [key, value] : entries) {
     const size_t first = key.find('.'), last = key.rfind('.');
     if (first == std::string::npos || first == 0 || last + 1 >= key.size()) continue;
     // section.name, or section.subsection.name
     std::string head = "[" + key.substr(0, first);
-    if (last != first) head += " \"" + key.substr(first + 1, last - first - 1) + "\"";
-    std::string quoted;
-    for (char c : value) {
-      if (c == '"' || c == '\\') quoted += '\\';
-      if (c == '\n') {
-        quoted += "\\n";
-        continue;
-      }
-      quoted += c;
-    }
-    g.text += head + "]\n\t" + key.substr(last + 1) + " = \"" + quoted + "\"\n";
+    if (last != first) head += " \"" + escaped(key.substr(first + 1, last - first - 1)) + "\"";
+    g.text += head + "]\n\t" + key.substr(last + 1) + " = \"" + escaped(value) + "\"\n";
   }
   return g;
 }
@@ -528,25 +556,34 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
 void protect_link_targets(const std::string& dir, int depth, int& budget,
                           std::vector<std::string>& out, std::vector<std::string>& pins,
                           bool* cut) {
-  if (depth > 4 || budget <= 0) {
+  if (depth > 16 || budget <= 0) {
     *cut = true;  // a directory left unread (red team round 15: it failed open)
     return;
   }
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
+  if (!d) {
+    if (errno != ENOENT && errno != ENOTDIR && ours_to_hide(dir)) *cut = true;
+    return;
+  }
   std::vector<std::string> subdirs;
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    const std::string path = dir + "/" + e->d_name;
+    unsigned char t = e->d_type;
+    if (t == DT_UNKNOWN) {
+      struct stat st;
+      if (::lstat(path.c_str(), &st) == 0)
+        t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+    }
+    if (t != DT_DIR && t != DT_LNK) continue;  // only these count: files are many, and inert
     if (--budget <= 0) {
       *cut = true;
       break;
     }
-    const std::string path = dir + "/" + e->d_name;
-    if (e->d_type == DT_DIR) {
+    if (t == DT_DIR) {
       subdirs.push_back(path);
       continue;
     }
-    if (e->d_type != DT_LNK) continue;
     PathWalk w = walk_path(path);
     for (std::size_t i = 1; i < w.links.size(); i++) pins.push_back(w.links[i]);
     out.push_back(w.first_missing.empty() ? w.real : w.first_missing);

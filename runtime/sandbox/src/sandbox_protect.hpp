@@ -23,7 +23,10 @@ struct GitEnvConfigs {
   std::vector<std::string> files;
   std::string text;
 };
-GitEnvConfigs git_env_configs(const std::map<std::string, std::string>& env);
+// CWD: where a relative GIT_CONFIG_GLOBAL is taken from. An environment
+// git would refuse (a malformed GIT_CONFIG_PARAMETERS) is an error.
+Result<GitEnvConfigs> git_env_configs(const std::map<std::string, std::string>& env,
+                                      const std::string& cwd);
 
 // The git directories the searches found (the repository holding the
 // workspace or a write path, the nested ones) and the `.git` symlinks that
@@ -52,8 +55,8 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
                            const capability::ResolveContext& ctx, const GitEnvConfigs& genv,
                            capability::ProfileSet& set, std::string* walk_cut, GitDirs* found);
 
-// Where the symlinks inside the protected directory DIR lead (4 levels,
-// BUDGET entries): OUT gets what to protect, PINS the further links of
+// Where the symlinks inside the protected directory DIR lead (16 levels,
+// BUDGET directories and links): OUT gets what to protect, PINS the further links of
 // chains, to pin (sandbox_protect.cpp); CUT is set when a limit left
 // entries unread (the caller fails closed).
 void protect_link_targets(const std::string& dir, int depth, int& budget,

@@ -73,7 +73,8 @@ inline bool violation_reporting_off() noexcept {
 // reported), `nested-repos` (a sandbox workspace too large for the search
 // for nested repositories: those beyond it are not protected),
 // `write-path-repos` (the same for a profile's write paths outside the
-// workspace). Unset, a
+// workspace), `link-targets` (a protected directory whose links the sandbox
+// cannot all follow: where they lead is not protected). Unset, a
 // missing layer is an error (exit 125). A layer the
 // kernel has is applied whatever this says.
 inline bool allow_missing(const char* layer) {
