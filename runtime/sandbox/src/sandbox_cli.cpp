@@ -121,27 +121,33 @@ bool writes_in_workspace(const Prepared& p) {
   });
 }
 
+// A protection the sandbox could not give in full (WHAT says which, FIX
+// what the user can do): the run refuses, unless COMET_ALLOW_MISSING=LAYER
+// says to run without it (one warning then).
+Status unless_allowed_missing(const char* layer, const std::string& what, const std::string& fix) {
+  if (!switches::allow_missing(layer))
+    return Error::msg(what + ": refusing to run; " + fix + ", or COMET_ALLOW_MISSING=" + layer +
+                      " runs without that protection (docs/sandbox.md, Protected paths)");
+  log::warn(what + " (COMET_ALLOW_MISSING=" + layer + ")");
+  return ok();
+}
+
 // CUT: where the search stopped ("": it saw everything); WRITTEN: the
 // profile writes the tree searched.
 Status nested_walk_checked(const std::string& cut, bool written,
                            const char* layer = "nested-repos") {
   if (cut.empty() || !written) return ok();
   const bool ws = std::string_view(layer) == "nested-repos";
-  const std::string what =
-      std::string("sandbox: the search for ") +
-      (ws ? "nested git repositories" : "git repositories in the profile's write paths") +
-      " stopped at " + cut + "; a repository beyond it would not be protected";
   // a directory made unreadable (an ordinary user's): its mode is the fix
   const bool unreadable = cut.find(" it cannot read") != std::string::npos;
-  if (!switches::allow_missing(layer))
-    return Error::msg(what + ": refusing to run; " +
-                      (unreadable ? std::string("give it back its owner's read and search rights")
-                       : ws       ? std::string("narrow --workspace")
-                                  : std::string("narrow the profile's write paths")) +
-                      ", or COMET_ALLOW_MISSING=" + layer +
-                      " runs without that protection (docs/sandbox.md, Protected paths)");
-  log::warn(what + " (COMET_ALLOW_MISSING=" + layer + ")");
-  return ok();
+  return unless_allowed_missing(
+      layer,
+      std::string("sandbox: the search for ") +
+          (ws ? "nested git repositories" : "git repositories in the profile's write paths") +
+          " stopped at " + cut + "; a repository beyond it would not be protected",
+      unreadable ? "give it back its owner's read and search rights"
+      : ws       ? "narrow --workspace"
+                 : "narrow the profile's write paths");
 }
 
 // A write path outside the workspace (a custom profile's, or ~/.comet) is
@@ -377,19 +383,25 @@ std::string parent_of(const std::string& p) {
 // Everything the planner needs from the host. The root skeleton (the empty
 // root and the files the plan binds) lives under `skeleton`, on a tmpfs the
 // sandbox mounts there in its own mount namespace (sandbox_launch.hpp).
-// A protected directory whose links were not all followed (16 levels,
-// 4096 directories and links, or one it cannot read): where they lead
-// could be written, so the run fails closed (red team round 15), unless
-// COMET_ALLOW_MISSING=link-targets says to run without (one warning).
-Status link_scan_cut(const std::string& dir) {
-  const std::string what = "sandbox: the links in the protected directory " + dir +
-                           " could not all be followed (16 levels, 4096 directories and links, "
-                           "or one it cannot read): where they lead would not be protected";
-  if (!switches::allow_missing("link-targets"))
-    return Error::msg(what +
-                      "; trim it, or COMET_ALLOW_MISSING=link-targets runs without that "
-                      "protection (docs/sandbox.md, Protected paths)");
-  log::warn(what + " (COMET_ALLOW_MISSING=link-targets)");
+// Follows the links in the protected directory DIR (protect_link_targets):
+// what they lead to outside it is protected, the further links of their
+// chains pinned. One not followed in full (16 levels, 4096 directories and
+// links, or one it cannot read) fails the run closed (red team round 15):
+// where it leads could be written.
+Status follow_links_in(const std::string& dir, cap::SandboxInputs& in) {
+  int budget = 4096;
+  bool cut = false;
+  std::vector<std::string> targets;
+  sandbox_parts::protect_link_targets(dir, 1, budget, targets, in.pin_links, &cut);
+  if (cut)
+    TRYV(unless_allowed_missing("link-targets",
+                                "sandbox: the links in the protected directory " + dir +
+                                    " could not all be followed (16 levels, 4096 directories "
+                                    "and links, or one it cannot read): where they lead would "
+                                    "not be protected",
+                                "trim it"));
+  for (std::string& t : targets)
+    if (!path_under(t, dir)) in.protect.push_back(std::move(t));
   return ok();
 }
 
@@ -399,21 +411,11 @@ Status link_scan_cut(const std::string& dir) {
 // ../githooks`), and every link in `hooks/` and `info/` (`pre-commit ->
 // ../../scripts/pre-commit.sh`), lead to what the host's git reads or
 // runs: protected, the chains pinned, a directory's own links followed in
-// turn (4 levels, 512 entries, or the run fails closed). A `.git` that is
+// turn (follow_links_in). A `.git` that is
 // a symlink has its chain pinned (`sub/.git -> ../gdlink -> ../real.git`:
 // `gdlink` could be pointed at another repository), and the gitdir: file
 // it may lead to is protected.
 Status follow_git_dir_links(const Prepared& p, cap::SandboxInputs& in) {
-  auto scan = [&in](const std::string& dir) -> Status {
-    int budget = 4096;
-    bool cut = false;
-    std::vector<std::string> targets;
-    sandbox_parts::protect_link_targets(dir, 1, budget, targets, in.pin_links, &cut);
-    if (cut) TRYV(link_scan_cut(dir));
-    for (std::string& t : targets)
-      if (!path_under(t, dir)) in.protect.push_back(std::move(t));
-    return ok();
-  };
   for (const std::string& g : p.git_dirs.dirs) {
     for (const char* n : {"config", "config.worktree", "commondir", "HEAD", "hooks", "info"}) {
       const std::string at = g + "/" + n;
@@ -424,9 +426,9 @@ Status follow_git_dir_links(const Prepared& p, cap::SandboxInputs& in) {
         PathWalk w = walk_path(at);
         for (std::size_t i = 1; i < w.links.size(); i++) in.pin_links.push_back(w.links[i]);
         in.protect.push_back(w.first_missing.empty() ? w.real : w.first_missing);
-        if (dir_name && w.found && S_ISDIR(w.st.st_mode)) TRYV(scan(w.real));
+        if (dir_name && w.found && S_ISDIR(w.st.st_mode)) TRYV(follow_links_in(w.real, in));
       } else if (dir_name && S_ISDIR(st.st_mode) && g != p.workspace + "/.git") {
-        TRYV(scan(at));  // the workspace's own: its protect entries are followed already
+        TRYV(follow_links_in(at, in));  // the workspace's own: followed as protect entries
       }
     }
   }
@@ -496,13 +498,7 @@ Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
       if (path.find('*') != std::string::npos || !(under(path, p.workspace) || writable) ||
           ::lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || path == p.workspace + "/.git")
         continue;
-      int budget = 4096;
-      bool cut = false;
-      std::vector<std::string> targets;
-      sandbox_parts::protect_link_targets(path, 1, budget, targets, in.pin_links, &cut);
-      if (cut) TRYV(link_scan_cut(path));
-      for (std::string& t : targets)
-        if (!under(t, path)) in.protect.push_back(std::move(t));
+      TRYV(follow_links_in(path, in));
     }
   }
   TRYV(follow_git_dir_links(p, in));

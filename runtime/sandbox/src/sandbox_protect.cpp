@@ -281,28 +281,34 @@ struct ConfigTodo {
   const std::string* text = nullptr;  // the environment's entries: no file to read
 };
 
-// The configs of git directory GD, for a work tree at TOP: its own and its
-// commondir's (a linked worktree's main repository).
-void configs_of(const std::string& gd, const std::string& top, std::vector<ConfigTodo>& todo) {
-  std::vector<std::string> dirs = {gd};
-  if (auto c = read_file(gd + "/commondir"); c.ok()) {
-    std::string cd = *c;
-    while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
-    if (!cd.empty()) dirs.push_back(clean_path(cd[0] == '/' ? cd : gd + "/" + cd));
-  }
-  for (const std::string& d : dirs)
-    for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, top});
+// The directory GD's commondir file names ("" when none): a linked
+// worktree's main repository.
+std::string common_dir_of(const std::string& gd) {
+  auto c = read_file(gd + "/commondir");
+  if (!c.ok()) return "";
+  std::string cd = *c;
+  while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
+  return cd.empty() ? "" : clean_path(cd[0] == '/' ? cd : gd + "/" + cd);
 }
 
-// A git directory found, and its `.git` when that is a symlink.
-void note_git_dir(const std::string& top, const std::string& git_dir, GitDirs* found) {
-  found->dirs.push_back(clean_path(git_dir));
-  // a linked worktree's hooks/ and info/ are its main repository's
-  if (auto c = read_file(git_dir + "/commondir"); c.ok()) {
-    std::string cd = *c;
-    while (!cd.empty() && (cd.back() == '\n' || cd.back() == ' ')) cd.pop_back();
-    if (!cd.empty()) found->dirs.push_back(clean_path(cd[0] == '/' ? cd : git_dir + "/" + cd));
-  }
+// The configs of git directory GD (COMMON: its commondir), for a work tree
+// at TOP.
+void configs_of(const std::string& gd, const std::string& common, const std::string& top,
+                std::vector<ConfigTodo>& todo) {
+  for (const std::string& d : {gd, common})
+    if (!d.empty())
+      for (const char* f : {"/config", "/config.worktree"}) todo.push_back({d + f, top});
+}
+
+// A repository found at TOP with git directory GD: its configs to read,
+// and its git directories (a linked worktree's hooks/ and info/ are its
+// main repository's) and its `.git` when that is a symlink, for the plan.
+void take_repo(const std::string& top, const std::string& gd, std::vector<ConfigTodo>& todo,
+               GitDirs* found) {
+  const std::string common = common_dir_of(gd);
+  configs_of(gd, common, top, todo);
+  found->dirs.push_back(clean_path(gd));
+  if (!common.empty()) found->dirs.push_back(common);
   struct stat st;
   const std::string dot = (top == "/" ? "" : top) + "/.git";
   if (::lstat(dot.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) found->dot_git_links.push_back(dot);
@@ -315,8 +321,7 @@ std::string enclosing_repo(const std::string& at, std::vector<ConfigTodo>& todo,
     const std::string gd = git_dir_of((r.empty() ? "" : r) + "/.git");
     if (!gd.empty()) {
       const std::string top = r.empty() ? "/" : r;
-      configs_of(gd, top, todo);
-      note_git_dir(top, gd, found);
+      take_repo(top, gd, todo, found);
       return top;
     }
     if (r.empty() || r == "/") return "";
@@ -490,8 +495,7 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
   // its own top, and the workspace's table at that top.
   for (const NestedRepo& r : nested_repos(ws, walk_cut)) {
     protect_nested_repo(ws, r, set, ws);
-    configs_of(r.git_dir, r.top, todo);
-    note_git_dir(r.top, r.git_dir, found);
+    take_repo(r.top, r.git_dir, todo, found);
     tops.push_back(r.top);
   }
   // The modules of the workspace's own repository: .git/modules/NAME (a
@@ -528,14 +532,13 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
     if (!top.empty()) tops.push_back(top);
     if (top == tree)
       protect_nested_repo(tree, {tree, clean_path(git_dir_of(tree + "/.git"))}, set, workspace);
-    if (top.empty() && is_bare_repo(tree)) configs_of(tree, tree, todo);
+    if (top.empty() && is_bare_repo(tree)) configs_of(tree, common_dir_of(tree), tree, todo);
     // a tree holding the workspace: not the workspace again (searched on
     // its own; its modules' git directories are the git rule's)
     std::string cut;
     for (const NestedRepo& r : nested_repos(tree, &cut, workspace)) {
       protect_nested_repo(tree, r, set, workspace);
-      configs_of(r.git_dir, r.top, todo);
-      note_git_dir(r.top, r.git_dir, found);
+      take_repo(r.top, r.git_dir, todo, found);
       tops.push_back(r.top);
     }
     if (!cut.empty() && walk_cut->empty()) *walk_cut = cut;
