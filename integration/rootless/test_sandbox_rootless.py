@@ -59,6 +59,15 @@ def git_repo(user, ws):
         assert r.returncode == 0, r.stderr
 
 
+def nested_repo(user, ws, rel: str, subdir: str = "") -> Path:
+    """WS a repository, and WS/REL one inside it (with REL/SUBDIR made)."""
+    git_repo(user, ws)
+    lib = ws / rel
+    user.run(["mkdir", "-p", str(lib / subdir)])
+    git_repo(user, lib)
+    return lib
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_runs_as_the_callers_uid(user, ws, profile):
     r = sh(user, ws, "id -u; id -g; cat /proc/self/uid_map", profile=profile)
@@ -145,10 +154,7 @@ def test_a_directory_made_unreadable_does_not_hide_a_repository(user, ws):
     # vendor` in one run (a directory of its own, still traversable), and
     # in the next the host's git in vendor/lib obeyed a config nobody had
     # read: the program its core.fsmonitor names was writable.
-    git_repo(user, ws)
-    lib = ws / "vendor" / "lib"
-    user.run(["mkdir", "-p", str(lib / "tools")])
-    git_repo(user, lib)
+    lib = nested_repo(user, ws, "vendor/lib", "tools")
     r = user.run(["sh", "-c", "printf '#!/bin/sh\nexit 0\n' > tools/fsmon.sh && "
                               "git config core.fsmonitor tools/fsmon.sh"], cwd=str(lib))
     assert r.returncode == 0, r.stderr
@@ -167,10 +173,7 @@ def test_a_nested_git_directory_made_unreadable_fails_closed(user, ws):
     # Red team round 15: `chmod 000 vendor/lib/.git` in one run; the next
     # found the repository but could not read its config, and left what
     # its core.hooksPath names writable; the host's commit ran the hook.
-    git_repo(user, ws)
-    lib = ws / "vendor" / "lib"
-    user.run(["mkdir", "-p", str(lib)])
-    git_repo(user, lib)
+    lib = nested_repo(user, ws, "vendor/lib")
     r = user.run(["git", "config", "core.hooksPath", ".husky"], cwd=str(lib))
     assert r.returncode == 0, r.stderr
     r = sh(user, ws, "chmod 000 vendor/lib/.git; echo chmod=$?")
@@ -218,10 +221,7 @@ def test_a_nested_repositorys_hook_link_target_is_protected(user, ws):
     # Red team round 16 (as an ordinary user too): lib/.git/hooks/pre-commit
     # -> ../../scripts/pre-commit.sh; the target stayed writable and the
     # host's commit in lib ran what the sandbox wrote there.
-    git_repo(user, ws)
-    lib = ws / "lib"
-    user.run(["mkdir", "-p", str(lib / "scripts")])
-    git_repo(user, lib)
+    lib = nested_repo(user, ws, "lib", "scripts")
     r = user.run(["sh", "-c", "printf '#!/bin/sh\\nexit 0\\n' > scripts/pre-commit.sh && "
                               "chmod +x scripts/pre-commit.sh && "
                               "ln -s ../../scripts/pre-commit.sh .git/hooks/pre-commit"],
