@@ -461,6 +461,35 @@ Result<GitEnvConfigs> git_env_configs(const std::map<std::string, std::string>& 
     }
     entries.emplace_back(word, value);
   }
+  // What else the host's git takes from the environment (git(1),
+  // "Environment Variables"), judged as the config key that says the same:
+  // a program it runs, or a directory whose programs or hooks it runs.
+  static const std::pair<const char*, const char*> kAsKey[] = {
+      {"GIT_SSH_COMMAND", "core.sshCommand"},
+      {"GIT_SSH", "core.sshCommand"},
+      {"GIT_ASKPASS", "core.askPass"},
+      {"SSH_ASKPASS", "core.askPass"},
+      {"GIT_EDITOR", "core.editor"},
+      {"GIT_SEQUENCE_EDITOR", "sequence.editor"},
+      {"GIT_PAGER", "core.pager"},
+      {"GIT_EXTERNAL_DIFF", "diff.external"},
+      {"GIT_PROXY_COMMAND", "core.gitProxy"},
+      {"GIT_TEMPLATE_DIR", "init.templateDir"},
+      {"GIT_EXEC_PATH", "core.hooksPath"},
+  };
+  auto from_cwd = [&cwd](const std::string& p) {
+    return clean_path(p[0] == '/' ? p : cwd + "/" + p);
+  };
+  for (const auto& [var, key] : kAsKey)
+    if (std::string v = get(var); !v.empty()) {
+      const bool dir =
+          std::strcmp(key, "init.templateDir") == 0 || std::strcmp(key, "core.hooksPath") == 0;
+      entries.emplace_back(key, dir ? from_cwd(v) : v);
+    }
+  // GIT_DIR and GIT_COMMON_DIR name the git directory the host's git uses
+  // wherever it runs: protected as a found repository's is.
+  for (const char* var : {"GIT_DIR", "GIT_COMMON_DIR"})
+    if (const std::string v = get(var); !v.empty()) g.git_dirs.push_back(from_cwd(v));
   auto escaped = [](const std::string& v) {
     std::string out;
     for (char c : v) {
@@ -509,6 +538,17 @@ Status protect_git_config_paths(const std::string& ws, const cap::ResolveContext
       todo.push_back({md + "/config.worktree", ws + "/" + n});
     }
     ::closedir(d);
+  }
+  // The environment's git directories (GIT_DIR, GIT_COMMON_DIR), existing
+  // or not: their configs, and their control files where the git rule does
+  // not keep them already (in the workspace's own .git).
+  for (const std::string& gd : genv.git_dirs) {
+    take_repo(ws, gd, todo, found);
+    if (gd == ws + "/.git" || gd.rfind(ws + "/.git/", 0) == 0) continue;
+    for (const char* f : {"/config", "/config.worktree", "/commondir", "/HEAD"})
+      set.protect.push_back(cap::ConfigPath{gd + f, "GIT_DIR", {}, true});
+    for (const char* f : {"/hooks", "/info", "/remotes", "/branches"})
+      set.protect.push_back(cap::ConfigPath{gd + f, "GIT_DIR", {}});
   }
   for (const std::string& top : tops) global_configs(ctx, genv, top, todo);
   protect_config_homes(ws, ctx, set);

@@ -18,10 +18,13 @@ std::string git_dir_of(const std::string& at);
 // The configs the host's git takes from its environment (the caller's,
 // which the host's git shares): GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM
 // name files; GIT_CONFIG_COUNT with GIT_CONFIG_KEY_<n>/GIT_CONFIG_VALUE_<n>
-// give entries, written out here as a config's text.
+// give entries, written out here as a config's text, with the variables
+// that say what a config key would (GIT_SSH_COMMAND, GIT_EXEC_PATH, ...);
+// GIT_DIR and GIT_COMMON_DIR name git directories.
 struct GitEnvConfigs {
   std::vector<std::string> files;
   std::string text;
+  std::vector<std::string> git_dirs;
 };
 // CWD: where a relative GIT_CONFIG_GLOBAL is taken from. An environment
 // git would refuse (a malformed GIT_CONFIG_PARAMETERS) is an error.
