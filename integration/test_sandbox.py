@@ -226,14 +226,15 @@ def test_global_config_and_runtime_binary_are_not_writable(sbx, ws, workdir):
     # mount did not stop it and only "it is running" did)
     assert r[("trunc", f"{rt_copy}")]["errno"] == "EROFS", r
     assert r[("unlink", f"{rt_copy}")]["errno"] == "EBUSY"
-    # its parents are pinned: it cannot be moved away and replaced
-    assert r[("rename", f"{ws}/tools:{ws}/tools2")]["errno"] == "EBUSY"
-    assert r[("rename", f"{bindir}:{ws}/tools/bin2")]["errno"] == "EBUSY"
+    # its parents are pinned: it cannot be moved away and replaced (the
+    # git rule's init refuses the move first: EROFS)
+    assert r[("rename", f"{ws}/tools:{ws}/tools2")]["errno"] in ("EBUSY", "EROFS")
+    assert r[("rename", f"{bindir}:{ws}/tools/bin2")]["errno"] in ("EBUSY", "EROFS")
     # ENOENT when the checkout lies under a path the profile hides (a clone in /tmp)
     assert r[("trunc", f"{cfg.RUNTIME}")]["errno"] in ("EROFS", "ENOENT")
-    # the workspace's own config dir did not exist: made for the run (so it
-    # cannot be created inside), read-only, and removed afterwards
-    assert r[("write", f"{ws}/.comet/sandbox.yaml")]["errno"] == "EROFS"
+    # the workspace's own config dir did not exist: the git rule's init
+    # refuses making it (or anything in it), and nothing is left
+    assert r[("write", f"{ws}/.comet/sandbox.yaml")]["errno"] in ("EROFS", "ENOENT")
     assert not (ws / ".comet").exists()
     assert r[("write", f"{ws}/tools/other.txt")]["ok"]  # pins stay writable
     assert gcfg.read_text().startswith("hooks:")

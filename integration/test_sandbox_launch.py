@@ -37,7 +37,11 @@ def launch(rt, workdir, ws, runtime_binary):
         "profiles:\n"
         "  pids16: {extends: workspace, limits: {pids: 16}}\n"
         "  mem64: {extends: workspace, limits: {memory: 64Mi}}\n"
-        "  tmp2: {extends: workspace, limits: {tmp: 2Mi}}\n")
+        "  tmp2: {extends: workspace, limits: {tmp: 2Mi}}\n"
+        # placeholders: only where no git rule refuses a missing protected
+        # name (a global profile on devbox protects only what it lists)
+        "  held: {extends: devbox, protect: ['{workspace}/.comet', '{workspace}/.envrc',"
+        " '{workspace}/.vscode']}\n")
 
     def argv_env(*cmd, profile=None, env=None, args=()):
         e = sandbox_env(workdir / "global.yaml", HOME="/root")
@@ -162,12 +166,13 @@ def test_untrapped_sigterm_ends_the_command(launch):
 
 
 def test_sigkill_of_the_runtime_leaves_nothing(launch, ws, rt):
-    # A protect placeholder (<workspace>/.comet, made empty for the run) and
-    # limits (cgroups) are what a killed runtime could leave behind.
-    p = launch.spawn("sh", "-c", "sleep 300 & echo ready; wait")  # default limits: cgroups
+    # Placeholders (<workspace>/.comet and .envrc, made empty for the run
+    # where no git rule refuses them) and limits (cgroups) are what a
+    # killed runtime could leave behind.
+    p = launch.spawn("sh", "-c", "sleep 300 & echo ready; wait", profile="held")
     wait_line(p, "ready")
     assert (ws / ".comet").is_dir()  # made for the run
-    assert (ws / ".envrc").is_file()  # a file placeholder too
+    assert (ws / ".envrc").exists()
     inside = descendants(p.pid)
     assert len(inside) >= 3, inside  # init, sh, sleep (and the guardian)
     p.kill()
@@ -183,20 +188,24 @@ def test_sigkill_of_the_runtime_leaves_nothing(launch, ws, rt):
 
 
 def test_placeholder_is_removed_after_a_run(launch, ws):
-    res = launch("/bin/true")
-    assert res.returncode == 0
-    assert sorted(os.listdir(ws)) == []
+    for profile in ("held", "workspace"):  # workspace: none made at all
+        res = launch("sh", "-c", "ls -A", profile=profile)
+        assert res.returncode == 0
+        assert sorted(res.stdout.split()) == ([".comet", ".envrc", ".vscode"]
+                                              if profile == "held" else []), res.stdout
+        assert sorted(os.listdir(ws)) == []
 
 
 def test_a_placeholder_the_host_wrote_to_is_kept(launch, ws):
-    # The placeholder is the host's file while the run lasts: a user (or
-    # an editor) that writes it keeps what it wrote.
-    p = launch.spawn("sh", "-c", "echo ready; sleep 2")
+    # The placeholder is the host's while the run lasts: a user (or an
+    # editor) that writes in it keeps what it wrote.
+    p = launch.spawn("sh", "-c", "echo ready; sleep 2", profile="held")
     wait_line(p, "ready")
-    (ws / ".envrc").write_text("export A=1\n")
+    (ws / ".comet" / "sandbox.yaml").write_text("profiles: {}\n")
     p.communicate(timeout=20)
-    assert (ws / ".envrc").read_text() == "export A=1\n"
-    os.unlink(ws / ".envrc")
+    assert (ws / ".comet" / "sandbox.yaml").read_text() == "profiles: {}\n"
+    (ws / ".comet" / "sandbox.yaml").unlink()
+    (ws / ".comet").rmdir()
 
 
 def test_job_control_stops_and_resumes_the_sandbox(launch):
@@ -351,10 +360,11 @@ def test_refused_actions_are_summarised_and_delivered(launch, workdir):
 def test_a_sandbox_ending_keeps_the_placeholders_another_one_stands_on(launch, ws):
     # The red team's race: A ends while B runs on the same workspace. A
     # removing its placeholders would remove B's read-only mounts on them.
-    a = launch.spawn("sh", "-c", "echo ready; sleep 1")
+    a = launch.spawn("sh", "-c", "echo ready; sleep 1", profile="held")
     wait_line(a, "ready")
-    b = launch.spawn("sh", "-c", "echo ready; sleep 2.5; echo x > .envrc && echo WROTE; "
-                     "mkdir -p .vscode && echo '{}' > .vscode/tasks.json && echo WROTE2; echo end")
+    b = launch.spawn("sh", "-c", "echo ready; sleep 2.5; echo x > .envrc/x && echo WROTE; "
+                     "mkdir -p .vscode && echo '{}' > .vscode/tasks.json && echo WROTE2; echo end",
+                     profile="held")
     wait_line(b, "ready")
     a.communicate(timeout=20)
     assert (ws / ".envrc").exists(), "A removed the placeholder B stands on"

@@ -162,6 +162,7 @@ json plan_json(const SandboxPlan& p) {
                  : d.content.empty() ? d.path + " (file)"
                                      : d.path + " (file: " + json(d.content).dump() + ")");
   j["placeholders"] = ph;
+  j["refused_names"] = p.refused_names;
   j["notes"] = p.notes;
   return j;
 }
@@ -374,11 +375,14 @@ TEST(ProfileCompile, ProtectUnderWritablePathsAndPins) {
   ASSERT_NE(pin, nullptr);
   EXPECT_FALSE(has(pin->options, "rro"));
   EXPECT_LT(pos(p.spec, "/home/ada/.config"), pos(p.spec, "/home/ada/.config/comet"));
-  // A missing hook dir inside a writable tree is made first, then protected.
-  EXPECT_TRUE(has_placeholder(p, "/home/ada/.comet/hooks"));
-  EXPECT_TRUE(read_only_bind(find(p.spec, "/home/ada/.comet/hooks")));
+  // A missing hook dir inside a writable tree: the git rule's init refuses
+  // making it; no placeholder on the host, no mount.
+  EXPECT_TRUE(has(p.refused_names, "/home/ada/.comet/hooks"));
+  EXPECT_FALSE(has_placeholder(p, "/home/ada/.comet/hooks"));
+  EXPECT_EQ(find(p.spec, "/home/ada/.comet/hooks"), nullptr);
   // The workspace's own .comet (its sandbox.yaml) too.
-  EXPECT_TRUE(has_placeholder(p, "/home/ada/src/app/.comet"));
+  EXPECT_TRUE(has(p.refused_names, "/home/ada/src/app/.comet"));
+  EXPECT_TRUE(p.placeholders.empty());
   // The runtime binary and the global config lie in read-only trees here:
   // no mount needed.
   EXPECT_EQ(find(p.spec, "/usr/local/bin/comet-runtime"), nullptr);
@@ -397,6 +401,14 @@ TEST(ProfileCompile, ProtectUnderWritablePathsAndPins) {
   EXPECT_EQ(find(d.spec, "/run/comet-runtime"), nullptr);
   EXPECT_EQ(find(d.spec, "/run/docker.sock"), nullptr);
   EXPECT_TRUE(d.placeholders.empty());
+  // Without the git rule (a global custom profile on devbox protects only
+  // what it lists), a missing protected name still gets its placeholder.
+  Case dp = builtin("devbox");
+  dp.profile.protect.push_back("/home/ada/src/app/Makefile");
+  SandboxPlan dq = must_plan(dp);
+  EXPECT_TRUE(has_placeholder(dq, "/home/ada/src/app/Makefile"));
+  EXPECT_TRUE(read_only_bind(find(dq.spec, "/home/ada/src/app/Makefile")));
+  EXPECT_TRUE(dq.refused_names.empty());
   EXPECT_TRUE(has(find(d.spec, "/usr")->options, "rw"));
   EXPECT_EQ(find(d.spec, "/tmp")->type, "bind");  // the host's /tmp
 }
@@ -458,28 +470,32 @@ TEST(ProfileCompile, ProtectedPathsSecretsSocketsLimits) {
         "/home/ada/src/app/.git/modules/lib/config", "/home/ada/src/app/.git/modules/lib/hooks",
         "/home/ada/src/app/.gitmodules", "/home/ada/src/app/.vscode"})
     EXPECT_TRUE(read_only_bind(find(s, ro))) << ro;
-  ASSERT_TRUE(placeholder("/home/ada/src/app/.envrc"));
-  EXPECT_FALSE(placeholder("/home/ada/src/app/.envrc")->dir);
-  ASSERT_TRUE(placeholder("/home/ada/src/app/.claude"));
-  EXPECT_TRUE(placeholder("/home/ada/src/app/.claude")->dir);
-  ASSERT_TRUE(placeholder("/home/ada/src/app/.git/modules/lib/info"));
+  // missing: refused by the git rule's init, nothing made or mounted
+  for (const char* x : {"/home/ada/src/app/.envrc", "/home/ada/src/app/.claude",
+                        "/home/ada/src/app/.git/modules/lib/info"}) {
+    EXPECT_TRUE(has(p.refused_names, x)) << x;
+    EXPECT_FALSE(placeholder(x)) << x;
+    EXPECT_FALSE(find(s, x)) << x;
+  }
+  EXPECT_TRUE(p.placeholders.empty());
   EXPECT_FALSE(find(s, "/home/ada/.bashrc"));  // home is not writable here
-  EXPECT_FALSE(placeholder("/home/ada/src/app/.git"));
+  EXPECT_FALSE(has(p.refused_names, "/home/ada/.bashrc"));
+  EXPECT_FALSE(has(p.refused_names, "/home/ada/src/app/.git"));
 
   auto in_git = [](const std::string& x) {
     return x == "/home/ada/src/app/.git" || x.rfind("/home/ada/src/app/.git/", 0) == 0;
   };
-  // .git missing: one directory placeholder covers everything below it.
+  // .git missing: one refused name covers everything below it.
   Case none = builtin("workspace");
   for (auto it = none.in.host.begin(); it != none.in.host.end();)
     it = in_git(it->first) ? none.in.host.erase(it) : ++it;
   none.in.globbed.clear();
   SandboxPlan pn = must_plan(none);
   std::vector<std::string> below;
-  for (const auto& ph : pn.placeholders)
-    if (in_git(ph.path)) below.push_back(ph.path);
+  for (const auto& r : pn.refused_names)
+    if (in_git(r)) below.push_back(r);
   EXPECT_EQ(below, (std::vector<std::string>{"/home/ada/src/app/.git"}));
-  EXPECT_TRUE(read_only_bind(find(pn.spec, "/home/ada/src/app/.git")));
+  EXPECT_FALSE(find(pn.spec, "/home/ada/src/app/.git"));
   EXPECT_FALSE(find(pn.spec, "/home/ada/src/app/.git/config"));
 
   // .git is a file (a linked worktree): the file is protected.
@@ -580,14 +596,13 @@ TEST(ProfileCompile, GitKeptValid) {
     EXPECT_FALSE(has(m->options, "ro")) << pinned;
     EXPECT_TRUE(has(m->options, "rbind")) << pinned;
   }
-  const Placeholder* cd = placeholder(p, ws + "/.git/commondir");
-  ASSERT_TRUE(cd);
-  EXPECT_FALSE(cd->dir);
-  EXPECT_EQ(cd->content, ".\n");
-  ASSERT_TRUE(placeholder(p, ws + "/.git/modules/lib/commondir"));
-  ASSERT_TRUE(placeholder(p, ws + "/.devcontainer"));
-  EXPECT_TRUE(placeholder(p, ws + "/.devcontainer")->dir);
-  EXPECT_TRUE(read_only_bind(find(p.spec, ws + "/.devcontainer")));
+  // missing: refused by the git rule's init, nothing made or mounted (a
+  // commondir placeholder had to hold "."; none is made now)
+  for (const char* n : {"/.git/commondir", "/.git/modules/lib/commondir", "/.devcontainer"}) {
+    EXPECT_TRUE(has(p.refused_names, ws + n)) << n;
+    EXPECT_FALSE(placeholder(p, ws + n)) << n;
+    EXPECT_FALSE(find(p.spec, ws + n)) << n;
+  }
   // A missing rebase or sequencer state directory gets no placeholder (an
   // empty one tells git a rebase is under way): the git rule refuses
   // making it (the policy's git.own names this .git).
@@ -597,13 +612,13 @@ TEST(ProfileCompile, GitKeptValid) {
   }
   EXPECT_EQ(json::parse(p.spec.annotations.at("org.soyaos.comet.policy"))["git"]["own"],
             json::array({ws + "/.git"}));
-  ASSERT_TRUE(placeholder(p, ws + "/.mcp.json"));
-  EXPECT_TRUE(placeholder(p, ws + "/.mcp.json")->content.empty());
+  EXPECT_TRUE(has(p.refused_names, ws + "/.mcp.json"));
   // .git exists: the project's own config/ (and HEAD, objects, refs at the
   // root) stay as they are.
   for (const char* n : {"/config", "/HEAD", "/objects", "/refs"}) {
     EXPECT_FALSE(find(p.spec, ws + n)) << n;
     EXPECT_FALSE(placeholder(p, ws + n)) << n;
+    EXPECT_FALSE(has(p.refused_names, ws + n)) << n;
   }
 
   // .git missing: its placeholder, and the bare-repository names.
@@ -614,13 +629,10 @@ TEST(ProfileCompile, GitKeptValid) {
   SandboxPlan pn = must_plan(none);
   EXPECT_TRUE(read_only_bind(find(pn.spec, ws + "/config")));  // a directory there: read-only
   EXPECT_FALSE(placeholder(pn, ws + "/config"));
-  for (const auto& [n, dir] : std::vector<std::pair<std::string, bool>>{
-           {"/HEAD", false}, {"/objects", true}, {"/refs", true}}) {
-    const Placeholder* ph = placeholder(pn, ws + n);
-    ASSERT_TRUE(ph) << n;
-    EXPECT_EQ(ph->dir, dir) << n;
-    EXPECT_TRUE(ph->content.empty()) << n;  // an empty HEAD: no repository
-    EXPECT_TRUE(read_only_bind(find(pn.spec, ws + n))) << n;
+  for (const char* n : {"/HEAD", "/objects", "/refs"}) {
+    EXPECT_TRUE(has(pn.refused_names, ws + n)) << n;
+    EXPECT_FALSE(placeholder(pn, ws + n)) << n;
+    EXPECT_FALSE(find(pn.spec, ws + n)) << n;
   }
   EXPECT_FALSE(find(pn.spec, ws + "/.git/objects"));  // nothing to pin
 

@@ -284,6 +284,7 @@ class Planner {
   }
 
   Status add_protected() {
+    plan_.placeholders_shared = !git_rule_wanted();
     struct Item {
       std::string path;
       HostPath h;
@@ -348,8 +349,21 @@ class Planner {
       // own .git: the git rule refuses making it (an empty placeholder
       // would tell git a rebase or cherry-pick is in progress).
       if (kind == HostKind::missing && git_rule_on() && is_git_state_dir(real)) continue;
+      // Missing: the workload must not be able to create it. Where the git
+      // rule runs, its init makes every new name and refuses this one (and
+      // a symlink, file or rename on the way to it); else an empty
+      // placeholder is made first and bound read-only.
+      const bool refused = kind == HostKind::missing && git_rule_wanted();
+      if (refused && std::any_of(plan_.refused_names.begin(), plan_.refused_names.end(),
+                                 [&](const std::string& r) { return path_under(real, r); }))
+        continue;  // below one already refused: nothing can be made there
+      if (refused) {
+        // nothing pinned either: the init refuses moving a directory on the
+        // way to it, and making anything there but a new directory
+        plan_.refused_names.push_back(real);
+        continue;
+      }
       if (kind == HostKind::missing) {
-        // The workload must not be able to create it: make it (empty) first.
         plan_.placeholders.push_back({real, /*dir=*/!it.file, it.file ? it.content : ""});
         kind = it.file ? HostKind::file : HostKind::dir;
       }

@@ -47,7 +47,9 @@ def test_a_git_dir_the_environment_names_that_does_not_exist_yet_is_protected(
     host_git(repo, env, "status")
     host_git(repo, env, "commit", "-q", "--allow-empty", "-m", "host")
     assert not marker.exists(), "the host's git ran what the sandbox wrote"
-    assert not (repo / "meta").exists(), "the placeholders were left behind"
+    # nothing but the empty directories the command may make on the way
+    for name in ("config", "HEAD", "hooks", "info"):
+        assert not (repo / "meta" / name).exists(), name
 
 
 def test_a_git_dir_elsewhere_in_the_workspace_is_protected(sandbox, repo, workdir):
@@ -95,33 +97,59 @@ def test_the_workspaces_own_git_dir_in_the_environment_keeps_git_working(sandbox
 
 
 @pytest.mark.parametrize("git_repo", [True, False], ids=["repository", "plain"])
-def test_placeholders_the_host_removes_during_a_run_stay_refused(rt, workdir, gcfg, git_repo):
+def test_protected_names_the_host_removes_during_a_run_stay_refused(rt, workdir, gcfg, git_repo):
     """docs/sandbox.md listed it open since red team rounds 8 and 9: a host
-    process that removes the untracked placeholders while a sandbox runs
-    (`git clean -fdx` in the workspace, another agent's `rm -rf`) takes
-    their read-only mounts with them. The init still refuses the names
-    (EROFS, reported), with the mounts gone."""
+    process that removes protected names while a sandbox runs (`git clean
+    -fdx` in the workspace, another agent's `rm -rf`) takes their read-only
+    mounts with them. The init still refuses the names (EROFS, reported).
+    Here an untracked `.envrc` and `.vscode/` that existed at the start;
+    the missing ones have no placeholder to remove since 2026-12-07."""
     ws = workdir / "ws"
     ws.mkdir()
     if git_repo:
         git(ws, "init", "-q")
+    (ws / ".envrc").write_text("")
+    (ws / ".vscode").mkdir()
     script = ("echo > ready; while [ ! -e go ]; do sleep 0.02; done; "
               "echo 'echo pwned' > .envrc; echo envrc=$?; "
-              "mkdir -p .vscode; echo vsdir=$?; echo '{}' > .vscode/tasks.json; echo tasks=$?")
+              "mkdir -p .vscode; echo vsdir=$?; echo '{}' > .vscode/tasks.json; echo tasks=$?; "
+              "echo x > .mcp.json; echo mcp=$?")
     events = workdir / "events.jsonl"
     with sandbox_running(rt, ws, script, env=sandbox_env(gcfg), events=events) as result:
         assert wait_file(ws / "ready", 30)
-        assert (ws / ".envrc").exists() and (ws / ".vscode").is_dir()
         if git_repo:
             subprocess.run(["git", "clean", "-fdxq", "-e", "ready"], cwd=ws, check=True,
                            env=GIT_ENV)
         else:
             (ws / ".envrc").unlink()
             os.rmdir(ws / ".vscode")
-        assert not (ws / ".envrc").exists()
+        assert not (ws / ".envrc").exists() and not (ws / ".vscode").exists()
     res = result["res"]
     assert "envrc=0" not in res.out and "vsdir=0" not in res.out, res
-    assert "tasks=0" not in res.out, res
-    assert not (ws / ".envrc").exists() and not (ws / ".vscode").exists()
+    assert "tasks=0" not in res.out and "mcp=0" not in res.out, res
+    for name in (".envrc", ".vscode", ".mcp.json"):
+        assert not (ws / name).exists(), name
     evs = [line for line in events.read_text().splitlines() if '"fs.write"' in line]
     assert any(".envrc" in line for line in evs), evs
+    assert any(".mcp.json" in line for line in evs), evs
+
+
+def test_no_placeholder_shows_in_the_workspace_or_a_commit(sandbox, repo):
+    """The missing protected names had empty placeholders on the host while
+    a sandbox ran: `git add -A && git commit` inside committed eight empty
+    files (.envrc, .gitattributes, .gitmodules, .mcp.json, ...), and `ls
+    -A` showed them. The git rule's init refuses those names instead; none
+    is made. A symlink, a file or a moved directory in the place of a
+    missing directory on the way to one is refused too."""
+    (repo / "a").write_text("a\n")
+    res, evs = sandbox(repo, "ls -A; git add -A && git commit -q -m agent && "
+                             "git show --name-only --format= HEAD; echo committed=$?; "
+                             "mkdir gone; mv gone .vscode; echo mv=$?; ln -s /tmp .claude; "
+                             "echo ln=$?; echo x > .envrc; echo envrc=$?")
+    listed = set(res.out.split("committed=")[0].split())  # ls -A, then the commit's files
+    assert "a" in listed and not listed & {".envrc", ".gitattributes", ".gitmodules", ".mcp.json",
+                                           ".vscode", ".claude", ".comet", ".idea"}, res.out
+    assert "committed=0" in res.out and "mv=0" not in res.out and "ln=0" not in res.out, res
+    assert "envrc=0" not in res.out, res
+    assert not (repo / ".claude").exists() and not (repo / ".vscode").exists()
+    assert len([e for e in evs if e.get("surface") == "fs.write"]) >= 3, evs

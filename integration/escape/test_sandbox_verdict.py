@@ -64,24 +64,30 @@ def test_the_verdict_allows_when_the_sandbox_starts(rt, workdir):
 
 def test_the_verdict_is_false_where_the_run_would_fail(rt, workdir):
     # The red team's two: a state root that is a file, and a workspace
-    # where the placeholders cannot be made (immutable).
+    # where the placeholders could not be made (immutable). Since the git
+    # rule's init refuses the missing protected names, no placeholder is
+    # made there and the run starts: the verdict must say so too.
     env = {k: v for k, v in os.environ.items() if not k.startswith("SUDO_")}
     ws = workdir / "ws"
     ws.mkdir()
     bad_root = workdir / "root-file"
     bad_root.write_text("x")
-    cases = [([str(rt.binary), "--root", str(bad_root)], ws)]
+    cases = [([str(rt.binary), "--root", str(bad_root)], ws, False)]
     frozen = workdir / "frozen"
     frozen.mkdir()
     if subprocess.run(["chattr", "+i", str(frozen)], capture_output=True).returncode == 0:
-        cases.append(([str(rt.binary), "--root", str(rt.root)], frozen))
+        cases.append(([str(rt.binary), "--root", str(rt.root)], frozen, True))
     try:
-        for argv, cwd in cases:
+        for argv, cwd, starts in cases:
             v = subprocess.run([*argv, "sandbox", "--can-auto-allow", "--", "true"], cwd=cwd,
                                env=env, capture_output=True, text=True, timeout=60)
             run = subprocess.run([*argv, "sandbox", "--", "true"], cwd=cwd, env=env,
                                  capture_output=True, text=True, timeout=60)
             verdict = json.loads(v.stdout)
+            if starts:
+                assert run.returncode == 0, run
+                assert verdict["auto_allow"] is True, verdict
+                continue
             assert run.returncode == 125, run
             assert verdict["auto_allow"] is False and "cannot start" in verdict["reason"], verdict
     finally:

@@ -201,17 +201,20 @@ def test_an_index_check_blinded_by_chmod_still_moves_the_index(user, ws):
         user.run(["chmod", "0755", str(ws / ".git")])
 
 
-def test_a_workspace_made_unsearchable_leaves_no_placeholders(user, ws):
+def test_a_workspace_made_unsearchable_leaves_nothing_and_is_checked(user, ws):
     # Red team round 15: `chmod 000 .` as the command's last act, and the
     # runtime (the user) could not remove its placeholders (.envrc,
-    # .vscode/, ...): they stayed on the host. It gives the workspace its
-    # owner's rights back and removes them.
+    # .vscode/, ...): they stayed on the host. None is made now (the git
+    # rule's init refuses those names); the index check at the end gives
+    # the workspace its owner's rights back to look at the index, and finds
+    # nothing to refuse.
     git_repo(user, ws)
     before = sorted(os.listdir(ws))
     try:
         r = sh(user, ws, "chmod 000 .; echo done=$?")
         assert "done=0" in r.stdout, (r.stdout, r.stderr)
         assert "its owner's rights back" in r.stderr, r.stderr
+        assert "index" not in r.stderr, r.stderr
     finally:
         user.run(["chmod", "0755", str(ws)])
     assert sorted(os.listdir(ws)) == before
@@ -331,7 +334,8 @@ def test_sigkill_leaves_nothing_behind(user, ws):
             if sum(1 for pid in user.pids() if _cmdline(pid).startswith(b"sleep ")) >= 2:
                 break
             time.sleep(0.05)
-        assert (ws / ".vscode").exists()  # a placeholder while it runs
+        # no placeholder is made (the git rule's init refuses those names)
+        assert not (ws / ".vscode").exists()
         # the runtime itself, not setpriv: find it among the user's processes
         rt = [pid for pid in user.pids() if _cmdline(pid).startswith(str(cfg.RUNTIME).encode())]
         os.kill(min(rt), signal.SIGKILL)

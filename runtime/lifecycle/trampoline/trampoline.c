@@ -234,13 +234,16 @@ static int violated(long fd) {
  * renameat2, readlinkat, newfstatat, statx, fstatfs, umask, close.
  *
  * PROT (after a "+" in argv): the sandbox's protected paths (a `*` is a
- * glob over one component). Each is a read-only mount on its name; when
- * the host replaces one by rename while the sandbox runs, the kernel
- * detaches that mount and the name is writable inside. So a call that
- * would make, open for writing, or move a protected name, or one beneath
- * it, is answered EROFS here (what the mount answers; the fs events report
- * it) when the name is no longer a mount point; while it is, the kernel
- * answers as it always did. An entry "=PATH" (a HEAD's lock file) may only
+ * glob over one component). One that exists is a read-only mount on its
+ * name; when the host replaces one by rename while the sandbox runs, the
+ * kernel detaches that mount and the name is writable inside. One that is
+ * missing has no mount (and no placeholder). So a call that would make,
+ * open for writing, or move a protected name, or one beneath it, is
+ * answered EROFS here (what the mount answers; the fs events report it)
+ * when the name is not a mount point; while it is, the kernel answers as
+ * it always did. A name above one (a directory on the way to it) may only
+ * be made as a new directory: a symlink, file, device, link or socket
+ * there, or a rename onto or away from it, is EROFS too. An entry "=PATH" (a HEAD's lock file) may only
  * be made new, by an open with O_CREAT | O_EXCL (git's own lock): any other
  * call on it is EROFS, so the host git's lock is never written into. */
 enum {
@@ -317,6 +320,7 @@ struct cstate {
   char** prot;     /* PROT: absolute paths, NULL-terminated */
   int need_ids;     /* a /proc/self path, and the reporter sent no nspid */
   int excl;         /* the call is an open with O_CREAT | O_EXCL (PROT "=") */
+  int anc;          /* the call makes (or moves) a name that is not a new directory */
   unsigned long priv_devs[16];
   int n_priv;
 };
@@ -707,14 +711,15 @@ static int comp_match(const char* g, long gn, const char* c, long cn) {
 
 /* The length of the prefix of p (n bytes) that the pattern pat matches
  * whole components of, pat's last one included (p is pat's path or one
- * beneath it), or 0. */
+ * beneath it), or 0; -1 when p names a directory above it (its components
+ * match pat's first ones and pat has more). */
 static long prot_prefix(const char* pat, const char* p, long n) {
   long i = 0, j = 0, end = 0;
   for (;;) {
     while (pat[i] == '/') i++;
     if (!pat[i]) return end; /* the pattern is used up: p[0..end) is it */
     while (j < n && p[j] == '/') j++;
-    if (j >= n) return 0; /* p is shorter than the pattern */
+    if (j >= n) return -1; /* p is shorter than the pattern */
     long gs = i, cs = j;
     while (pat[i] && pat[i] != '/') i++;
     while (j < n && p[j] != '/') j++;
@@ -742,6 +747,10 @@ static long prot_refused_path(struct cstate* S, const char* p, long n) {
   for (char** g = prot; g && *g; g++) {
     const int fresh_only = (*g)[0] == '=';
     long m = prot_prefix(*g + fresh_only, p, n);
+    /* a missing protected name has no mount and no placeholder: no
+     * symlink, file or moved tree may take the place of a directory on
+     * the way to it (a new, empty directory may) */
+    if (m < 0 && S->anc) return -30;
     if (m <= 0) continue;
     if (fresh_only) {
       if (S->excl && m == n) continue; /* made new: git's own lock */
@@ -942,8 +951,10 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
         ((fl & O_CREAT_) &&
          sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)) {
       S->excl = (fl & O_CREAT_) && (fl & O_EXCL_);
+      S->anc = (fl & O_CREAT_) &&
+               sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0;
       long pr = prot_refused(S, parent, name);
-      S->excl = 0;
+      S->excl = S->anc = 0;
       if (pr) {
         closefd(parent);
         return pr;
@@ -971,6 +982,7 @@ static long parent_of(struct cstate* S, long dirfd, const char* p, char* name) {
 static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
   char n1[PATHMAX], n2[PATHMAX];
   long ret = -22, a = -1, b = -1;
+  S->anc = 0;
   switch (rq.op) {
     case OP_OPEN:
       return do_open(S, d1, outfd);
@@ -983,7 +995,7 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
           (rq.op == OP_MKNOD && (rq.mode & 0170000) != 0 && (rq.mode & 0170000) != 0100000 &&
            into_own_refused(S, -1, "", a, n1)))
         ret = -13;
-      else if ((ret = prot_refused(S, a, n1)))
+      else if ((S->anc = rq.op == OP_MKNOD, ret = prot_refused(S, a, n1)))
         break;
       else if (rq.op == OP_MKDIR)
         ret = sys6(NR_mkdirat, a, (long)n1, (long)rq.mode, 0, 0, 0);
@@ -994,7 +1006,7 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       if ((a = parent_of(S, d2, rq.p2, n2)) < 0) return a;
       if (judge(S, a, n2) || into_own_refused(S, -1, "", a, n2))
         ret = -13;
-      else if (!(ret = prot_refused(S, a, n2)))
+      else if (!(S->anc = 1, ret = prot_refused(S, a, n2)))
         ret = sys6(NR_symlinkat, (long)rq.p1, a, (long)n2, 0, 0, 0);
       break;
     case OP_LINK: {
@@ -1042,7 +1054,7 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       }
       if (judge(S, b, n2) || (old_place != 2 && into_own_refused(S, -1, "", b, n2))) {
         ret = -13;
-      } else if ((ret = prot_refused(S, b, n2))) {
+      } else if ((S->anc = 1, ret = prot_refused(S, b, n2))) {
         /* EROFS */
       } else {
         char l[32] = "/proc/self/fd/";
@@ -1068,7 +1080,7 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         if ((a = parent_of(S, d2, path, n1)) < 0) return a;
         if (judge(S, a, n1) || into_own_refused(S, -1, "", a, n1)) {
           ret = -13;
-        } else if ((ret = prot_refused(S, a, n1))) {
+        } else if ((S->anc = 1, ret = prot_refused(S, a, n1))) {
           /* EROFS */
         } else if ((ret = sys6(NR_fchdir, a, 0, 0, 0, 0, 0)) == 0) {
           unsigned char un[110] = {1, 0};
@@ -1091,8 +1103,9 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
           into_own_refused(S, a, n1, b, n2) ||
           ((rq.flags & RENAME_EXCHANGE_) && into_own_refused(S, b, n2, a, n1)))
         ret = -13;
-      else if ((ret = prot_refused(S, b, n2)) || (ret = prot_refused(S, a, n1)))
-        ; /* EROFS: a protected name moved away, or another moved onto it */
+      else if ((S->anc = 1, ret = prot_refused(S, b, n2)) || (ret = prot_refused(S, a, n1)))
+        ; /* EROFS: a protected name (or a directory above a missing one) moved
+           * away, or another moved onto it */
       else
         ret = sys6(NR_renameat2, a, (long)n1, b, (long)n2, (long)rq.flags, 0);
       if (b < 0) ret = b;

@@ -696,6 +696,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     out.files = {{in.deny_file, 0000}, {in.socket_file, 0666}, {in.empty_dir, S_IFDIR | 0555}};
     out.symlinks = std::move(plan.symlinks);
     out.placeholders = std::move(plan.placeholders);
+    out.placeholders_shared = plan.placeholders_shared;
     out.owner_uid = p.who.uid;
     out.owner_gid = p.who.gid;
     out.fs_view.writable = p.profile.write;
@@ -715,6 +716,11 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
       if (!dir_kept && !unused) out.fs_view.protect.push_back(pr);
     }
     out.fs_view.protect.insert(out.fs_view.protect.end(), in.protect.begin(), in.protect.end());
+    // the missing ones where they really are (the init judges real names)
+    for (const auto& r : plan.refused_names)
+      if (std::find(out.fs_view.protect.begin(), out.fs_view.protect.end(), r) ==
+          out.fs_view.protect.end())
+        out.fs_view.protect.push_back(r);
     // git rewrites a file through PATH.lock, renamed over it: a command that
     // opened the host's lock file for writing (or linked it) while it was
     // there wrote what then became .git/config (red team round 13). The
@@ -871,6 +877,7 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
       for (const auto& d : plan->placeholders)
         ph.push_back({{"path", d.path}, {"kind", d.dir ? "dir" : "file"}});
       j["create_before_run"] = ph;
+      j["refused_if_made"] = plan->refused_names;
       j["notes"] = plan->notes;
     }
     std::cout << j.dump(2) << "\n";
@@ -927,6 +934,9 @@ int sandbox_explain(const Globals& gin, const SandboxOptions& o) {
   for (const auto& d : plan->placeholders)
     out << "create     " << d.path << (d.dir ? "/" : "")
         << " (empty, so it cannot be created inside)\n";
+  for (const auto& n : plan->refused_names)
+    out << "refuse     " << n << " (missing: making it, or a symlink or file on the way to it, "
+        << "is refused)\n";
   for (const auto& n : plan->notes) out << "note       " << n << "\n";
   std::cout << out.str();
   return 0;

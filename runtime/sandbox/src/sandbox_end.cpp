@@ -198,16 +198,17 @@ static bool objectformat_sha256(const std::string& git_dir) {
 
 void check_git_index(const std::vector<std::string>& own, const IndexStamps& before,
                      const std::string& id, const std::string& events_dir,
-                     const std::string& deliver) {
+                     const std::string& deliver, const std::vector<std::string>& roots) {
   const bool sha256 = !own.empty() && objectformat_sha256(own.front());
   for (const std::string& g : own_git_dirs(own)) {
     const std::string idx = g + "/index";
     IndexStamp now = index_stamp(idx);
-    // A git directory of ours the command made unsearchable (an ordinary
-    // user's runtime, `chmod 000 .git` as its last act: red team round 15)
-    // gets its owner's rights back, and is then looked at.
+    // A git directory of ours the command made unsearchable, or one on the
+    // way to it (an ordinary user's runtime, `chmod 000 .git` or `chmod 000
+    // .` as its last act: red team round 15) gets its owner's rights back,
+    // and is then looked at.
     bool mode_restored = false;
-    if (now.unknown && regain_own_dir(g)) {
+    if (now.unknown && (regain_own_dirs(g, roots) | regain_own_dir(g))) {
       mode_restored = true;
       now = index_stamp(idx);
     }

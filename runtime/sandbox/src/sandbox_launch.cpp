@@ -399,9 +399,15 @@ Status lock_and_plan(Launch& x) {
   // workspace share its placeholders whatever their --root (red team round
   // 8: with two roots, the first to end removed the other's placeholders
   // and with them its read-only mounts).
-  (void)::mkdir(x.l.placeholder_root.c_str(), 0700);
-  TRYV(x.registry.open(x.l.placeholder_root, x.l.workspace));
+  // Only a profile without the git rule makes placeholders (its init
+  // refuses a missing protected name otherwise): planned again under the
+  // registry's mutex, so that another sandbox's are known as shared.
   if (x.l.plan) TRYV(x.l.plan(x.l));
+  if (x.l.placeholders_shared) {
+    (void)::mkdir(x.l.placeholder_root.c_str(), 0700);
+    TRYV(x.registry.open(x.l.placeholder_root, x.l.workspace));
+    if (x.l.plan) TRYV(x.l.plan(x.l));
+  }
   hold_stdio();
   return {};
 }
@@ -457,12 +463,13 @@ Status make_host_state(Launch& x) {
   // registry, declared before the cleanup that uses it), made under its
   // mutex. Every sandbox of the workspace is a user, placeholders of its
   // own or not: the last one out removes them all.
-  x.cleanup.registry = &x.registry;
-  std::vector<Made> adopted = x.registry.entries();
+  const bool shared = x.registry.opened();
+  if (shared) x.cleanup.registry = &x.registry;
+  std::vector<Made> adopted = shared ? x.registry.entries() : std::vector<Made>{};
   for (const Made& m : adopted)
     x.guardian.add_made(m.dir ? GuardEntry::kDir : GuardEntry::kFile, m.path, m.content.size(),
                         m.dev, m.ino);
-  x.guardian.locks(x.registry);
+  if (shared) x.guardian.locks(x.registry);
   const auto steps = placeholder_steps(x.l.placeholders);
   const size_t first_step = (x.cg ? x.cg->dirs().size() : 0) + adopted.size();
   for (const Step& st : steps)
@@ -484,10 +491,10 @@ Status make_host_state(Launch& x) {
     }
     x.guardian.made(first_step + i, *made);
     Made m{steps[i].path, steps[i].dir, made->st_dev, made->st_ino, steps[i].content};
-    x.registry.add(m);
+    if (shared) x.registry.add(m);
     x.cleanup.made.push_back(std::move(m));
   }
-  TRYV(x.registry.join());
+  if (shared) TRYV(x.registry.join());
   if (x.cg) {
     x.cleanup.cgroups = x.cg->dirs();
     TRYV(create_cgroups(*x.cg));
@@ -787,7 +794,8 @@ int wait_and_report(Launch& x) {
     if (!wait_reporter_threads(3000))
       log::warn("sandbox: the violation reporter did not finish; events may be missing");
     if (x.policy->git_own)
-      check_git_index(*x.policy->git_own, x.index_before, x.l.id, x.events_path, x.l.events);
+      check_git_index(*x.policy->git_own, x.index_before, x.l.id, x.events_path, x.l.events,
+                      x.l.fs_view.writable);
     summarize_events(x.events_path, x.l.events);
   }
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);

@@ -79,10 +79,12 @@ void git_dirs_below(const std::string& dir, int depth, std::size_t limit,
 IndexStamps index_stamps(const std::vector<std::string>& own);
 
 // The git rule's last look: an index that changed and names a path git
-// refuses (or cannot be read safely) is moved aside and reported.
+// refuses (or cannot be read safely) is moved aside and reported. ROOTS:
+// the trees the command could write, where an ordinary user's directory
+// the command made unsearchable gets its owner's rights back first.
 void check_git_index(const std::vector<std::string>& own, const IndexStamps& before,
                      const std::string& id, const std::string& events_dir,
-                     const std::string& deliver);
+                     const std::string& deliver, const std::vector<std::string>& roots);
 
 }  // namespace comet::runtime::sandbox_parts
 

@@ -100,7 +100,7 @@ bool regain_own_dir(const std::string& d) {
   return true;
 }
 
-static bool regain_own_dirs(const std::string& path, const std::vector<std::string>& roots) {
+bool regain_own_dirs(const std::string& path, const std::vector<std::string>& roots) {
   if (::geteuid() == 0) return false;
   bool changed = false;
   for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {

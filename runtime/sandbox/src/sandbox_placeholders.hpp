@@ -53,6 +53,9 @@ UniqueFd remove_placeholder(const Made& m, const std::vector<std::string>& roots
 // DIR, a directory of the runtime's user that lacks its owner's rights
 // (not followed if a link): given them back, with a warning. True if so.
 bool regain_own_dir(const std::string& dir);
+// The same for every directory on the way to PATH at or under one of ROOTS
+// (an ordinary user's runtime only). True if one was changed.
+bool regain_own_dirs(const std::string& path, const std::vector<std::string>& roots);
 
 // Placeholders are the host's files while any sandbox of the workspace
 // runs: a second sandbox binds over the first one's, and unlinking a file
@@ -119,6 +122,7 @@ class PlaceholderRegistry {
     if (locked_) ::flock(mutex_.get(), LOCK_UN);
     locked_ = false;
   }
+  bool opened() const { return static_cast<bool>(mutex_); }
   int mutex_fd() const { return mutex_.get(); }
   int users_fd() const { return users_.get(); }
   const std::string& registry_path() const { return registry_path_; }

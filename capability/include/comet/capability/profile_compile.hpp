@@ -164,7 +164,14 @@ struct SandboxPlan {
   oci::Spec spec;
   std::vector<Symlink> symlinks;          // to make in root_dir before create
   std::vector<Placeholder> placeholders;  // missing protected names to create (parents first)
-  std::vector<std::string> notes;         // what was skipped and why, for --explain
+  // Missing protected names the git rule's init refuses to make (every
+  // profile that writes the host and protects the workspace's .git): no
+  // placeholder on the host, nothing in the command's view.
+  std::vector<std::string> refused_names;
+  // No git rule: missing protected names get placeholders, shared with the
+  // workspace's other sandboxes (the runtime's registry).
+  bool placeholders_shared = false;
+  std::vector<std::string> notes;  // what was skipped and why, for --explain
 };
 
 Result<SandboxPlan> compile_profile(const ResolvedProfile& p, const SandboxInputs& in);

@@ -8,7 +8,7 @@
 //   runtime                                  sandbox child (PID 1 of its pid ns)
 //   -------                                  -----------------------------------
 //   [guardian: clone(CLONE_VM), setsid]      (only for cgroups or placeholders)
-//   placeholders, cgroups (limits only)
+//   placeholders (no git rule only), cgroups (limits only)
 //   block signals; clone3(ns flags,  ------>  PDEATHSIG; tmpfs skeleton, mounts,
 //     CLONE_VM | CLONE_VFORK): this thread    pivot_root (in its own mount ns, on
 //     waits for the child's exec, a helper    a stack of its own in the runtime's
@@ -53,6 +53,10 @@ struct SandboxLaunch {
   std::vector<std::pair<std::string, mode_t>> files;  // bind sources, inside skeleton_dir
   std::vector<capability::Symlink> symlinks;          // in rootfs
   std::vector<capability::Placeholder> placeholders;  // created on the host, removed after
+  // Placeholders are possible (a profile without the git rule, whose init
+  // refuses the missing protected names otherwise): planned under the
+  // workspace's registry, shared with its other sandboxes.
+  bool placeholders_shared = false;
   std::string workspace;  // keys the placeholders shared with its other sandboxes
   uid_t owner_uid = 0;    // of the placeholders
   gid_t owner_gid = 0;
@@ -71,7 +75,8 @@ struct SandboxLaunch {
   // directory, so only when it has one (a limit).
   FsView fs_view;
   // Fills in the plan (spec, rootfs, files, symlinks, placeholders, owner,
-  // fs_view) once the workspace's placeholder lock is held.
+  // fs_view); again under the workspace's placeholder lock when
+  // placeholders_shared.
   std::function<Status(SandboxLaunch&)> plan;
 };
 
