@@ -1,4 +1,5 @@
 // git config values that name what the host's git runs (git_config.hpp).
+#include <algorithm>
 #include "comet/capability/git_config.hpp"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,32 @@ TEST(GitConfig, ProgramsWithAPath) {
                                       "/ws/t/g.sh"}));
   EXPECT_EQ(paths("[core]\n\tsshCommand = ./ssh.sh -i k\n[sequence]\n\teditor = ./seq\n"),
             (std::vector<std::string>{"/ws/ssh.sh", "/ws/seq"}));
+}
+
+// Red team round 17: the words sh reads, not the literal text. A
+// backslash-escaped blank, a glob (protected as a `*` pattern), a
+// backslash inside a name, and a script sh -c runs were protected as one
+// literal word, and the file sh really ran stayed writable.
+TEST(GitConfig, ProgramWordsAreReadAsShReadsThem) {
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  auto p = paths(
+      "[alias]\n\ta1 = \"!tools/my\\\\ tool.sh\"\n\ta2 = !tools/p.s?\n"
+      "\ta3 = !tools/[q].sh\n\ta4 = \"!tools/j.s\\\\h\"\n");
+  for (const char* x :
+       {"/ws/tools/my tool.sh", "/ws/tools/p.s*", "/ws/tools/*.sh", "/ws/tools/j.sh"})
+    EXPECT_TRUE(has(p, x)) << x;
+  p = paths(
+      "[alias]\n\tc1 = \"!sh -c 'exec tools/ex.sh'\"\n[core]\n\teditor = sh -c "
+      "'tools/ed.sh \\\"$1\\\"; echo msg > \\\"$1\\\"' -\n");
+  EXPECT_TRUE(has(p, "/ws/tools/ex.sh"));
+  EXPECT_TRUE(has(p, "/ws/tools/ed.sh"));
+  // double quotes keep a backslash before an ordinary character
+  p = paths("[core]\n\tpager = \"sh -c \\\"tools/a\\\\b.sh\\\"\"\n");
+  EXPECT_TRUE(has(p, "/ws/tools/a\\b.sh")) << ::testing::PrintToString(p);
+  // a bracket with no end in its component is a plain character
+  EXPECT_TRUE(has(paths("[core]\n\tpager = tools/[x/y.sh\n"), "/ws/tools/[x/y.sh"));
 }
 
 TEST(GitConfig, IncludedFilesRelativeToTheirConfig) {

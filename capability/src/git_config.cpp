@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 namespace comet::capability {
 
@@ -182,32 +183,66 @@ std::string absolute(const std::string& v, const std::string& base, const std::s
   return clean(base + "/" + v);
 }
 
-// The shell words of a command line (quotes removed; no expansion);
-// ; | & < > ( ) end a word too. An option's value (--opt=VALUE) and an
-// assignment's (X=path) are words.
-std::vector<std::string> words(const std::string& cmd) {
+// The shell words of a command line as sh reads them: quotes removed and
+// backslash escapes applied (`tools/my\ tool.sh` is one word), no
+// expansion; ; | & < > ( ) and blanks end a word. An option's value
+// (--opt=VALUE) and an assignment's (X=path) are words. An unquoted glob
+// (`?`, a `[...]` bracket, `*`) becomes `*`, which the protected paths take
+// as a glob over one component (`tools/p.s?` protects `tools/p.s*`). A
+// word that is a script itself (it holds a blank or an operator: `sh -c
+// 'exec tools/x.sh'`) is read again as a command line, its words added
+// (four levels; red team round 17 found both spellings unprotected).
+std::vector<std::string> words(const std::string& cmd, int depth = 0) {
   std::vector<std::string> out;
   std::string w;
-  char q = 0;
+  bool any = false;  // a word is being read (quotes may make it empty)
   auto end = [&] {
-    if (w.empty()) return;
+    if (!any) return;
+    any = false;
+    if (depth < 4 && w.find_first_of(" \t\n;|&<>()") != std::string::npos)
+      for (std::string& inner : words(w, depth + 1)) out.push_back(std::move(inner));
     const auto eq = w.find('=');
     if (eq != std::string::npos && (w[0] == '-' || w.find('/') > eq)) w = w.substr(eq + 1);
     if (!w.empty()) out.push_back(w);
     w.clear();
   };
-  for (char c : cmd) {
-    if (q) {
-      if (c == q)
-        q = 0;
-      else
-        w += c;
-    } else if (c == '\'' || c == '"') {
-      q = c;
-    } else if (c == ' ' || c == '\t' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' ||
-               c == '(' || c == ')' || c == '\n') {
+  for (std::size_t i = 0; i < cmd.size(); i++) {
+    const char c = cmd[i];
+    if (c == '\\') {
+      any = true;
+      if (i + 1 < cmd.size() && cmd[i + 1] != '\n') w += cmd[i + 1];
+      i++;
+    } else if (c == '\'') {
+      any = true;
+      const std::size_t close = cmd.find('\'', i + 1);
+      w += cmd.substr(i + 1, (close == std::string::npos ? cmd.size() : close) - i - 1);
+      i = close == std::string::npos ? cmd.size() : close;
+    } else if (c == '"') {
+      any = true;
+      for (i++; i < cmd.size() && cmd[i] != '"'; i++) {
+        if (cmd[i] == '\\' && i + 1 < cmd.size() &&
+            std::strchr("$`\"\\\n", cmd[i + 1]) != nullptr) {
+          if (cmd[++i] != '\n') w += cmd[i];
+        } else {
+          w += cmd[i];
+        }
+      }
+    } else if (std::strchr(" \t\n;|&<>()", c) != nullptr) {
       end();
+    } else if (c == '?' || c == '*') {
+      any = true;
+      if (w.empty() || w.back() != '*') w += '*';
+    } else if (c == '[' && cmd.find(']', i + 1) != std::string::npos &&
+               cmd.find(']', i + 1) < cmd.find_first_of(" \t\n/", i + 1)) {
+      any = true;
+      // `[]...]`: a ']' first is a member
+      const std::size_t later = cmd.find(']', i + 2);
+      i = later != std::string::npos && later < cmd.find_first_of(" \t\n/", i + 1)
+              ? later
+              : cmd.find(']', i + 1);
+      if (w.empty() || w.back() != '*') w += '*';
     } else {
+      any = true;
       w += c;
     }
   }

@@ -153,3 +153,163 @@ def test_no_placeholder_shows_in_the_workspace_or_a_commit(sandbox, repo):
     assert "envrc=0" not in res.out, res
     assert not (repo / ".claude").exists() and not (repo / ".vscode").exists()
     assert len([e for e in evs if e.get("surface") == "fs.write"]) >= 3, evs
+
+
+# ---- red team round 17 (against a9d95d5) -----------------------------------
+
+def run_sandbox(rt, ws: Path, script: str, *, profile: str = "workspace", stdin=None,
+                env: dict | None = None, args=()) -> subprocess.CompletedProcess:
+    return subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", *args,
+                           "--profile", profile, "--workspace", str(ws), "--", "/bin/sh", "-c",
+                           script], stdin=stdin, capture_output=True, text=True, timeout=60,
+                          env={**sandbox_env(), **GIT_ENV, **(env or {})})
+
+
+METADATA = ("chmod 0666 /proc/self/fd/0; echo chmod=$?; touch -d 2001-01-01 /proc/self/fd/0; "
+            "echo touch=$?; chmod 0666 /proc/self/fd/0 2>/dev/null; "
+            "python3 -c 'import os; os.fchmod(0, 0o666)'; echo fchmod=$?")
+
+
+@pytest.mark.parametrize("profile", ["workspace", "strict"])
+def test_stdin_the_view_hides_keeps_its_mode_and_times(rt, workdir, var_dir, gcfg, profile):
+    """Rows 2 and 4: a host file the view does not show (/var/tmp under
+    strict, a scratch file the private /tmp hides), given as stdin, was an
+    fd on the caller's mount: mode 0600 -> 0666 and its times set, by path
+    through /proc/self/fd/0 and by fchmod(0)."""
+    ws = workdir / "ws"
+    ws.mkdir()
+    secret = var_dir / "secret"
+    secret.write_text("s\n")
+    secret.chmod(0o600)
+    before = secret.stat()
+    with open(secret) as f:
+        res = run_sandbox(rt, ws, METADATA, profile=profile, stdin=f,
+                          env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+    after = secret.stat()
+    assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime), res
+    assert "chmod=0" not in res.stdout and "fchmod=0" not in res.stdout, res
+
+
+def test_a_device_or_terminal_given_as_stdio_keeps_its_mode(rt, workdir, var_dir, gcfg):
+    """Row 3: `sandbox -- CMD < /dev/null` as root let the command make the
+    host's /dev/null 0644, and the caller's terminal 0666. A null device
+    node of the test's own (not the host's /dev/null) and a pty."""
+    ws = workdir / "ws"
+    ws.mkdir()
+    node = var_dir / "null"
+    os.mknod(node, 0o666 | 0o020000, os.makedev(1, 3))
+    node.chmod(0o666)
+    with open(node, "r+b", buffering=0) as f:
+        res = run_sandbox(rt, ws, METADATA + "; echo out >&0; echo wrote=$?", stdin=f,
+                          env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+    assert node.stat().st_mode & 0o777 == 0o666, res
+    assert "wrote=0" in res.stdout, res  # still a working /dev/null
+    master, slave = os.openpty()
+    try:
+        name = os.ttyname(slave)
+        mode = os.stat(name).st_mode
+        res = run_sandbox(rt, ws, METADATA + "; tty -s; echo isatty=$?", stdin=slave,
+                          env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+        assert os.stat(name).st_mode == mode, res
+        assert "isatty=0" in res.stdout, res
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+@pytest.mark.parametrize("value,target", [
+    ("!tools/my\\ tool.sh", "tools/my tool.sh"),
+    ("!tools/p.s?", "tools/p.sh"),
+    ("!tools/[q].sh", "tools/q.sh"),
+    ("!tools/j.s\\h", "tools/j.sh"),
+    ("!sh -c 'exec tools/ex.sh'", "tools/ex.sh"),
+])
+def test_a_program_spelled_as_sh_reads_it_is_protected(sandbox, repo, workdir, value, target):
+    """Rows 5 and 7: an escaped blank, a glob, a backslash in a name and a
+    script run by `sh -c` were protected as the literal word; the file sh
+    runs stayed writable and the host's `git a` ran what the command
+    appended."""
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    (repo / target).parent.mkdir(exist_ok=True)
+    (repo / target).write_text("#!/bin/sh\nexit 0\n")
+    (repo / target).chmod(0o755)
+    git(repo, "config", "alias.a", value)
+    res, _ = sandbox(repo, f"echo 'touch {marker}' >> '{target}'; echo wrote=$?")
+    assert "wrote=0" not in res.out, res
+    host_git(repo, {}, "a")
+    assert not marker.exists(), "the host's git ran what the sandbox wrote"
+
+
+def test_a_protected_file_with_another_name_fails_closed(rt, repo, workdir, gcfg):
+    """Row 8: .git/hooks/pre-commit hard-linked to scripts/pre-commit.sh:
+    the command appended to the second name and the host's `git commit`
+    ran it. A protected file with more than one name now stops the run."""
+    (repo / "scripts").mkdir()
+    hook = repo / "scripts" / "pre-commit.sh"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    os.link(hook, repo / ".git" / "hooks" / "pre-commit")
+    res = run_sandbox(rt, repo, "echo ran", env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+    assert res.returncode == 125 and "ran" not in res.stdout, res
+    assert "more than one name" in res.stderr, res.stderr
+    v = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--can-auto-allow",
+                        "--workspace", str(repo), "--", "true"], capture_output=True, text=True,
+                       env={**sandbox_env(gcfg), **GIT_ENV}, timeout=60)
+    assert '"auto_allow":false' in v.stdout.replace(" ", ""), v
+
+
+@pytest.mark.parametrize("inside", [".local/lib/python3/site-packages", ".config/systemd/user",
+                                    ".config/nvim/lua"])
+def test_a_workspace_below_a_protected_home_directory_is_refused(rt, workdir, gcfg, inside):
+    """Row 9: a workspace below ~/.local/lib (python's user site: a .pth
+    runs in every later python), ~/.config/systemd/user or an editor's
+    config was writable and auto-allowed."""
+    home = workdir / "home"
+    ws = home / inside
+    ws.mkdir(parents=True)
+    env = {"HOME": str(home), "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
+    res = run_sandbox(rt, ws, "echo x > evil.pth; echo wrote=$?", env=env)
+    assert res.returncode == 125 and "wrote" not in res.stdout, res
+    assert "protected" in res.stderr, res.stderr
+    assert not (ws / "evil.pth").exists()
+
+
+def test_a_workspace_that_is_a_repositorys_agent_config_is_refused(rt, repo, gcfg):
+    """Row 9: `repo/.claude` or `repo/.vscode` as the workspace: the
+    settings and tasks the host's agent and editor run were written."""
+    for name in (".claude", ".vscode"):
+        (repo / name).mkdir()
+        res = run_sandbox(rt, repo / name, "echo '{}' > settings.json; echo wrote=$?",
+                          env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+        assert res.returncode == 125 and "wrote" not in res.stdout, res
+        assert not (repo / name / "settings.json").exists()
+
+
+def test_the_verdict_checks_the_events_target_as_the_run_does(rt, workdir, gcfg):
+    """Row 1: --events in the workspace, a socket there, or in a missing
+    directory: the verdict said auto_allow true while every run exited 125.
+    Row 6: an events file that is a hard link (of a workspace file) was
+    taken; the command rewrote the events through the other name."""
+    ws = workdir / "ws"
+    ws.mkdir()
+    outside = workdir / "ev"
+    outside.mkdir()
+    (ws / "twin").write_text("")
+    os.link(ws / "twin", outside / "linked.jsonl")
+    env = {**sandbox_env(gcfg), **GIT_ENV}
+    for events in (str(ws / "ev.jsonl"), f"unix:{ws}/ev.sock", str(workdir / "nodir" / "e"),
+                   str(outside / "linked.jsonl")):
+        v = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--can-auto-allow",
+                            "--events", events, "--workspace", str(ws), "--", "true"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        run = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--events",
+                              events, "--workspace", str(ws), "--", "true"],
+                             capture_output=True, text=True, env=env, timeout=60)
+        assert run.returncode == 125, (events, run)
+        assert '"auto_allow":false' in v.stdout.replace(" ", ""), (events, v.stdout)
+    good = str(outside / "fine.jsonl")
+    v = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--can-auto-allow",
+                        "--events", good, "--workspace", str(ws), "--", "true"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert '"auto_allow":true' in v.stdout.replace(" ", ""), v.stdout
+    assert not Path(good).exists()  # the verdict makes nothing

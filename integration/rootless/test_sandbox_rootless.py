@@ -512,3 +512,22 @@ def test_sudo_uid_as_root_is_not_rootless(user, ws):
     assert users_state() == before  # root's state root, not the user's
     assert not any(p.stat().st_uid == 0 for p in user.runtime_dir.rglob("*"))
     assert _running(user) == []
+
+
+def test_stdin_the_view_hides_keeps_its_mode_as_a_user(user, ws):
+    # Red team round 17 row 4: as an ordinary user under strict, a file of
+    # the user's own that the view hides (the home), given as stdin, was
+    # made 0666 through /proc/self/fd/0. It is reopened on a read-only clone
+    # of its mount, in the user's namespace too.
+    secret = user.home / f"notes-{os.getpid()}"
+    user.run(["sh", "-c", f"echo s > {secret}; chmod 600 {secret}"])
+    try:
+        before = secret.stat()
+        r = user.run(["sh", "-c", f'exec "$0" sandbox --profile strict -- sh -c '
+                      f'"chmod 666 /proc/self/fd/0; echo chmod=\\$?; cat" < {secret}',
+                      str(cfg.RUNTIME)], cwd=str(ws))
+        after = secret.stat()
+        assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime), r
+        assert "chmod=0" not in r.stdout and "s" in r.stdout.split(), (r.stdout, r.stderr)
+    finally:
+        secret.unlink()

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <linux/keyctl.h>
 #include <linux/magic.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
@@ -405,22 +406,31 @@ void go_and_unshare_cgroupns() noexcept {
 
 }  // namespace
 
-// A regular file the caller gave as stdin is an fd on the caller's
-// mount, where the sandbox's read-only binds do not apply: through
-// /proc/self/fd/0 the command could chmod it, set its times, or truncate a
-// protected one (red team round 15: `< .git/HEAD`; and a host file outside
-// every writable tree, given as stdin, took `chmod 000`). Reopened here,
-// in the sandbox's root, by the name the kernel gives it and at its
-// offset, it sits on the sandbox's mount, read-only where the view is. A
-// file the view does not show (or masks) keeps the caller's fd. Only
-// read-only fds: one open for writing shares its offset with the caller
-// (`{ sandbox -- a; b; } > out`), and the caller gave it to be written.
-// Raw calls and stack buffers only: we share the runtime's memory.
-static void reopen_stdin_files_in_view() noexcept {
+// The caller's stdio is fds on the caller's mounts, where the sandbox's
+// read-only binds do not apply: through them (or /proc/self/fd/N) the
+// command could chmod, chown or set the times or xattrs of what they name
+// (red team round 15: `< .git/HEAD`; round 17: the host's /dev/null made
+// 0644 by `sandbox -- CMD < /dev/null`, the caller's terminal made 0666, a
+// host file the view hides made world-readable). So each fd 0-2 that is a
+// character device (a terminal, /dev/null) or a regular file open only for
+// reading is reopened here, before the pivot while the caller's tree is
+// still in view, by the name the kernel gives it, through a detached
+// read-only clone of that one mount (open_tree, mount_setattr): the same
+// file, at its offset, with its flags, on a mount where every metadata
+// call answers EROFS; a terminal still reads and writes. One it cannot
+// reopen as the same file (deleted, on procfs or sysfs, which name their
+// reader) keeps the caller's fd. A file open for writing stays the
+// caller's: it shares its offset with the caller (`{ sandbox -- a; b; } >
+// out`), and the caller gave it to be written. Raw calls and stack buffers
+// only: we share the runtime's memory.
+static void pin_stdio_read_only() noexcept {
   for (int fd = 0; fd <= 2; fd++) {
     struct stat st;
     const int fl = ::fcntl(fd, F_GETFL);
-    if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || ::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+    if (fl < 0 || ::fstat(fd, &st) < 0) continue;
+    if (!S_ISCHR(st.st_mode) && !(S_ISREG(st.st_mode) && (fl & O_ACCMODE) == O_RDONLY)) continue;
+    struct statfs fs;
+    if (::fstatfs(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
       continue;
     char self[] = "/proc/self/fd/0";
     self[sizeof self - 2] = static_cast<char>('0' + fd);
@@ -428,17 +438,25 @@ static void reopen_stdin_files_in_view() noexcept {
     const ssize_t n = ::readlink(self, path, sizeof path - 1);
     if (n <= 0 || n >= static_cast<ssize_t>(sizeof path - 1) || path[0] != '/')
       continue;  // "(unreachable)...", a name too long to be sure of
-    // procfs and sysfs name what their reader is: not the same file here
-    struct statfs fs;
-    if (::fstatfs(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
-      continue;
     path[n] = '\0';
-    const int nfd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    const int tree = static_cast<int>(
+        ::syscall(SYS_open_tree, AT_FDCWD, path,
+                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT));
+    if (tree < 0) continue;
+    struct mount_attr ro = {};
+    ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+    int nfd = -1;
+    if (::syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &ro, sizeof ro) == 0) {
+      char via[32];
+      std::snprintf(via, sizeof via, "/proc/self/fd/%d", tree);
+      nfd = ::open(via, (fl & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC);
+    }
+    ::close(tree);
     if (nfd < 0) continue;
     struct stat nst;
-    const off_t off = ::lseek(fd, 0, SEEK_CUR);
-    if (::fstat(nfd, &nst) == 0 && S_ISREG(nst.st_mode) && nst.st_size == st.st_size &&
-        (off < 0 || ::lseek(nfd, off, SEEK_SET) == off))
+    const off_t off = S_ISREG(st.st_mode) ? ::lseek(fd, 0, SEEK_CUR) : 0;
+    if (::fstat(nfd, &nst) == 0 && nst.st_dev == st.st_dev && nst.st_ino == st.st_ino &&
+        nst.st_rdev == st.st_rdev && (off <= 0 || ::lseek(nfd, off, SEEK_SET) == off))
       (void)::dup3(nfd, fd, 0);
     ::close(nfd);
   }
@@ -462,6 +480,7 @@ static void reopen_stdin_files_in_view() noexcept {
   if (cgroup_mount) go_and_unshare_cgroupns();
   if (::mount(nullptr, "/", nullptr, MS_SLAVE | MS_REC, nullptr) < 0)
     die(errno, "set / propagation");
+  pin_stdio_read_only();
   make_skeleton();
   if (::mount(ctx.fs.rootfs.c_str(), ctx.fs.rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
     die(errno, "bind rootfs %s", ctx.fs.rootfs.c_str());
@@ -477,7 +496,6 @@ static void reopen_stdin_files_in_view() noexcept {
   setup_dev(rootfd.get());
   finish_root(rootfd.get());
   rootfd.reset();
-  reopen_stdin_files_in_view();
   if (!cgroup_mount) go_and_unshare_cgroupns();
   verify_confinement();
   if (ctx.proc.set_hostname &&

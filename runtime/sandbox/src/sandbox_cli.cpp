@@ -106,6 +106,38 @@ Status workspace_profile_stays_inside(const Prepared& p) {
   return {};
 }
 
+// A workspace at or below a protected path would make it writable (red
+// team round 17: ~/.config/systemd/user, python's user site under
+// ~/.local/lib, ~/.config/fish/conf.d, a repository's .claude or .vscode
+// as the workspace): what the host runs or obeys from there would be the
+// command's. The protected paths of the profile (the home's names, what
+// git's config names), and the workspace table's names at the top of the
+// repository holding the workspace.
+Status workspace_not_protected(const Prepared& p) {
+  std::vector<std::string> prot = p.profile.protect;
+  for (std::string r = p.workspace; r.size() > 1;) {
+    r = r.substr(0, std::max<std::size_t>(r.rfind('/'), 1));
+    if (sandbox_parts::git_dir_of((r == "/" ? "" : r) + "/.git").empty()) continue;
+    for (const std::string& n : cap::protected_workspace_names())
+      if (n.rfind(".git/", 0) != 0)
+        prot.push_back((r == "/" ? "" : r) + "/" +
+                       (n.back() == '/' ? n.substr(0, n.size() - 1) : n));
+    break;
+  }
+  for (const std::string& pr : prot) {
+    if (pr.empty() || pr[0] != '/' || pr == "/" || pr.find('*') != std::string::npos) continue;
+    char buf[PATH_MAX];
+    const std::string real = ::realpath(pr.c_str(), buf) ? std::string(buf) : pr;
+    for (const std::string& at : {pr, real})
+      if (path_under(p.workspace, at))
+        return Error::msg("sandbox: the workspace " + p.workspace +
+                          (p.workspace == at ? " is" : " is under") + " the protected " + at +
+                          ": what the host runs from there would be the command's; use a "
+                          "project directory");
+  }
+  return {};
+}
+
 // The search for nested repositories (sandbox_protect.cpp) cut short by its
 // limits fails closed where the profile writes in the workspace (red team
 // round 14: 112k directories, or 260 repositories, left the repositories
@@ -241,6 +273,7 @@ Result<Prepared> prepare(const SandboxOptions& o, const Environ& env) {
   const bool writes_ws = p.profile.sandboxed && p.profile.base != "devbox" &&
                          std::find(p.profile.write.begin(), p.profile.write.end(), p.workspace) !=
                              p.profile.write.end();
+  if (writes_ws) TRYV(workspace_not_protected(p));
   TRYV(nested_walk_checked(walk_cut, writes_in_workspace(p)));
   TRYV(write_trees_protected(p));
   if (writes_ws) {
@@ -315,7 +348,10 @@ Status events_target_outside(const Prepared& p, const std::string& events) {
 // so that root never writes where the caller could not. Its directory is
 // opened first, checked where that fd is (outside every writable tree),
 // and the file opened in it: what was checked is what is opened.
-Status open_events_file(const Prepared& p, const std::string& events) {
+// DRY (--can-auto-allow): the same checks, nothing opened or made. A file
+// with another name (a hard link) is refused: that name could lie in a
+// tree the command can write (red team round 17).
+Status open_events_file(const Prepared& p, const std::string& events, bool dry = false) {
   if (events.empty() || events.rfind("unix:", 0) == 0) return {};
   auto [dir, name] = dir_and_name(events);
   if (name.empty() || name == "." || name == "..")
@@ -345,6 +381,17 @@ Status open_events_file(const Prepared& p, const std::string& events) {
         ::setfsgid(0);
       }
       return inside;
+    } else if (dry) {
+      struct stat st;
+      if (::fstatat(dirfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        fd = S_ISLNK(st.st_mode) ? -1 : 0;
+        err = S_ISLNK(st.st_mode) ? ELOOP : 0;
+        if (fd == 0 && (!S_ISREG(st.st_mode) || st.st_nlink > 1)) err = ENXIO, fd = -1;
+      } else {
+        err = errno;
+        fd = err == ENOENT && ::access(real.c_str(), W_OK) == 0 ? 0 : -1;
+        if (fd < 0 && err == ENOENT) err = errno;
+      }
     } else {
       fd = ::openat(dirfd.get(), name.c_str(),
                     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
@@ -357,15 +404,16 @@ Status open_events_file(const Prepared& p, const std::string& events) {
     ::setfsgid(0);
   }
   if (fd < 0 && err == ENXIO)  // a FIFO without a reader (O_NONBLOCK)
-    return Error::msg("sandbox: --events " + events + " is not a regular file");
+    return Error::msg("sandbox: --events " + events + " is not a regular file of one name");
   if (fd < 0)
     return Error::sys(
         err, "sandbox: --events " + events + (err == ELOOP ? " is a symlink (refused)" : ": open"));
+  if (dry) return {};
   UniqueFd owner(fd);
   struct stat st;
   if (::fstat(fd, &st) < 0) return Error::sys(errno, "sandbox: --events " + events + ": fstat");
-  if (!S_ISREG(st.st_mode))
-    return Error::msg("sandbox: --events " + events + " is not a regular file");
+  if (!S_ISREG(st.st_mode) || st.st_nlink > 1)
+    return Error::msg("sandbox: --events " + events + " is not a regular file of one name");
   return violations::pin_delivery_fd(events, owner.release());
 }
 
@@ -388,11 +436,23 @@ std::string parent_of(const std::string& p) {
 // chains pinned. One not followed in full (16 levels, 4096 directories and
 // links, or one it cannot read) fails the run closed (red team round 15):
 // where it leads could be written.
+// A protected file with another name (a hard link) is written through
+// that name, which may lie in a tree the command can write (red team round
+// 17: `scripts/pre-commit.sh` and `.git/hooks/pre-commit` one file, and the
+// host's git ran what the command appended): refused.
+Error one_name(const std::string& file, const std::string& protected_as) {
+  return Error::msg("sandbox: " + file + " (protected" +
+                    (file == protected_as ? std::string() : " in " + protected_as) +
+                    ") has more than one name (a hard link): the command could change it "
+                    "through another; make it a copy of its own");
+}
+
 Status follow_links_in(const std::string& dir, cap::SandboxInputs& in) {
   int budget = 4096;
   bool cut = false;
-  std::vector<std::string> targets;
-  sandbox_parts::protect_link_targets(dir, 1, budget, targets, in.pin_links, &cut);
+  std::vector<std::string> targets, linked;
+  sandbox_parts::protect_link_targets(dir, 1, budget, targets, in.pin_links, &cut, &linked);
+  if (!linked.empty()) return one_name(linked.front(), dir);
   if (cut)
     TRYV(unless_allowed_missing("link-targets",
                                 "sandbox: the links in the protected directory " + dir +
@@ -496,12 +556,32 @@ Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
         return w != p.ctx.tmp && under(path, w);
       });
       if (path.find('*') != std::string::npos || !(under(path, p.workspace) || writable) ||
-          ::lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || path == p.workspace + "/.git")
+          ::lstat(path.c_str(), &st) < 0 || path == p.workspace + "/.git")
         continue;
-      TRYV(follow_links_in(path, in));
+      if (S_ISREG(st.st_mode) && st.st_nlink > 1) return one_name(path, path);
+      if (S_ISDIR(st.st_mode)) TRYV(follow_links_in(path, in));
     }
   }
   TRYV(follow_git_dir_links(p, in));
+  // What the links and git's config lead to, and a protected file outside
+  // every writable tree on the filesystem of one (a hard link can only be
+  // made there): one name each.
+  std::vector<dev_t> devs;
+  for (const std::string& w : r.write) {
+    struct stat st;
+    if (w != p.ctx.tmp && ::stat(w.c_str(), &st) == 0) devs.push_back(st.st_dev);
+  }
+  for (const std::vector<std::string>* list :
+       std::initializer_list<const std::vector<std::string>*>{&in.protect, &r.protect}) {
+    for (const std::string& path : *list) {
+      struct stat st;
+      if (path.find('*') != std::string::npos || ::lstat(path.c_str(), &st) < 0 ||
+          !S_ISREG(st.st_mode) || st.st_nlink < 2 ||
+          std::find(devs.begin(), devs.end(), st.st_dev) == devs.end())
+        continue;
+      return one_name(path, path);
+    }
+  }
   const std::vector<const std::vector<std::string>*> lists = {&r.read,
                                                               &r.write,
                                                               &r.deny,
@@ -1037,7 +1117,17 @@ int sandbox_can_auto_allow(const Globals& gin, const SandboxOptions& o) {
   // Fail closed: a verdict is only as good as the sandbox that would run
   // the command. One that cannot start here confines nothing.
   if (v.confined) {
-    if (Status st = sandbox_can_start(g, *prep, o.args, env); !st.ok()) {
+    // --events as the run checks it (red team round 17: a target in the
+    // workspace, or in a missing directory, made every run exit 125)
+    std::string events = o.events;
+    if (!events.empty() && events.rfind("unix:", 0) != 0 && events[0] != '/') {
+      char cwd[PATH_MAX];
+      if (::getcwd(cwd, sizeof cwd)) events = join_path(cwd, events);
+    }
+    Status st = events_target_outside(*prep, events);
+    if (st.ok()) st = open_events_file(*prep, events, /*dry=*/true);
+    if (st.ok()) st = sandbox_can_start(g, *prep, o.args, env);
+    if (!st.ok()) {
       v.confined = false;
       v.auto_allow = false;
       v.matched_rule.clear();

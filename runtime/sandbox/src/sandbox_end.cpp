@@ -208,9 +208,10 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
     // .` as its last act: red team round 15) gets its owner's rights back,
     // and is then looked at.
     bool mode_restored = false;
-    if (now.unknown && (regain_own_dirs(g, roots) | regain_own_dir(g))) {
-      mode_restored = true;
-      now = index_stamp(idx);
+    if (now.unknown) {
+      const bool above = regain_own_dirs(g, roots);  // both: one may not be enough
+      mode_restored = regain_own_dir(g) || above;
+      if (mode_restored) now = index_stamp(idx);
     }
     if (auto b = before.find(idx); b != before.end() && now == b->second) continue;
     if (mode_restored && !now.there) continue;

@@ -4,6 +4,7 @@
 #include "sandbox_parts.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -597,8 +598,8 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
 // target under a missing directory protects the first missing one (an
 // empty placeholder: it cannot be made to hold the target).
 void protect_link_targets(const std::string& dir, int depth, int& budget,
-                          std::vector<std::string>& out, std::vector<std::string>& pins,
-                          bool* cut) {
+                          std::vector<std::string>& out, std::vector<std::string>& pins, bool* cut,
+                          std::vector<std::string>* linked) {
   if (depth > 16 || budget <= 0) {
     *cut = true;  // a directory left unread (red team round 15: it failed open)
     return;
@@ -618,6 +619,14 @@ void protect_link_targets(const std::string& dir, int depth, int& budget,
       if (::lstat(path.c_str(), &st) == 0)
         t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
     }
+    if (t == DT_REG && linked) {
+      // a file with another name: written through that one (red team
+      // round 17: scripts/pre-commit.sh, a hard link of the hook)
+      struct stat st;
+      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          st.st_nlink > 1)
+        linked->push_back(path);
+    }
     if (t != DT_DIR && t != DT_LNK) continue;  // only these count: files are many, and inert
     if (--budget <= 0) {
       *cut = true;
@@ -633,7 +642,7 @@ void protect_link_targets(const std::string& dir, int depth, int& budget,
   }
   ::closedir(d);
   for (const std::string& sub : subdirs)
-    protect_link_targets(sub, depth + 1, budget, out, pins, cut);
+    protect_link_targets(sub, depth + 1, budget, out, pins, cut, linked);
 }
 
 }  // namespace comet::runtime::sandbox_parts

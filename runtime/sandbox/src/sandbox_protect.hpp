@@ -61,8 +61,10 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
 // Where the symlinks inside the protected directory DIR lead (16 levels,
 // BUDGET directories and links): OUT gets what to protect, PINS the further links of
 // chains, to pin (sandbox_protect.cpp); CUT is set when a limit left
-// entries unread (the caller fails closed).
+// entries unread (the caller fails closed). LINKED (when given) gets the
+// regular files in it that have more than one name (hard links).
 void protect_link_targets(const std::string& dir, int depth, int& budget,
-                          std::vector<std::string>& out, std::vector<std::string>& pins, bool* cut);
+                          std::vector<std::string>& out, std::vector<std::string>& pins, bool* cut,
+                          std::vector<std::string>* linked = nullptr);
 
 }  // namespace comet::runtime::sandbox_parts
