@@ -79,6 +79,31 @@ TEST(GitConfig, ProgramWordsAreReadAsShReadsThem) {
   EXPECT_TRUE(has(paths("[core]\n\tpager = tools/[x/y.sh\n"), "/ws/tools/[x/y.sh"));
 }
 
+// Red team round 18: a path sh builds at run time names nothing.
+TEST(GitConfig, PathsBuiltAtRunTimeAreUnresolved) {
+  EXPECT_TRUE(cap::dotdot_after_name("bin/../tools/x.sh"));
+  EXPECT_TRUE(cap::dotdot_after_name("../../scripts/sub/../pc.sh"));
+  EXPECT_FALSE(cap::dotdot_after_name("../../scripts/pc.sh"));
+  EXPECT_FALSE(cap::dotdot_after_name("./tools/./x.sh"));
+  for (const char* v : {"tools/fsm-$(uname -s).sh", "tools/m-${X}.sh", "\"tools/$X.sh\"",
+                        "tools/`hostname`.sh", "bin/../fsm.sh"}) {
+    std::vector<std::string> bad;
+    cap::git_config_paths(cap::git_config_refs(std::string("[core]\n\tfsmonitor = ") + v + "\n"),
+                          "/ws", "/ws/.git", "/home/ada", &bad);
+    EXPECT_EQ(bad.size(), 1u) << v;
+  }
+  // an expansion in a word without a '/' (an argument) is no path
+  std::vector<std::string> bad;
+  auto p = cap::git_config_paths(
+      cap::git_config_refs("[core]\n\teditor = sh -c 'tools/ed.sh \\\"$1\\\"' -\n"), "/ws",
+      "/ws/.git", "/home/ada", &bad);
+  EXPECT_TRUE(bad.empty());
+  EXPECT_NE(std::find(p.begin(), p.end(), "/ws/tools/ed.sh"), p.end());
+  // a short option's attached value
+  p = paths("[core]\n\tsshCommand = ssh -vFtools/cfg\n");
+  EXPECT_NE(std::find(p.begin(), p.end(), "/ws/tools/cfg"), p.end());
+}
+
 TEST(GitConfig, IncludedFilesRelativeToTheirConfig) {
   EXPECT_EQ(paths("[include]\n\tpath = ../cfg/extra\n[includeIf \"gitdir:~/w/\"]\n\tpath = "
                   "~/more\n"),
@@ -168,7 +193,7 @@ TEST(GitConfig, EveryKeyGitRunsIsInTheTable) {
   // only the "!" forms run a program
   EXPECT_EQ(paths("[alias]\n\tx = log -- a/b\n[submodule \"s\"]\n\tupdate = rebase\n"),
             std::vector<std::string>{});
-  EXPECT_EQ(cap::git_executed_keys().size(), 62u);  // a key added here is added above too
+  EXPECT_EQ(cap::git_executed_keys().size(), 63u);  // a key added here is added above too
 }
 
 TEST(GitConfig, ExpansionsResolvedOrRefused) {

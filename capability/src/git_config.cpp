@@ -27,6 +27,7 @@ const std::vector<GitKeyRule>& rules() {
       {"core.hookspath", K::hooks_dir, W::always},
       {"init.templatedir", K::hooks_dir, W::always},  // hooks/ copied by the host's init/clone
       {"include.path", K::config_file, W::always},
+      {"core.worktree", K::work_tree, W::always},  // red team round 18
       {"includeif.*.path", K::config_file, W::always},
       {"core.fsmonitor", K::program, W::not_bool},
       {"core.sshcommand", K::program, W::always},
@@ -192,15 +193,47 @@ std::string absolute(const std::string& v, const std::string& base, const std::s
 // word that is a script itself (it holds a blank or an operator: `sh -c
 // 'exec tools/x.sh'`) is read again as a command line, its words added
 // (four levels; red team round 17 found both spellings unprotected).
-std::vector<std::string> words(const std::string& cmd, int depth = 0) {
+}  // namespace
+
+// (red team round 18: `core.fsmonitor = bin/../tools/fsm.sh`)
+bool dotdot_after_name(const std::string& path) {
+  bool named = false;
+  for (std::size_t at = 0; at <= path.size();) {
+    std::size_t next = path.find('/', at);
+    if (next == std::string::npos) next = path.size();
+    const std::string c = path.substr(at, next - at);
+    if (c == "..") {
+      if (named) return true;
+    } else if (!c.empty() && c != ".") {
+      named = true;
+    }
+    at = next + 1;
+  }
+  return false;
+}
+
+namespace {
+
+// BUILT: set when a word that holds a '/' takes part of itself from an
+// expansion sh makes at run time (`tools/fsmonitor-$(uname -s).sh`: red
+// team round 18), or goes through `dir/..`: no path can be named for it.
+std::vector<std::string> words(const std::string& cmd, int depth = 0, bool* built = nullptr) {
   std::vector<std::string> out;
   std::string w;
-  bool any = false;  // a word is being read (quotes may make it empty)
+  bool any = false;       // a word is being read (quotes may make it empty)
+  bool expanded = false;  // an unquoted or double-quoted $ or ` in it
   auto end = [&] {
     if (!any) return;
     any = false;
     if (depth < 4 && w.find_first_of(" \t\n;|&<>()") != std::string::npos)
-      for (std::string& inner : words(w, depth + 1)) out.push_back(std::move(inner));
+      for (std::string& inner : words(w, depth + 1, built)) out.push_back(std::move(inner));
+    if (built && w.find('/') != std::string::npos && (expanded || dotdot_after_name(w)))
+      *built = true;
+    expanded = false;
+    // a short option with its value attached (`-Ftools/sshcfg`, `-vFx/y`:
+    // red team round 18): every tail up to the first '/' is a word too
+    if (w.size() > 2 && w[0] == '-' && w[1] != '-')
+      for (std::size_t k = 1; k < w.find('/') && k < w.size(); k++) out.push_back(w.substr(k));
     const auto eq = w.find('=');
     if (eq != std::string::npos && (w[0] == '-' || w.find('/') > eq)) w = w.substr(eq + 1);
     if (!w.empty()) out.push_back(w);
@@ -224,11 +257,15 @@ std::vector<std::string> words(const std::string& cmd, int depth = 0) {
             std::strchr("$`\"\\\n", cmd[i + 1]) != nullptr) {
           if (cmd[++i] != '\n') w += cmd[i];
         } else {
+          if (cmd[i] == '$' || cmd[i] == '`') expanded = true;
           w += cmd[i];
         }
       }
     } else if (std::strchr(" \t\n;|&<>()", c) != nullptr) {
       end();
+    } else if (c == '$' || c == '`') {
+      any = expanded = true;
+      w += c;
     } else if (c == '?' || c == '*') {
       any = true;
       if (w.empty() || w.back() != '*') w += '*';
@@ -371,6 +408,10 @@ std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
   for (const GitConfigRef& r : refs) {
     switch (r.kind) {
       case GitConfigRef::Kind::hooks_dir: {
+        if (dotdot_after_name(r.value)) {
+          if (unresolved) unresolved->push_back(r.key);
+          continue;
+        }
         const std::string d = absolute(r.value, worktree, home);
         add(d);
         const std::string root = clean(worktree);
@@ -389,16 +430,24 @@ std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
         // red team round 11: "$(git rev-parse --show-toplevel)/tools/x.sh"
         // was split on blanks and protected literally
         cmd = expand_known(cmd, worktree, home);
-        if (builds_a_path(cmd)) {
+        bool built = builds_a_path(cmd);
+        const std::vector<std::string> ws = words(cmd, 0, &built);
+        if (built) {
           if (unresolved) unresolved->push_back(r.key);
           continue;
         }
-        for (const std::string& w : words(cmd))
+        for (const std::string& w : ws)
           if (w.find('/') != std::string::npos && w.find("://") == std::string::npos)
             add(absolute(w, worktree, home));
         break;
       }
+      case GitConfigRef::Kind::work_tree:
+        break;
       case GitConfigRef::Kind::config_file:
+        if (dotdot_after_name(r.value)) {
+          if (unresolved) unresolved->push_back(r.key);
+          continue;
+        }
         add(absolute(r.value, config_dir, home));
         break;
     }

@@ -313,3 +313,32 @@ def test_the_verdict_checks_the_events_target_as_the_run_does(rt, workdir, gcfg)
                        capture_output=True, text=True, env=env, timeout=60)
     assert '"auto_allow":true' in v.stdout.replace(" ", ""), v.stdout
     assert not Path(good).exists()  # the verdict makes nothing
+
+
+def test_a_glob_protect_entry_leaves_its_directory_usable(rt, workdir, gcfg):
+    """Review of 37378e5: the rule for a directory on the way to a missing
+    protected name applied to glob entries too, so `packages/*/.envrc`
+    refused every new file in `packages/`. Only missing names without a
+    glob have that rule; the glob's own names stay refused."""
+    ws = workdir / "ws"
+    (ws / "packages" / "a").mkdir(parents=True)
+    gcfg.write_text('protect: ["{workspace}/packages/*/.envrc"]\n')
+    res = run_sandbox(rt, ws, "echo x > packages/new.txt; echo new=$?; mv packages/new.txt "
+                              "packages/moved.txt; echo mv=$?; echo x > packages/a/.envrc; "
+                              "echo envrc=$?", env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+    assert "new=0" in res.stdout and "mv=0" in res.stdout, res
+    assert "envrc=0" not in res.stdout, res
+    assert (ws / "packages" / "moved.txt").exists() and not (ws / "packages" / "a" / ".envrc").exists()
+
+
+def test_a_protected_file_outside_every_writable_tree_may_have_other_names(rt, workdir, var_dir):
+    """Review of 9bd9d29: a protected file outside every writable tree with
+    a second name (Nix's optimised store links every file; here the global
+    config and a link of it in /var/tmp) does not stop the run."""
+    ws = workdir / "ws"
+    ws.mkdir()
+    g = var_dir / "global.yaml"
+    g.write_text("")
+    os.link(g, var_dir / "global-link.yaml")
+    res = run_sandbox(rt, ws, "echo ran", env={"COMET_SANDBOX_GLOBAL_CONFIG": str(g)})
+    assert res.returncode == 0 and "ran" in res.stdout, res

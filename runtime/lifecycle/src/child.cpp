@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -412,23 +413,34 @@ void go_and_unshare_cgroupns() noexcept {
 // (red team round 15: `< .git/HEAD`; round 17: the host's /dev/null made
 // 0644 by `sandbox -- CMD < /dev/null`, the caller's terminal made 0666, a
 // host file the view hides made world-readable). So each fd 0-2 that is a
-// character device (a terminal, /dev/null) or a regular file open only for
-// reading is reopened here, before the pivot while the caller's tree is
-// still in view, by the name the kernel gives it, through a detached
-// read-only clone of that one mount (open_tree, mount_setattr): the same
-// file, at its offset, with its flags, on a mount where every metadata
-// call answers EROFS; a terminal still reads and writes. One it cannot
-// reopen as the same file (deleted, on procfs or sysfs, which name their
-// reader) keeps the caller's fd. A file open for writing stays the
-// caller's: it shares its offset with the caller (`{ sandbox -- a; b; } >
-// out`), and the caller gave it to be written. Raw calls and stack buffers
-// only: we share the runtime's memory.
-static void pin_stdio_read_only() noexcept {
+// terminal (a pty, a console, /dev/tty), /dev/null, /dev/zero, /dev/full,
+// /dev/random, /dev/urandom, or a regular file open only for reading, is
+// reopened here, before the pivot while the caller's tree is still in
+// view, by the name the kernel gives it, through a detached read-only
+// clone of that one mount (open_tree, mount_setattr): the same file (dev,
+// inode, rdev), at its offset, with its flags, on a mount where every
+// metadata call answers EROFS; a terminal still reads and writes. Other
+// devices are left alone (a second open of a pty master, tun or fuse is a
+// new instance; of a serial line or a tape, a side effect). A file open
+// for writing stays the caller's: it shares its offset with the caller
+// (`{ sandbox -- a; b; } > out`), and the caller gave it to be written.
+// Returns the fds done (bit N: fd N). Raw calls and stack buffers only: we
+// share the runtime's memory.
+static bool pinnable_device(dev_t rdev) noexcept {
+  const unsigned ma = major(rdev), mi = minor(rdev);
+  if (ma == 1) return mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9;
+  return ma == 4 || (ma >= 136 && ma <= 143) || (ma == 5 && mi == 0);  // vt, pts, /dev/tty
+}
+
+static int pin_stdio_read_only() noexcept {
+  int done = 0;
   for (int fd = 0; fd <= 2; fd++) {
     struct stat st;
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl < 0 || ::fstat(fd, &st) < 0) continue;
-    if (!S_ISCHR(st.st_mode) && !(S_ISREG(st.st_mode) && (fl & O_ACCMODE) == O_RDONLY)) continue;
+    if (!(S_ISCHR(st.st_mode) && pinnable_device(st.st_rdev)) &&
+        !(S_ISREG(st.st_mode) && (fl & O_ACCMODE) == O_RDONLY))
+      continue;
     struct statfs fs;
     if (::fstatfs(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
       continue;
@@ -447,8 +459,13 @@ static void pin_stdio_read_only() noexcept {
     ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
     int nfd = -1;
     if (::syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &ro, sizeof ro) == 0) {
-      char via[32];
-      std::snprintf(via, sizeof via, "/proc/self/fd/%d", tree);
+      char via[32] = "/proc/self/fd/";  // + the tree's fd, in decimal
+      char digits[12];
+      int k = 0;
+      for (unsigned v = static_cast<unsigned>(tree); k == 0 || v > 0; v /= 10)
+        digits[k++] = static_cast<char>('0' + v % 10);
+      for (int i = 0; i < k; i++) via[14 + i] = digits[k - 1 - i];
+      via[14 + k] = '\0';
       nfd = ::open(via, (fl & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC);
     }
     ::close(tree);
@@ -456,7 +473,41 @@ static void pin_stdio_read_only() noexcept {
     struct stat nst;
     const off_t off = S_ISREG(st.st_mode) ? ::lseek(fd, 0, SEEK_CUR) : 0;
     if (::fstat(nfd, &nst) == 0 && nst.st_dev == st.st_dev && nst.st_ino == st.st_ino &&
-        nst.st_rdev == st.st_rdev && (off <= 0 || ::lseek(nfd, off, SEEK_SET) == off))
+        nst.st_rdev == st.st_rdev && (off <= 0 || ::lseek(nfd, off, SEEK_SET) == off) &&
+        ::dup3(nfd, fd, 0) == fd)
+      done |= 1 << fd;
+    ::close(nfd);
+  }
+  return done;
+}
+
+// Where no clone could be made (open_tree or mount_setattr refused: an
+// older kernel, a container's seccomp profile), a read-only regular file is
+// reopened after the pivot, in the sandbox's view, by the same name and at
+// its offset: read-only where the view is (red team round 15). One the
+// view does not show keeps the caller's fd.
+static void reopen_stdin_files_in_view(int done) noexcept {
+  for (int fd = 0; fd <= 2; fd++) {
+    struct stat st;
+    const int fl = ::fcntl(fd, F_GETFL);
+    if ((done & (1 << fd)) || fl < 0 || (fl & O_ACCMODE) != O_RDONLY || ::fstat(fd, &st) < 0 ||
+        !S_ISREG(st.st_mode))
+      continue;
+    char self[] = "/proc/self/fd/0";
+    self[sizeof self - 2] = static_cast<char>('0' + fd);
+    char path[PATH_MAX];
+    const ssize_t n = ::readlink(self, path, sizeof path - 1);
+    if (n <= 0 || n >= static_cast<ssize_t>(sizeof path - 1) || path[0] != '/') continue;
+    struct statfs fs;
+    if (::fstatfs(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
+      continue;
+    path[n] = '\0';
+    const int nfd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (nfd < 0) continue;
+    struct stat nst;
+    const off_t off = ::lseek(fd, 0, SEEK_CUR);
+    if (::fstat(nfd, &nst) == 0 && S_ISREG(nst.st_mode) && nst.st_size == st.st_size &&
+        (off < 0 || ::lseek(nfd, off, SEEK_SET) == off))
       (void)::dup3(nfd, fd, 0);
     ::close(nfd);
   }
@@ -480,7 +531,7 @@ static void pin_stdio_read_only() noexcept {
   if (cgroup_mount) go_and_unshare_cgroupns();
   if (::mount(nullptr, "/", nullptr, MS_SLAVE | MS_REC, nullptr) < 0)
     die(errno, "set / propagation");
-  pin_stdio_read_only();
+  const int stdio_pinned = pin_stdio_read_only();
   make_skeleton();
   if (::mount(ctx.fs.rootfs.c_str(), ctx.fs.rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
     die(errno, "bind rootfs %s", ctx.fs.rootfs.c_str());
@@ -496,6 +547,7 @@ static void pin_stdio_read_only() noexcept {
   setup_dev(rootfd.get());
   finish_root(rootfd.get());
   rootfd.reset();
+  reopen_stdin_files_in_view(stdio_pinned);
   if (!cgroup_mount) go_and_unshare_cgroupns();
   verify_confinement();
   if (ctx.proc.set_hostname &&

@@ -241,9 +241,11 @@ static int violated(long fd) {
  * open for writing, or move a protected name, or one beneath it, is
  * answered EROFS here (what the mount answers; the fs events report it)
  * when the name is not a mount point; while it is, the kernel answers as
- * it always did. A name above one (a directory on the way to it) may only
- * be made as a new directory: a symlink, file, device, link or socket
- * there, or a rename onto or away from it, is EROFS too. An entry "=PATH" (a HEAD's lock file) may only
+ * it always did. An entry "^PATH" is a missing one (no glob): a name
+ * above it (a directory on the way to it) may only be made as a new
+ * directory: a symlink, file, device, link or socket there, or a rename
+ * onto or away from it, is EROFS too; an open with O_CREAT of a name that
+ * is there never makes one (unlink is not mediated: it may be gone). An entry "=PATH" (a HEAD's lock file) may only
  * be made new, by an open with O_CREAT | O_EXCL (git's own lock): any other
  * call on it is EROFS, so the host git's lock is never written into. */
 enum {
@@ -745,12 +747,12 @@ static long mnt_id(const char* path) {
  * above): -30 (EROFS), else 0. */
 static long prot_refused_path(struct cstate* S, const char* p, long n) {
   for (char** g = prot; g && *g; g++) {
-    const int fresh_only = (*g)[0] == '=';
-    long m = prot_prefix(*g + fresh_only, p, n);
+    const int fresh_only = (*g)[0] == '=', missing = (*g)[0] == '^';
+    long m = prot_prefix(*g + fresh_only + missing, p, n);
     /* a missing protected name has no mount and no placeholder: no
      * symlink, file or moved tree may take the place of a directory on
      * the way to it (a new, empty directory may) */
-    if (m < 0 && S->anc) return -30;
+    if (m < 0 && missing && S->anc) return -30;
     if (m <= 0) continue;
     if (fresh_only) {
       if (S->excl && m == n) continue; /* made new: git's own lock */
@@ -946,13 +948,22 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
       closefd(parent);
       return -13;
     }
+    /* O_CREAT of a name that is there: opened as it is, never made anew
+     * (unlink is not mediated: it may be gone by the open, and a file made
+     * then in the place of a directory on the way to a missing protected
+     * name would not have been judged as one) */
     unsigned long st[18];
-    if (writes(fl) ||
-        ((fl & O_CREAT_) &&
-         sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0)) {
+    if ((fl & O_CREAT_) &&
+        sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0) {
+      if (fl & O_EXCL_) {
+        closefd(parent);
+        return -17; /* EEXIST */
+      }
+      fl &= ~O_CREAT_;
+    }
+    if (writes(fl) || (fl & O_CREAT_)) {
       S->excl = (fl & O_CREAT_) && (fl & O_EXCL_);
-      S->anc = (fl & O_CREAT_) &&
-               sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) < 0;
+      S->anc = (fl & O_CREAT_) != 0; /* made: judged as a name on the way too */
       long pr = prot_refused(S, parent, name);
       S->excl = S->anc = 0;
       if (pr) {

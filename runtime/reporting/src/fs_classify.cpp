@@ -170,6 +170,11 @@ std::optional<FsViolation> classify_sandbox(int nr, int err, Kind k, const FsPat
       if (p->path.empty() || !p->known || p->cut || p->opaque) continue;
       const std::string judged = p->resolved.empty() ? clean_path(p->path) : p->resolved;
       if (const std::string* pr = under_any(view.protect, judged)) return make(judged, pr, true);
+      if (err == EROFS)  // on the way to a missing protected name
+        for (const std::string& r : view.refused)
+          if (r.size() > judged.size() && r.compare(0, judged.size(), judged) == 0 &&
+              (judged == "/" || r[judged.size()] == '/'))
+            return make(judged, &r, true);
     }
   for (const FsPath* p : {&path, &path2}) {
     if (p->path.empty()) continue;

@@ -441,6 +441,10 @@ std::string parent_of(const std::string& p) {
 // 17: `scripts/pre-commit.sh` and `.git/hooks/pre-commit` one file, and the
 // host's git ran what the command appended): refused.
 Error one_name(const std::string& file, const std::string& protected_as) {
+  if (file.find(" -> ") != std::string::npos)  // a link through dir/.. (red team round 18)
+    return Error::msg("sandbox: the link " + file + " (protected in " + protected_as +
+                      ") leads through a directory's `..`: a directory replaced by a link "
+                      "would move what it names; make it plain");
   return Error::msg("sandbox: " + file + " (protected" +
                     (file == protected_as ? std::string() : " in " + protected_as) +
                     ") has more than one name (a hard link): the command could change it "
@@ -483,6 +487,10 @@ Status follow_git_dir_links(const Prepared& p, cap::SandboxInputs& in) {
       if (::lstat(at.c_str(), &st) < 0) continue;
       const bool dir_name = std::strcmp(n, "hooks") == 0 || std::strcmp(n, "info") == 0;
       if (S_ISLNK(st.st_mode)) {
+        char text[PATH_MAX];
+        const ssize_t tn = ::readlink(at.c_str(), text, sizeof text - 1);
+        if (tn > 0 && cap::dotdot_after_name(std::string(text, static_cast<size_t>(tn))))
+          return one_name(at + " -> " + std::string(text, static_cast<size_t>(tn)), g);
         PathWalk w = walk_path(at);
         for (std::size_t i = 1; i < w.links.size(); i++) in.pin_links.push_back(w.links[i]);
         in.protect.push_back(w.first_missing.empty() ? w.real : w.first_missing);
@@ -563,24 +571,17 @@ Result<cap::SandboxInputs> plan_inputs(const Globals& g, const Prepared& p,
     }
   }
   TRYV(follow_git_dir_links(p, in));
-  // What the links and git's config lead to, and a protected file outside
-  // every writable tree on the filesystem of one (a hard link can only be
-  // made there): one name each.
-  std::vector<dev_t> devs;
-  for (const std::string& w : r.write) {
+  // What the links and git's config lead to, in a tree the command can
+  // write: one name each. (Outside every writable tree a second name
+  // would be in one only by the host's own layout: not looked for; Nix's
+  // optimised store links every file.)
+  for (const std::string& path : in.protect) {
     struct stat st;
-    if (w != p.ctx.tmp && ::stat(w.c_str(), &st) == 0) devs.push_back(st.st_dev);
-  }
-  for (const std::vector<std::string>* list :
-       std::initializer_list<const std::vector<std::string>*>{&in.protect, &r.protect}) {
-    for (const std::string& path : *list) {
-      struct stat st;
-      if (path.find('*') != std::string::npos || ::lstat(path.c_str(), &st) < 0 ||
-          !S_ISREG(st.st_mode) || st.st_nlink < 2 ||
-          std::find(devs.begin(), devs.end(), st.st_dev) == devs.end())
-        continue;
+    const bool writable = std::any_of(r.write.begin(), r.write.end(), [&](const std::string& w) {
+      return w != p.ctx.tmp && under(path, w);
+    });
+    if (writable && ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
       return one_name(path, path);
-    }
   }
   const std::vector<const std::vector<std::string>*> lists = {&r.read,
                                                               &r.write,
@@ -777,6 +778,7 @@ int sandbox_run(const Globals& gin, const SandboxOptions& o) {
     out.symlinks = std::move(plan.symlinks);
     out.placeholders = std::move(plan.placeholders);
     out.placeholders_shared = plan.placeholders_shared;
+    out.refused_names = plan.refused_names;
     out.owner_uid = p.who.uid;
     out.owner_gid = p.who.gid;
     out.fs_view.writable = p.profile.write;

@@ -564,6 +564,7 @@ Status prepare_reporter(Launch& x) {
     rr.fs_cgroup = x.fsw.cgroup;
     rr.fs_view = x.l.fs_view;
     rr.fs_view.sandbox = true;
+    rr.fs_view.refused = x.l.refused_names;
     if (struct stat ts; ::fstat(x.tramp.get(), &ts) == 0) {
       rr.trampoline_dev = ts.st_dev;
       rr.trampoline_ino = ts.st_ino;
@@ -592,6 +593,10 @@ Status prepare_reporter(Launch& x) {
         const bool head_lock = pr.size() > 10 && pr.compare(pr.size() - 10, 10, "/HEAD.lock") == 0;
         ctx.init.protect.push_back(head_lock ? "=" + pr : pr);
       }
+      // A missing one: nothing but a new directory on the way to it either
+      // (trampoline.c PROT "^"); no glob, never one that exists.
+      for (const auto& r : x.l.refused_names)
+        if (!r.empty() && r[0] == '/' && r != "/") ctx.init.protect.push_back("^" + r);
     }
     TRY(x.reporter, start_reporter(rr, 3, /*in_process=*/true));
     ctx.fds.lockdown_listener_sock = x.reporter.child_sock.get();

@@ -382,11 +382,33 @@ Status protect_what_configs_name(std::vector<ConfigTodo>& todo, const cap::Resol
     const std::vector<cap::GitConfigRef>& refs = known->second;
     const std::string dir = t.text ? t.worktree : t.file.substr(0, t.file.rfind('/'));
     for (const cap::GitConfigRef& r : refs) {
+      if (r.kind == cap::GitConfigRef::Kind::work_tree) {
+        // core.worktree moves the work tree's top (red team round 18:
+        // `../src` ran a relative core.fsmonitor from ws/src): every config
+        // judged for this top is judged for that one too, and the
+        // workspace table's names there are protected.
+        if (r.value.empty()) continue;
+        const std::string wt = clean_path(r.value[0] == '/' ? r.value : dir + "/" + r.value);
+        if (wt == t.worktree || wt == "/") continue;
+        for (std::size_t j = 0, n = todo.size(); j < n; j++)
+          if (todo[j].worktree == t.worktree) todo.push_back({todo[j].file, wt, todo[j].text});
+        for (const std::string& name : cap::protected_workspace_names()) {
+          if (name.rfind(".git/", 0) == 0) continue;
+          const bool is_dir = name.back() == '/';
+          set.protect.push_back(
+              cap::ConfigPath{wt + "/" + (is_dir ? name.substr(0, name.size() - 1) : name),
+                              t.file + " (core.worktree)",
+                              {},
+                              !is_dir});
+        }
+        continue;
+      }
       std::vector<std::string> unresolved;
       const auto paths = cap::git_config_paths({r}, t.worktree, dir, ctx.home, &unresolved);
       if (!unresolved.empty())
         return Error::msg("sandbox: " + t.file + ": " + r.key +
-                          " builds a program's path from a shell expansion, so what the host's "
+                          " builds a program's path from a shell expansion (or through dir/..), so "
+                          "what the host's "
                           "git runs cannot be protected; name the program plainly");
       for (const std::string& p : paths) {
         set.protect.push_back(cap::ConfigPath{
@@ -481,6 +503,8 @@ Result<GitEnvConfigs> git_env_configs(const std::map<std::string, std::string>& 
   auto from_cwd = [&cwd](const std::string& p) {
     return clean_path(p[0] == '/' ? p : cwd + "/" + p);
   };
+  if (const std::string wt = get("GIT_WORK_TREE"); !wt.empty())
+    entries.emplace_back("core.worktree", from_cwd(wt));
   for (const auto& [var, key] : kAsKey)
     if (std::string v = get(var); !v.empty()) {
       const bool dir =
@@ -636,6 +660,12 @@ void protect_link_targets(const std::string& dir, int depth, int& budget,
       subdirs.push_back(path);
       continue;
     }
+    // a link through `dir/..` (red team round 18: a hook -> ../../s/sub/../pc.sh,
+    // `sub` replaced by a link): reported as a link it cannot follow
+    char text[PATH_MAX];
+    const ssize_t tn = ::readlinkat(::dirfd(d), e->d_name, text, sizeof text - 1);
+    if (tn > 0 && linked && cap::dotdot_after_name(std::string(text, static_cast<size_t>(tn))))
+      linked->push_back(path + " -> " + std::string(text, static_cast<size_t>(tn)));
     PathWalk w = walk_path(path);
     for (std::size_t i = 1; i < w.links.size(); i++) pins.push_back(w.links[i]);
     out.push_back(w.first_missing.empty() ? w.real : w.first_missing);

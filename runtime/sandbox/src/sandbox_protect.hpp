@@ -62,7 +62,8 @@ Status protect_write_trees(const std::vector<std::string>& trees, const std::str
 // BUDGET directories and links): OUT gets what to protect, PINS the further links of
 // chains, to pin (sandbox_protect.cpp); CUT is set when a limit left
 // entries unread (the caller fails closed). LINKED (when given) gets the
-// regular files in it that have more than one name (hard links).
+// regular files in it that have more than one name (hard links), and the
+// links that lead through `dir/..` ("PATH -> TEXT"): both refused.
 void protect_link_targets(const std::string& dir, int depth, int& budget,
                           std::vector<std::string>& out, std::vector<std::string>& pins, bool* cut,
                           std::vector<std::string>* linked = nullptr);

@@ -14,7 +14,9 @@ namespace comet::capability {
 
 // One config value that names a file or a program.
 struct GitConfigRef {
-  enum class Kind { hooks_dir, program, config_file };
+  // work_tree: core.worktree, where the host's git takes the work tree's
+  // top (relative paths of the configs run there); it names nothing to protect.
+  enum class Kind { hooks_dir, program, config_file, work_tree };
   Kind kind;
   std::string key;    // lower-case section[.subsection].name as written
   std::string value;  // unquoted, unescaped
@@ -50,6 +52,11 @@ std::vector<GitConfigRef> git_config_refs(std::string_view text);
 // from any other expansion ($X/bin/y, $(cmd)/y: a "$" or "`" with a "/"
 // after it) names nothing: its key goes to `unresolved` (the sandbox
 // refuses to start, red team round 11).
+// A path whose `..` follows a name (`bin/../tools/x.sh`, `../../s/sub/../pc.sh`):
+// the shell and the kernel take `bin/..` where `bin` really leads, so a
+// directory replaced by a link moves it. A leading `..` does not count.
+bool dotdot_after_name(const std::string& path);
+
 std::vector<std::string> git_config_paths(const std::vector<GitConfigRef>& refs,
                                           const std::string& worktree,
                                           const std::string& config_dir, const std::string& home,

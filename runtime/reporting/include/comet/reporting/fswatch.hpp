@@ -105,6 +105,10 @@ struct FsView {
   // fs.read (matched_entry: the denied path). A missing file is only missing.
   bool sandbox = false;
   std::vector<std::string> writable, protect, deny;
+  // Missing protected names the git rule's init refuses: a write refused on
+  // the way to one (a symlink, file or rename where a directory above it
+  // would go) is fs.write too (matched_entry: the name; red team round 18).
+  std::vector<std::string> refused;
 };
 
 // One path of a record, as far as the reporter could tell where it leads.

@@ -57,6 +57,9 @@ struct SandboxLaunch {
   // refuses the missing protected names otherwise): planned under the
   // workspace's registry, shared with its other sandboxes.
   bool placeholders_shared = false;
+  // Missing protected names the init refuses (capability::SandboxPlan):
+  // they, and what could take the place of a directory on the way to one.
+  std::vector<std::string> refused_names;
   std::string workspace;  // keys the placeholders shared with its other sandboxes
   uid_t owner_uid = 0;    // of the placeholders
   gid_t owner_gid = 0;

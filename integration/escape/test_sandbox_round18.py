@@ -1,0 +1,110 @@
+"""Attacks of red team round 18 (docs/sandbox.md, "Red team round 18"),
+each of which got through on the round's binary (9bd9d29): refusals on the
+way to a missing protected name went unreported; a git program path built
+from an expansion with no `/` after it, one through `dir/..`, a hook link
+through `dir/..`, a short option with its value attached, and
+`core.worktree` moving the work tree's top.
+
+Every test plays the attacker inside, then the host's git outside, and
+asserts on what the host ran and on the refusals."""
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+from lib.sandbox import GIT_ENV, git
+
+pytestmark = pytest.mark.comet_only
+
+
+def script(path: Path, body: str = "exit 0") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def host(repo: Path, *args: str, cwd: Path | None = None) -> None:
+    subprocess.run(["git", *args], cwd=cwd or repo, capture_output=True, env=GIT_ENV, timeout=30)
+
+
+def test_a_refusal_on_the_way_to_a_missing_name_is_reported(sandbox, repo):
+    # core.fsmonitor = tools/deep/fsm.sh, nothing of it there: a symlink or
+    # a renamed directory where `tools` or `tools/deep` would go is EROFS,
+    # and now an fs.write event naming the protected name
+    git(repo, "config", "core.fsmonitor", "tools/deep/fsm.sh")
+    res, evs = sandbox(repo, "ln -s /tmp tools; echo ln=$?; mkdir y; mv y tools; echo mv=$?; "
+                             "mkdir tools; ln -s /tmp tools/deep; echo deep=$?")
+    assert "ln=0" not in res.out and "mv=0" not in res.out and "deep=0" not in res.out, res
+    refused = [e for e in evs if e.get("surface") == "fs.write"]
+    assert len(refused) >= 3, evs
+    assert all(e["matched_entry"].endswith("tools/deep/fsm.sh") for e in refused), refused
+    assert "refused 3 fs.write" in res.err, res.err
+
+
+@pytest.mark.parametrize("value", ["tools/fsmonitor-$(uname -s).sh", "tools/m-${X}.sh",
+                                   "bin/../tools/fsm.sh"])
+def test_a_program_path_sh_builds_at_run_time_fails_closed(sandbox, repo, value):
+    git(repo, "config", "core.fsmonitor", value)
+    res, _ = sandbox(repo, "echo ran")
+    assert res.rc == 125 and "ran" not in res.out, res
+    assert "core.fsmonitor builds a program's path" in res.err, res.err
+
+
+@pytest.mark.parametrize("key,value", [("include.path", "../cfgs/sub/../a.cfg"),
+                                       ("core.hooksPath", "cfgs/sub/../../gh")])
+def test_an_include_or_hooks_path_through_dir_dotdot_fails_closed(sandbox, repo, key, value):
+    git(repo, "config", key, value)
+    res, _ = sandbox(repo, "echo ran")
+    assert res.rc == 125 and "ran" not in res.out, res
+
+
+def test_a_hook_link_through_dir_dotdot_fails_closed(sandbox, repo, workdir):
+    # .git/hooks/pre-commit -> ../../scripts/sub/../pc.sh: `scripts/sub`
+    # replaced by a link made the hook the command's
+    script(repo / "scripts" / "pc.sh")
+    (repo / "scripts" / "sub").mkdir()
+    os.symlink("../../scripts/sub/../pc.sh", repo / ".git" / "hooks" / "pre-commit")
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    res, _ = sandbox(repo, f"rm -rf scripts/sub; mkdir -p other/x; ln -s ../other/x scripts/sub; "
+                           f"printf '#!/bin/sh\\ntouch {marker}\\n' > other/pc.sh; chmod +x "
+                           f"other/pc.sh; echo done")
+    assert res.rc == 125 and "done" not in res.out, res
+    assert "leads through a directory's" in res.err, res.err
+    host(repo, "commit", "-q", "--allow-empty", "-m", "host")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("value", ["ssh -Ftools/sshcfg", "ssh -vFtools/sshcfg"])
+def test_a_short_option_with_its_value_attached_is_protected(sandbox, repo, value):
+    (repo / "tools").mkdir()
+    (repo / "tools" / "sshcfg").write_text("\n")
+    git(repo, "config", "core.sshCommand", value)
+    res, evs = sandbox(repo, "echo 'ProxyCommand touch /tmp/x' > tools/sshcfg; echo wrote=$?")
+    assert "wrote=0" not in res.out, res
+    assert (repo / "tools" / "sshcfg").read_text() == "\n"
+    assert any(e.get("surface") == "fs.write" for e in evs), evs
+
+
+def test_core_worktree_moves_the_protected_programs(sandbox, repo, workdir):
+    # core.worktree = ../src: git runs a relative core.fsmonitor from src/
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    (repo / "src").mkdir()
+    git(repo, "config", "core.worktree", "../src")
+    git(repo, "config", "core.fsmonitor", "tools/fsm.sh")
+    res, _ = sandbox(repo, f"mkdir -p src/tools && printf '#!/bin/sh\\ntouch {marker}\\n' > "
+                           f"src/tools/fsm.sh; echo wrote=$?; chmod +x src/tools/fsm.sh; "
+                           f"echo x > src/.envrc; echo envrc=$?")
+    assert "wrote=0" not in res.out and "envrc=0" not in res.out, res
+    host(repo, "status", cwd=repo / "src")
+    assert not marker.exists(), "the host's git ran what the sandbox wrote"
+
+
+def test_git_work_tree_in_the_environment_moves_them_too(sandbox, repo):
+    (repo / "src").mkdir()
+    git(repo, "config", "core.fsmonitor", "tools/fsm.sh")
+    res, _ = sandbox(repo, "mkdir -p src/tools && echo x > src/tools/fsm.sh; echo wrote=$?",
+                     extra_env={"GIT_WORK_TREE": str(repo / "src")})
+    assert "wrote=0" not in res.out, res
