@@ -599,6 +599,10 @@ TEST(AutoAllow, GitConfigSourcesChangedForThePush) {
       {sh("echo '[remote \"origin\"]' > /tmp/r/config; cd /tmp/r && git push"), "ask"},
       {sh("cp /tmp/evil /tmp/x/.gitconfig; git push origin main"), "ask"},
       {sh("sed -i 's/a/b/' /tmp/r/config; cd /tmp/r && git push"), "ask"},
+      // red team round 19: a repository unpacked from an archive
+      {sh("tar xf repo.tar -C /tmp && git -C /tmp/r push origin"), "ask"},
+      {sh("unzip -q r.zip -d /tmp && cd /tmp/r && git push origin main"), "ask"},
+      {sh("bsdtar -xf r.tgz && git -C r push"), "ask"},
   });
 }
 

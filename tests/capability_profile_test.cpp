@@ -536,6 +536,20 @@ TEST(CapabilityProfile, HomeWorkspaceRefusedAndGitKeptValid) {
     c.home = "/home/ada/";  // as written, normalised
     c.workspace = "/home/ada";
     EXPECT_FALSE(resolve(name, c).ok());
+    // red team round 19: the home's configuration and data trees too
+    for (const char* ws : {"/home/ada/.config", "/home/ada/.local/share/app", "/data/xdg/x"}) {
+      c = ctx();
+      c.config_home = "/data/xdg";
+      c.workspace = ws;
+      r = resolve(name, c);
+      ASSERT_FALSE(r.ok()) << ws;
+      EXPECT_NE(r.error().message().find("where the host's session and tools read"),
+                std::string::npos)
+          << r.error().message();
+    }
+    c = ctx();
+    c.workspace = "/home/ada/.configs-of-mine";  // a name that only starts the same
+    EXPECT_TRUE(resolve(name, c).ok());
   }
   // The custom profile extending one refuses it too.
   ResolveContext c = ctx();

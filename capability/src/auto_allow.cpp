@@ -231,6 +231,13 @@ void note_facts(Analysis& an, const Simple& s, const Unwrapped& u,
         note_written(an, t, n + " writes");
     }
   }
+  // An archive unpacked may hold a repository, its config and hooks with
+  // it (red team round 19: `tar xf r.tar -C /tmp && git -C /tmp/r push`,
+  // the archive's remote.origin.mirror made a plain push delete branches).
+  if (an.git_env_changed.empty() &&
+      one_of(n, {"tar", "bsdtar", "unzip", "7z", "7za", "7zr", "cpio", "pax", "unsquashfs", "ar",
+                 "jar", "rsync", "busybox"}))
+    an.git_env_changed = n + " unpacks or copies files (a repository's config among them)";
   if (n == "tee" || n == "cp" || n == "mv" || n == "install" || n == "ln") {
     for (std::size_t k = 1; k < u.argv.size(); ++k) {
       const Word& w = u.argv[k];

@@ -435,6 +435,18 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
             ": too much of what your shell and tools run lives there; use a "
             "project directory");
       }
+      // The home's configuration and data trees are the same (red team round
+      // 19: `~/.config` or `~/.local` as the workspace let the command write
+      // systemd user units, D-Bus services, user-tmpfiles.d and window
+      // manager config that the user's session runs).
+      std::vector<std::string> trees = {home + "/.config", home + "/.local"};
+      if (!ctx.config_home.empty() && ctx.config_home[0] == '/')
+        trees.push_back(detail::normalize_path(ctx.config_home));
+      for (const std::string& t : trees)
+        if (detail::path_under(ws, t))
+          return Error::msg("sandbox: the workspace " + ws + (ws == t ? " is " : " is under ") + t +
+                            ", where the host's session and tools read their configuration "
+                            "and services; use a project directory");
       // Another account's home (red team round 12 follow-up: root with
       // `--workspace /home` made every user's rc files writable).
       for (const std::string& h : ctx.homes) {

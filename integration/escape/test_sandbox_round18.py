@@ -108,3 +108,43 @@ def test_git_work_tree_in_the_environment_moves_them_too(sandbox, repo):
     res, _ = sandbox(repo, "mkdir -p src/tools && echo x > src/tools/fsm.sh; echo wrote=$?",
                      extra_env={"GIT_WORK_TREE": str(repo / "src")})
     assert "wrote=0" not in res.out, res
+
+
+# ---- red team round 19 (against 3d3a05b) -----------------------------------
+
+def verdict(rt, ws: Path, *cmd: str, env: dict | None = None) -> str:
+    from lib.sandbox import sandbox_env
+    r = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--can-auto-allow",
+                        "--workspace", str(ws), "--", *cmd], capture_output=True, text=True,
+                       env={**sandbox_env(), **GIT_ENV, **(env or {})}, timeout=60)
+    return r.stdout.replace(" ", "")
+
+
+@pytest.mark.parametrize("script", [
+    "tar xf repo.tar -C /tmp && git -C /tmp/r push origin",
+    "unzip -q r.zip -d /tmp && cd /tmp/r && git push origin main",
+])
+def test_a_push_from_an_unpacked_repository_asks(rt, repo, gcfg, script):
+    # row 1: the archive's r/.git/config held remote.origin.mirror=true; the
+    # verdict said true and the push deleted the remote's other branches
+    out = verdict(rt, repo, "sh", "-c", script, env={"COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+    assert '"auto_allow":false' in out, out
+
+
+@pytest.mark.parametrize("inside", [".config", ".local", ".local/share/systemd/user"])
+def test_the_homes_config_and_data_trees_are_no_workspace(rt, workdir, gcfg, inside):
+    # row 2: ~/.config or ~/.local as the workspace let the command write
+    # systemd user units, D-Bus services and user-tmpfiles.d the session runs
+    from lib.sandbox import sandbox_env
+    home = workdir / "home"
+    ws = home / inside
+    ws.mkdir(parents=True)
+    env = {**sandbox_env(), **GIT_ENV, "HOME": str(home),
+           "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
+    res = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--workspace",
+                          str(ws), "--", "sh", "-c", "echo x > unit.service; echo wrote"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 125 and "wrote" not in res.stdout, res
+    assert not (ws / "unit.service").exists()
+    assert '"auto_allow":false' in verdict(rt, ws, "true", env={
+        "HOME": str(home), "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
