@@ -259,7 +259,7 @@ def test_a_protected_file_with_another_name_fails_closed(rt, repo, workdir, gcfg
 
 
 @pytest.mark.parametrize("inside", [".local/lib/python3/site-packages", ".config/systemd/user",
-                                    ".config/nvim/lua"])
+                                    ".config/nvim/lua", ".ssh/config.d", ".vim/plugin"])
 def test_a_workspace_below_a_protected_home_directory_is_refused(rt, workdir, gcfg, inside):
     """Row 9: a workspace below ~/.local/lib (python's user site: a .pth
     runs in every later python), ~/.config/systemd/user or an editor's
@@ -270,7 +270,8 @@ def test_a_workspace_below_a_protected_home_directory_is_refused(rt, workdir, gc
     env = {"HOME": str(home), "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
     res = run_sandbox(rt, ws, "echo x > evil.pth; echo wrote=$?", env=env)
     assert res.returncode == 125 and "wrote" not in res.stdout, res
-    assert "protected" in res.stderr, res.stderr
+    # under ~/.config or ~/.local the rule of round 19 speaks first
+    assert "protected" in res.stderr or "session and tools" in res.stderr, res.stderr
     assert not (ws / "evil.pth").exists()
 
 
