@@ -235,8 +235,9 @@ void note_facts(Analysis& an, const Simple& s, const Unwrapped& u,
   // it (red team round 19: `tar xf r.tar -C /tmp && git -C /tmp/r push`,
   // the archive's remote.origin.mirror made a plain push delete branches).
   if (an.git_env_changed.empty() &&
-      one_of(n, {"tar", "bsdtar", "unzip", "7z", "7za", "7zr", "cpio", "pax", "unsquashfs", "ar",
-                 "jar", "rsync", "busybox"}))
+      one_of(n, {"tar",     "gtar",     "bsdtar",   "unzip", "unrar",      "unar",   "7z",  "7za",
+                 "7zr",     "cpio",     "bsdcpio",  "pax",   "unsquashfs", "ar",     "jar", "rsync",
+                 "busybox", "dpkg-deb", "rpm2cpio", "scp",   "rclone",     "gsutil", "aws"}))
     an.git_env_changed = n + " unpacks or copies files (a repository's config among them)";
   if (n == "tee" || n == "cp" || n == "mv" || n == "install" || n == "ln") {
     for (std::size_t k = 1; k < u.argv.size(); ++k) {

@@ -214,6 +214,23 @@ bool dotdot_after_name(const std::string& path) {
 
 namespace {
 
+// What sh makes of a word besides expansions and globs (review of
+// 3d3a05b): `~user/` (another home), a brace expansion (`tools/{a,b}.sh`,
+// where /bin/sh is bash), and a glob that can match `..` (`bin/.[.]/x`,
+// `bin/.?/x`, taken here as `.*`).
+bool shell_rewrites(const std::string& w) {
+  if (w.size() > 1 && w[0] == '~' && w[1] != '/') return true;
+  const std::size_t open = w.find('{');
+  if (open != std::string::npos && w.find('}', open) != std::string::npos) return true;
+  for (std::size_t at = 0; at < w.size();) {
+    std::size_t next = w.find('/', at);
+    if (next == std::string::npos) next = w.size();
+    if (next > at && w[at] == '.' && w.find('*', at) < next) return true;
+    at = next + 1;
+  }
+  return false;
+}
+
 // BUILT: set when a word that holds a '/' takes part of itself from an
 // expansion sh makes at run time (`tools/fsmonitor-$(uname -s).sh`: red
 // team round 18), or goes through `dir/..`: no path can be named for it.
@@ -225,15 +242,22 @@ std::vector<std::string> words(const std::string& cmd, int depth = 0, bool* buil
   auto end = [&] {
     if (!any) return;
     any = false;
-    if (depth < 4 && w.find_first_of(" \t\n;|&<>()") != std::string::npos)
+    // a word that may be a script itself: read again (a quoted `$` too:
+    // `sh -c 'tools/fsm-$V.sh'` expands there, review of 3d3a05b)
+    if (depth < 4 && w.find_first_of(" \t\n;|&<>()$`") != std::string::npos)
       for (std::string& inner : words(w, depth + 1, built)) out.push_back(std::move(inner));
-    if (built && w.find('/') != std::string::npos && (expanded || dotdot_after_name(w)))
+    if (built && w.find('/') != std::string::npos &&
+        (expanded || dotdot_after_name(w) || shell_rewrites(w)))
       *built = true;
     expanded = false;
-    // a short option with its value attached (`-Ftools/sshcfg`, `-vFx/y`:
-    // red team round 18): every tail up to the first '/' is a word too
-    if (w.size() > 2 && w[0] == '-' && w[1] != '-')
-      for (std::size_t k = 1; k < w.find('/') && k < w.size(); k++) out.push_back(w.substr(k));
+    // a short option with its value attached (`-Ftools/sshcfg`, `-vFx/y`,
+    // `-F/abs/cfg`: red team round 18): the value after the first option
+    // letter, after an upper-case one, or from a '/' on
+    const std::size_t slash = w.find('/');
+    if (w.size() > 2 && w[0] == '-' && w[1] != '-' && slash != std::string::npos)
+      for (std::size_t k = 2; k <= slash && k < 6; k++)
+        if (k == 2 || w[k] == '/' || std::isupper(static_cast<unsigned char>(w[k - 1])))
+          out.push_back(w.substr(k));
     const auto eq = w.find('=');
     if (eq != std::string::npos && (w[0] == '-' || w.find('/') > eq)) w = w.substr(eq + 1);
     if (!w.empty()) out.push_back(w);

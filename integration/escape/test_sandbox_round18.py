@@ -148,3 +148,51 @@ def test_the_homes_config_and_data_trees_are_no_workspace(rt, workdir, gcfg, ins
     assert not (ws / "unit.service").exists()
     assert '"auto_allow":false' in verdict(rt, ws, "true", env={
         "HOME": str(home), "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)})
+
+
+# ---- review of 3d3a05b and 94a8743 -------------------------------------------
+
+@pytest.mark.parametrize("value", ["sh -c 'tools/fsm-$V.sh'", "~nobody/tools/x.sh",
+                                   "tools/{fsm,x}.sh", "bin/.[.]/tools/x.sh"])
+def test_a_program_path_sh_rewrites_fails_closed(sandbox, repo, value):
+    # a quoted expansion in a one-word script, another user's home, a brace
+    # expansion, a glob that matches `..`: the file sh runs is not the word
+    git(repo, "config", "core.fsmonitor", value)
+    res, _ = sandbox(repo, "echo ran")
+    assert res.rc == 125 and "ran" not in res.out, res
+
+
+def test_an_attached_absolute_option_value_is_protected(sandbox, repo):
+    (repo / "tools").mkdir()
+    (repo / "tools" / "sshcfg").write_text("\n")
+    git(repo, "config", "core.sshCommand", f"ssh -F{repo}/tools/sshcfg")
+    res, _ = sandbox(repo, "echo 'ProxyCommand x' > tools/sshcfg; echo wrote=$?; "
+                           "echo x > s; echo s=$?")
+    assert "wrote=0" not in res.out and "s=0" in res.out, res  # no junk name refused
+
+
+def test_a_missing_globbed_programs_directory_cannot_become_a_link(sandbox, repo, workdir):
+    # `!tools/p.s?` with no tools/ at all: a link put where tools/ would go
+    # would make the host's `git a` run elsewhere/p.sh
+    git(repo, "config", "alias.a", "!tools/p.s?")
+    marker = workdir / f"pwned-{secrets.token_hex(3)}"
+    res, _ = sandbox(repo, f"mkdir other; printf '#!/bin/sh\\ntouch {marker}\\n' > other/p.sh; "
+                           "chmod +x other/p.sh; ln -s other tools; echo ln=$?")
+    assert "ln=0" not in res.out, res
+    host(repo, "a")
+    assert not marker.exists()
+
+
+def test_a_workspace_in_the_real_config_tree_behind_a_link_is_refused(rt, workdir, gcfg):
+    # ~/.config -> ~/dotfiles/config (stow): the workspace given as the real
+    # directory is still the home's configuration tree
+    from lib.sandbox import sandbox_env
+    home = workdir / "home"
+    real = home / "dotfiles" / "config"
+    real.mkdir(parents=True)
+    (home / ".config").symlink_to("dotfiles/config")
+    env = {**sandbox_env(), **GIT_ENV, "HOME": str(home), "COMET_SANDBOX_GLOBAL_CONFIG": str(gcfg)}
+    res = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--workspace",
+                          str(real), "--", "true"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert res.returncode == 125 and "session and tools" in res.stderr, res

@@ -429,7 +429,8 @@ void go_and_unshare_cgroupns() noexcept {
 static bool pinnable_device(dev_t rdev) noexcept {
   const unsigned ma = major(rdev), mi = minor(rdev);
   if (ma == 1) return mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9;
-  return ma == 4 || (ma >= 136 && ma <= 143) || (ma == 5 && mi == 0);  // vt, pts, /dev/tty
+  // vt (not ttyS: a serial line's open has side effects), pts, /dev/tty, /dev/console
+  return (ma == 4 && mi < 64) || (ma >= 136 && ma <= 143) || (ma == 5 && (mi == 0 || mi == 1));
 }
 
 static int pin_stdio_read_only() noexcept {

@@ -114,6 +114,22 @@ Status workspace_profile_stays_inside(const Prepared& p) {
 // git's config names), and the workspace table's names at the top of the
 // repository holding the workspace.
 Status workspace_not_protected(const Prepared& p) {
+  // The home's configuration and data trees where they really are (a
+  // dotfiles manager's `~/.config -> ~/dotfiles/config`; review of 94a8743),
+  // and $XDG_DATA_HOME: the same refusal as capability/profile.cpp's.
+  std::vector<std::string> trees = {p.ctx.home + "/.config", p.ctx.home + "/.local",
+                                    p.ctx.config_home};
+  if (const char* d = ::getenv("XDG_DATA_HOME"); d && d[0] == '/') trees.push_back(d);
+  for (const std::string& t : trees) {
+    char buf[PATH_MAX];
+    if (t.empty() || t[0] != '/' || !::realpath(t.c_str(), buf)) continue;
+    const std::string real = buf;
+    if (real != "/" && path_under(p.workspace, real))
+      return Error::msg("sandbox: the workspace " + p.workspace +
+                        (p.workspace == real ? " is " : " is under ") + real + " (" + t +
+                        "), where the host's session and tools read their configuration and "
+                        "services; use a project directory");
+  }
   std::vector<std::string> prot = p.profile.protect;
   for (std::string r = p.workspace; r.size() > 1;) {
     r = r.substr(0, std::max<std::size_t>(r.rfind('/'), 1));

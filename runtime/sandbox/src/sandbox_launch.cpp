@@ -594,9 +594,18 @@ Status prepare_reporter(Launch& x) {
         ctx.init.protect.push_back(head_lock ? "=" + pr : pr);
       }
       // A missing one: nothing but a new directory on the way to it either
-      // (trampoline.c PROT "^"); no glob, never one that exists.
+      // (trampoline.c PROT "^"); never one that exists. A glob only in its
+      // last component (`tools/p.s*`, a git program spelled with `?`) too:
+      // its directories must not be replaced (review of 3d3a05b); a glob
+      // above (`packages/*/.envrc`) would refuse every sibling.
       for (const auto& r : x.l.refused_names)
         if (!r.empty() && r[0] == '/' && r != "/") ctx.init.protect.push_back("^" + r);
+      for (const auto& pr : x.l.fs_view.protect) {
+        const auto star = pr.find('*');
+        if (!pr.empty() && pr[0] == '/' && star != std::string::npos &&
+            pr.find('/', star) == std::string::npos)
+          ctx.init.protect.push_back("^" + pr);
+      }
     }
     TRY(x.reporter, start_reporter(rr, 3, /*in_process=*/true));
     ctx.fds.lockdown_listener_sock = x.reporter.child_sock.get();

@@ -388,7 +388,10 @@ Status protect_what_configs_name(std::vector<ConfigTodo>& todo, const cap::Resol
         // judged for this top is judged for that one too, and the
         // workspace table's names there are protected.
         if (r.value.empty()) continue;
-        const std::string wt = clean_path(r.value[0] == '/' ? r.value : dir + "/" + r.value);
+        // relative to the git directory where it really is (git chdirs there)
+        char real[PATH_MAX];
+        const std::string base = ::realpath(dir.c_str(), real) ? std::string(real) : dir;
+        const std::string wt = clean_path(r.value[0] == '/' ? r.value : base + "/" + r.value);
         if (wt == t.worktree || wt == "/") continue;
         for (std::size_t j = 0, n = todo.size(); j < n; j++)
           if (todo[j].worktree == t.worktree) todo.push_back({todo[j].file, wt, todo[j].text});
