@@ -14,15 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lib.sandbox import GIT_ENV, git, make_repo
+from lib.sandbox import GIT_ENV, git, make_repo, script
 
 pytestmark = pytest.mark.comet_only
-
-
-def script(path: Path, body: str = "exit 0") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(0o755)
 
 
 def host_commit(repo: Path, env: dict | None = None) -> None:

@@ -15,15 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lib.sandbox import GIT_ENV, git
+from lib.sandbox import GIT_ENV, git, script
 
 pytestmark = pytest.mark.comet_only
-
-
-def script(path: Path, body: str = "exit 0") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(0o755)
 
 
 def host(repo: Path, *args: str, cwd: Path | None = None) -> None:

@@ -271,6 +271,13 @@ def git(ws, *args, check=True):
                           env=GIT_ENV, check=check, timeout=30)
 
 
+def script(path: Path, body: str = "exit 0") -> None:
+    """An executable sh script at PATH (its directory made) running BODY."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
 def make_repo(parent: Path) -> Path:
     """A fresh repository with one commit, under parent."""
     ws = parent / f"repo-{secrets.token_hex(3)}"
