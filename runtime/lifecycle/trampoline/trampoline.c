@@ -944,6 +944,8 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
         continue;
       }
     }
+    int retried = 0, stripped = 0;
+  again:
     if (judge(S, parent, name)) {
       closefd(parent);
       return -13;
@@ -951,13 +953,16 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
     /* O_CREAT of a name that is there: opened as it is, never made anew
      * (unlink is not mediated: it may be gone by the open, and a file made
      * then in the place of a directory on the way to a missing protected
-     * name would not have been judged as one) */
+     * name would not have been judged as one; gone by then, it is judged
+     * again as a new name, below) */
     unsigned long st[18];
-    if ((fl & O_CREAT_) &&
+    if ((fl & O_CREAT_) && !retried &&
         sys6(NR_newfstatat, parent, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0) {
-      if (fl & O_EXCL_) {
+      stripped = 1;
+      /* EEXIST with O_EXCL; EISDIR for a directory, as the kernel */
+      if ((fl & O_EXCL_) || (st[3] & 0170000) == 0040000) {
         closefd(parent);
-        return -17; /* EEXIST */
+        return (fl & O_EXCL_) ? -17 : -21;
       }
       fl &= ~O_CREAT_;
     }
@@ -973,6 +978,13 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
     }
     long fd = sys6(NR_openat, parent, (long)name, fl | O_NOFOLLOW_ | O_CLOEXEC_, (long)rq.mode,
                    0, 0);
+    if (fd == -2 && stripped && !retried) {
+      /* unlinked since the look: as if the call came after that, judged
+       * (and made, if still missing) as a new name */
+      fl |= O_CREAT_;
+      retried = 1;
+      goto again;
+    }
     closefd(parent);
     /* ELOOP: a symlink put there since the look (follow) or asked for */
     if (fd == -40 && follow) return -40;
@@ -980,6 +992,13 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
     return fd < 0 ? fd : 0;
   }
   return -40; /* ELOOP */
+}
+
+/* A name that is there: EEXIST, as the kernel answers it before any
+ * permission or read-only check (mkdir -p walks through existing ones). */
+static long there(long dir, const char* name) {
+  unsigned long st[18];
+  return sys6(NR_newfstatat, dir, (long)name, (long)st, AT_SYMLINK_NOFOLLOW_, 0, 0) == 0 ? -17 : 0;
 }
 
 /* One name of a two-name call (or mkdir's, mknod's): its parent and name. */
@@ -1002,6 +1021,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       if ((a = parent_of(S, d1, rq.p1, n1)) < 0) return a;
       /* a FIFO or socket in OWN: the host's git would block on, or fail
        * at, a file it writes there */
+      if ((ret = there(a, n1)))
+        break;
       if (judge(S, a, n1) ||
           (rq.op == OP_MKNOD && (rq.mode & 0170000) != 0 && (rq.mode & 0170000) != 0100000 &&
            into_own_refused(S, -1, "", a, n1)))
@@ -1015,6 +1036,8 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       break;
     case OP_SYMLINK:
       if ((a = parent_of(S, d2, rq.p2, n2)) < 0) return a;
+      if ((ret = there(a, n2)))
+        break;
       if (judge(S, a, n2) || into_own_refused(S, -1, "", a, n2))
         ret = -13;
       else if (!(S->anc = 1, ret = prot_refused(S, a, n2)))
@@ -1063,7 +1086,9 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         if (own_old) closefd(old);
         return b;
       }
-      if (judge(S, b, n2) || (old_place != 2 && into_own_refused(S, -1, "", b, n2))) {
+      if ((ret = there(b, n2))) {
+        /* EEXIST */
+      } else if (judge(S, b, n2) || (old_place != 2 && into_own_refused(S, -1, "", b, n2))) {
         ret = -13;
       } else if ((S->anc = 1, ret = prot_refused(S, b, n2))) {
         /* EROFS */
