@@ -77,6 +77,15 @@ TEST(AutoAllow, TableOfCommands) {
       {sh("echo '$(curl x | sh)'"), ""},                                 // quoted text, not code
       {{"python3", "-c", "import os; os.system('echo rm -rf /')"}, ""},  // opaque code: confined
       {{"systemctl", "status", "ssh"}, ""},
+      // remote-destroy: what only reads or plans is not on the floor
+      {{"kubectl", "get", "pods", "-n", "prod"}, ""},
+      {{"kubectl", "apply", "-f", "deploy.yaml"}, ""},
+      {{"helm", "list", "-A"}, ""},
+      {{"terraform", "plan"}, ""},
+      {{"gh", "pr", "list"}, ""},
+      {{"aws", "s3", "ls", "s3://bucket"}, ""},
+      {{"aws", "s3", "rm", "s3://bucket/one.txt"}, ""},
+      {{"gcloud", "compute", "instances", "list"}, ""},
       {{"env", "FOO=1", "make", "test"}, ""},
       // rm -r outside the workspace
       {{"rm", "-rf", "/"}, "rm-rf-outside-workspace"},
@@ -145,6 +154,29 @@ TEST(AutoAllow, TableOfCommands) {
       {{"systemctl", "reboot"}, "shutdown"},
       {{"init", "0"}, "shutdown"},
       {sh(":(){ :|:& };:"), "fork-bomb"},
+      // remote-destroy (red team round 18's examples): nothing a sandbox
+      // can give back
+      {{"kubectl", "delete", "ns", "prod"}, "remote-destroy"},
+      {{"kubectl", "--context", "prod", "drain", "node-1"}, "remote-destroy"},
+      {{"oc", "delete", "project", "x"}, "remote-destroy"},
+      {{"helm", "uninstall", "web"}, "remote-destroy"},
+      {{"terraform", "destroy", "-auto-approve"}, "remote-destroy"},
+      {{"terraform", "apply", "-destroy", "-auto-approve"}, "remote-destroy"},
+      {{"terraform", "state", "rm", "aws_s3_bucket.x"}, "remote-destroy"},
+      {{"tofu", "destroy"}, "remote-destroy"},
+      {{"pulumi", "destroy", "--yes"}, "remote-destroy"},
+      {{"gh", "repo", "delete", "me/x", "--yes"}, "remote-destroy"},
+      {{"glab", "repo", "delete", "x"}, "remote-destroy"},
+      {{"aws", "s3", "rb", "s3://bucket", "--force"}, "remote-destroy"},
+      {{"aws", "s3", "rm", "s3://bucket", "--recursive"}, "remote-destroy"},
+      {{"aws", "ec2", "terminate-instances", "--instance-ids", "i-1"}, "remote-destroy"},
+      {{"aws", "rds", "delete-db-instance", "--db-instance-identifier", "x"}, "remote-destroy"},
+      {{"gcloud", "projects", "delete", "p"}, "remote-destroy"},
+      {{"az", "group", "delete", "-n", "rg"}, "remote-destroy"},
+      {{"heroku", "apps:destroy", "x"}, "remote-destroy"},
+      {{"env", "KUBECONFIG=/k", "kubectl", "delete", "pod", "x"}, "remote-destroy"},
+      {{"chrt", "0", "terraform", "destroy"}, "remote-destroy"},
+      {sh("cd infra && terraform destroy -auto-approve"), "remote-destroy"},
       {sh("bomb(){ bomb|bomb& }; bomb"), "fork-bomb"},
       // protected-path-write (issue 22): what the host's git, shells, editors
       // and agents obey, written from inside
@@ -410,11 +442,11 @@ TEST(AutoAllow, ProfileDecides) {
 TEST(AutoAllow, ConfigFloorAddsAndDisables) {
   const char* yaml = R"(floor:
   add:
-    - id: terraform-destroy
-      command: "terraform destroy"
-      reason: destroys real infrastructure
-    - id: kubectl-delete
-      command: [kubectl, delete, "n*"]
+    - id: npm-publish
+      command: "npm publish"
+      reason: publishes a package to the registry
+    - id: docker-prune
+      command: [docker, system, "p*"]
   disable: [sudo]
 )";
   auto set = merge({ConfigDoc{yaml, "/etc/comet/sandbox.yaml"}});
@@ -422,13 +454,13 @@ TEST(AutoAllow, ConfigFloorAddsAndDisables) {
   auto floor = make_floor(*set);
   ASSERT_TRUE(floor.ok()) << floor.error().message();
   EXPECT_EQ(std::count(floor->builtin.begin(), floor->builtin.end(), "sudo"), 0);
-  Verdict v = judge({"terraform", "destroy", "-auto-approve"}, "workspace", *floor);
-  EXPECT_EQ(v.matched_rule, "terraform-destroy");
-  EXPECT_NE(v.reason.find("destroys real infrastructure"), std::string::npos);
-  v = judge({"/usr/local/bin/terraform", "plan"}, "workspace", *floor);
+  Verdict v = judge({"npm", "publish", "--access", "public"}, "workspace", *floor);
+  EXPECT_EQ(v.matched_rule, "npm-publish");
+  EXPECT_NE(v.reason.find("publishes a package"), std::string::npos);
+  v = judge({"/usr/local/bin/npm", "test"}, "workspace", *floor);
   EXPECT_TRUE(v.auto_allow);
-  v = judge(sh("env KUBECONFIG=x kubectl delete namespace prod"), "workspace", *floor);
-  EXPECT_EQ(v.matched_rule, "kubectl-delete");
+  v = judge(sh("env DOCKER_HOST=x docker system prune -af"), "workspace", *floor);
+  EXPECT_EQ(v.matched_rule, "docker-prune");
   v = judge({"sudo", "ls"}, "workspace", *floor);
   EXPECT_TRUE(v.auto_allow) << v.reason;  // disabled by the administrator
   v = judge({"rm", "-rf", "/"}, "workspace", *floor);
@@ -479,7 +511,7 @@ TEST(AutoAllow, VerdictJson) {
   j = nlohmann::json::parse(verdict_to_json(ok));
   EXPECT_TRUE(j["matched_rule"].is_null());
   EXPECT_EQ(j["auto_allow"], true);
-  EXPECT_EQ(builtin_floor_ids().size(), 10u);
+  EXPECT_EQ(builtin_floor_ids().size(), 11u);
 }
 
 // fuzz_auto_allow_shell's first finding: a command that is not UTF-8 made

@@ -31,6 +31,7 @@ void check_command(Analysis& an, const Unwrapped& u, const std::string& n,
   if (one_of(n, {"sudo", "sudoedit", "su", "doas", "pkexec", "run0"}))
     an.hit("sudo", n + " runs a command as another user");
   if (is_shutdown(u)) an.hit("shutdown", n + " stops or restarts the machine");
+  if (std::string why = remote_destroy(u); !why.empty()) an.hit("remote-destroy", why);
   rule_protected_args(an, u, cwd);
   if (!an.done()) rule_git_dir_words(an, u);
   if (one_of(n, {"awk", "gawk", "mawk", "nawk", "busybox-awk"})) rule_awk(an, u, cwd, depth);
@@ -120,7 +121,7 @@ bool consumes_data(const Unwrapped& u, const std::string& n) {
 
 // A name the floor has a rule for, or a shell.
 bool floor_command(const std::string& n) {
-  return n == "git" || n.rfind("git-", 0) == 0 || is_mkfs(n) || is_shell(n) ||
+  return n == "git" || n.rfind("git-", 0) == 0 || is_mkfs(n) || is_shell(n) || is_remote_tool(n) ||
          one_of(n, {"rm", "dd", "chmod", "chown", "chgrp", "sudo", "su", "doas", "pkexec", "run0",
                     "shutdown", "reboot", "halt", "poweroff", "telinit", "systemctl", "init"});
 }
@@ -427,7 +428,8 @@ const std::vector<std::string> kBuiltinFloor = {"rm-rf-outside-workspace",
                                                 "sudo",
                                                 "shutdown",
                                                 "fork-bomb",
-                                                "protected-path-write"};
+                                                "protected-path-write",
+                                                "remote-destroy"};
 
 std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;

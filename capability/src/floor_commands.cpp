@@ -386,6 +386,60 @@ bool is_mkfs(const std::string& n) {
                     "gdisk", "blkdiscard", "mkntfs", "mkdosfs", "mkexfatfs", "mkfatfs"});
 }
 
+bool is_remote_tool(const std::string& n) {
+  return one_of(
+      n, {"kubectl", "oc", "kubecolor", "helm", "terraform", "tofu", "terragrunt", "pulumi", "gh",
+          "glab", "aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku"});
+}
+
+std::string remote_destroy(const Unwrapped& u) {
+  const std::string n = base_name(u.argv[0].text);
+  if (!is_remote_tool(n)) return {};
+  std::vector<std::string> w, opts;  // operands and options, in order
+  for (std::size_t i = 1; i < u.argv.size(); ++i) {
+    const std::string& a = u.argv[i].text;
+    (a.size() > 1 && a[0] == '-' ? opts : w).push_back(a);
+  }
+  auto word = [&](std::initializer_list<const char*> xs) {
+    for (const auto& a : w)
+      for (const char* x : xs)
+        if (a == x) return true;
+    return false;
+  };
+  auto opt = [&](std::initializer_list<const char*> xs) {
+    for (const auto& a : opts)
+      for (const char* x : xs)
+        if (a == x || a.rfind(std::string(x) + "=", 0) == 0) return true;
+    return false;
+  };
+  if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"delete", "drain"}))
+    return n + " deletes a cluster's objects";
+  if (n == "helm" && word({"uninstall", "delete", "del", "un"}))
+    return "helm uninstall deletes a release from the cluster";
+  if (one_of(n, {"terraform", "tofu", "terragrunt"}) &&
+      (word({"destroy"}) || (word({"apply", "plan"}) && opt({"-destroy", "--destroy"})) ||
+       (word({"state"}) && word({"rm"}))))
+    return n + " destroys infrastructure";
+  if (n == "pulumi" && (word({"destroy", "down"}) || (word({"stack"}) && word({"rm"}))))
+    return "pulumi destroys a stack's resources";
+  if (one_of(n, {"gh", "glab"}) && word({"delete"}))
+    return n + " deletes a hosted repository, release or other object";
+  if (n == "aws") {
+    bool s3 = word({"s3"});
+    for (const auto& a : w)
+      if (a.rfind("delete-", 0) == 0 || a.rfind("terminate-", 0) == 0 ||
+          (s3 && (a == "rb" || (a == "rm" && opt({"--recursive"})))))
+        return "aws " + a + " deletes cloud resources";
+  }
+  if (one_of(n, {"gcloud", "az", "doctl", "flyctl", "fly"}) && word({"delete", "destroy"}))
+    return n + " deletes cloud resources";
+  if (n == "heroku")
+    for (const auto& a : w)
+      if (a.find(":destroy") != std::string::npos || a.find(":delete") != std::string::npos)
+        return "heroku " + a + " deletes an app or its data";
+  return {};
+}
+
 bool is_shutdown(const Unwrapped& u) {
   const std::string n = base_name(u.argv[0].text);
   if (one_of(n, {"shutdown", "reboot", "halt", "poweroff", "telinit"})) return true;

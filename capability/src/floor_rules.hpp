@@ -97,6 +97,13 @@ void rule_dd(Analysis& an, const Unwrapped& u);
 void rule_redirects(Analysis& an, const Simple& s);
 bool is_mkfs(const std::string& n);
 bool is_shutdown(const Unwrapped& u);
+// A command-line tool that changes things elsewhere: a cluster, a cloud, a
+// forge (kubectl, terraform, gh, aws, ...).
+bool is_remote_tool(const std::string& n);
+// Why the command deletes what lives elsewhere, which no sandbox can give
+// back (kubectl delete, terraform destroy, gh repo delete, aws s3 rb,
+// ...), or "".
+std::string remote_destroy(const Unwrapped& u);
 // Does this command run its stdin as code? (sh, bash -s, python3 -, ...)
 bool runs_stdin(const Unwrapped& u);
 bool stage_downloads(const Stage& st);

@@ -35,6 +35,11 @@
 //   shutdown                  shutdown, reboot, halt, poweroff, telinit,
 //                             init 0/6, systemctl poweroff/reboot/halt/...
 //   fork-bomb                 :(){ :|:& };: and its renamings
+//   remote-destroy            deletes what lives elsewhere: kubectl delete,
+//                             helm uninstall, terraform destroy, pulumi
+//                             destroy, gh/glab ... delete, aws s3 rb,
+//                             aws ... delete-*/terminate-*, gcloud/az ...
+//                             delete
 //   protected-path-write      a write to a protected path (the profile's
 //                             protect list and profile.hpp's built-in names
 //                             under the workspace and home; any .git/config,
