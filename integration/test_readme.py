@@ -198,13 +198,14 @@ def test_pack_author_as_an_ordinary_user():
 
 def test_harness_author_as_an_ordinary_user():
     """The README under the harness quick start: as an ordinary user the
-    hook write is refused but not reported, and the last line prints 0."""
+    hook write is refused and reported (by the seccomp reporter, since red
+    team round 20: it was not before), and the last line prints 1."""
     with OrdinaryUser(setuid_helpers=True) as user:
         res = _as_ordinary_user(user, ("harness.py", "harness"))
         out = res.stdout.splitlines()
         assert out[0] == "exit status: 0" and out[1].endswith("exit status: None"), out
         assert "pre-commit" in out[2] and "exit status: 0" not in out[2], out
-        assert out[3] == "0", out
+        assert out[3] == "1", out
         assert (user.home / "work/ws/notes.txt").read_text() == "hi\n"
         assert not (user.home / "work/ws/.git/hooks/pre-commit").exists()
-    assert "but not reported (no\nCAP_BPF, as above): the last line prints `0`" in README.read_text()
+    assert "line prints `1` there too" in README.read_text()

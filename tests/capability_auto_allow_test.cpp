@@ -635,6 +635,24 @@ TEST(AutoAllow, GitConfigSourcesChangedForThePush) {
       {sh("tar xf repo.tar -C /tmp && git -C /tmp/r push origin"), "ask"},
       {sh("unzip -q r.zip -d /tmp && cd /tmp/r && git push origin main"), "ask"},
       {sh("bsdtar -xf r.tgz && git -C r push"), "ask"},
+      // red team round 20: unpacked or fetched by what no list names; a
+      // push from outside the workspace asks, whatever made the repository
+      {sh("python3 -m tarfile -e r.tar /tmp && git -C /tmp/r push origin"), "ask"},
+      {sh("wget -q -r -np -nH -P /tmp http://h/r/ ; git -C /tmp/r push origin"), "ask"},
+      {sh("cmake -E tar xf r.tar && cd /tmp/r && git push"), "ask"},
+      {sh("cd /tmp/r && git push"), "ask"},
+      {sh("cd \"$D\" && git push"), "ask"},
+      {{"git", "-C", "/srv/other", "push"}, "ask"},
+      {{"git", "-C", "..", "push", "origin", "main"}, "ask"},
+      // ... and inside it stays a plain push
+      {{"git", "-C", "sub", "push", "origin", "main"}, ""},
+      {sh("cd src && git push origin main"), ""},
+      // a glob can spell +main or :main from a file's name
+      {sh("touch ./+main; git push origin ?main"), "ask"},
+      {sh("git push origin [+]main"), "ask"},
+      {sh("git push origin '*'"), ""},
+      {sh("git push * main"), "ask"},
+      {sh("git push origin {+,}main"), "git-push-force"},
   });
 }
 

@@ -548,8 +548,27 @@ TEST(CapabilityProfile, HomeWorkspaceRefusedAndGitKeptValid) {
           << r.error().message();
     }
     c = ctx();
-    c.workspace = "/home/ada/.configs-of-mine";  // a name that only starts the same
+    c.workspace = "/home/ada/configs.d";  // not hidden
     EXPECT_TRUE(resolve(name, c).ok());
+    // red team round 20: any hidden directory of the home, and a workspace
+    // that holds XDG_CONFIG_HOME
+    for (const char* ws : {"/home/ada/.rustup", "/home/ada/.cache/pre-commit/repo1",
+                           "/home/ada/.npm", "/home/ada/.configs-of-mine"}) {
+      c = ctx();
+      c.workspace = ws;
+      r = resolve(name, c);
+      ASSERT_FALSE(r.ok()) << ws;
+      EXPECT_NE(r.error().message().find("a hidden directory of the home"), std::string::npos)
+          << r.error().message();
+    }
+    c = ctx();
+    c.config_home = "/data/proj/.xdg/config";
+    c.workspace = "/data/proj";
+    r = resolve(name, c);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message(),
+              "sandbox: the workspace /data/proj holds /data/proj/.xdg/config, where the host's "
+              "session and tools read their configuration and services; use a project directory");
   }
   // The custom profile extending one refuses it too.
   ResolveContext c = ctx();

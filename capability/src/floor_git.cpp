@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "floor_rules.hpp"
+#include "util.hpp"
 
 namespace comet::capability::floor_rules {
 
@@ -410,6 +411,12 @@ void rule_push_words(Analysis& an, const std::vector<Word>& v, std::size_t i) {
       an.unanalysable = "git push with an expansion (" + a + ")";
       return;
     }
+    // A glob or brace can spell a +refspec or :ref from a file's name
+    // (touch ./+main; git push origin ?main: red team round 20).
+    if (v[k].glob || v[k].brace) {
+      an.unanalysable = "git push with a pattern the shell expands (" + a + ")";
+      return;
+    }
     if (one_of(a, {"-o", "--push-option", "--repo"})) {
       ++k;
       continue;
@@ -484,8 +491,13 @@ void rule_git(Analysis& an, const Unwrapped& u, const std::optional<std::string>
   for (const std::string& e : u.env_names)
     if (git_source_variable(e)) overrides.push_back(e + "=...");
   std::size_t i = 1;
+  // Where git runs: the script's directory, then each -C (nullopt: unknown).
+  std::optional<std::string> dir = cwd;
   while (sub.empty() && i < v.size() && v[i].text.size() > 1 && v[i].text[0] == '-') {
     const std::string& a = v[i].text;
+    if (a == "-C")
+      dir = i + 1 < v.size() && !v[i + 1].glob && !v[i + 1].brace ? where(v[i + 1], dir, an.ctx)
+                                                                  : std::nullopt;
     const bool takes = one_of(
         a, {"-C", "-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace"});
     const Word& val =
@@ -551,6 +563,15 @@ void rule_git(Analysis& an, const Unwrapped& u, const std::optional<std::string>
   }
   if (sub == "push") {
     rule_push_words(an, v, i);
+    // The workspace's repositories have their config protected, read by
+    // this verdict; another one's (unpacked or fetched into /tmp by the
+    // same script: python3 -m tarfile, wget -r, red team round 20) can make
+    // the push a mirror or a forced one.
+    if (!an.done() &&
+        (!dir || an.ctx.workspace.empty() || !detail::path_under(*dir, an.ctx.workspace)))
+      an.unanalysable = "git push from " + (dir ? *dir : std::string("a directory not known")) +
+                        ", outside the workspace (a repository whose config the sandbox does "
+                        "not protect)";
     return;
   }
   if (!any.empty()) {

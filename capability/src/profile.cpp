@@ -442,11 +442,31 @@ Result<ResolvedProfile> resolve(const ProfileSet& set, std::string_view name,
       std::vector<std::string> trees = {home + "/.config", home + "/.local"};
       if (!ctx.config_home.empty() && ctx.config_home[0] == '/')
         trees.push_back(detail::normalize_path(ctx.config_home));
+      // ... or held by the workspace (red team round 20: XDG_CONFIG_HOME
+      // inside a project)
       for (const std::string& t : trees)
-        if (detail::path_under(ws, t))
-          return Error::msg("sandbox: the workspace " + ws + (ws == t ? " is " : " is under ") + t +
+        if (detail::path_under(ws, t) || detail::path_under(t, ws))
+          return Error::msg("sandbox: the workspace " + ws +
+                            (ws == t                     ? " is "
+                             : detail::path_under(ws, t) ? " is under "
+                                                         : " holds ") +
+                            t +
                             ", where the host's session and tools read their configuration "
                             "and services; use a project directory");
+      // Any hidden directory of the home (red team round 20: ~/.rustup, whose
+      // toolchains the host's cargo runs; ~/.cache, where pre-commit keeps
+      // its hooks' code; ~/.npm): each is a tool's state or configuration,
+      // and no list of them is complete.
+      if (ws != home && detail::path_under(ws, home)) {
+        const std::string first = ws.substr(home == "/" ? 1 : home.size() + 1);
+        const std::string hidden =
+            (home == "/" ? "" : home) + "/" + first.substr(0, first.find('/'));
+        if (!first.empty() && first[0] == '.')
+          return Error::msg("sandbox: the workspace " + ws + (ws == hidden ? " is " : " is in ") +
+                            hidden +
+                            ", a hidden directory of the home, where tools keep what they run "
+                            "and obey; use a project directory");
+      }
       // Another account's home (red team round 12 follow-up: root with
       // `--workspace /home` made every user's rc files writable).
       for (const std::string& h : ctx.homes) {

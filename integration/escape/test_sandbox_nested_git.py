@@ -628,10 +628,14 @@ git status > /dev/null 2>&1; echo "status=$?"
 printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > local.gitconfig; echo "inc=$?"
 mkdir -p xdg/git; printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > xdg/git/config; echo "xdg=$?"
 """
-    res, evs = sandbox(repo, script, extra_env={"XDG_CONFIG_HOME": str(repo / "xdg")})
+    # Since red team round 20 a workspace that holds XDG_CONFIG_HOME is no
+    # workspace at all; the include is protected as before.
+    res, _ = sandbox(repo, script, extra_env={"XDG_CONFIG_HOME": str(repo / "xdg")})
+    assert res.rc == 125 and " holds " in res.err, res
+    res, evs = sandbox(repo, "\n".join(l for l in script.splitlines() if "xdg" not in l))
     assert "status=0" in res.out, (res.out, res.err)
-    assert "inc=0" not in res.out and "xdg=0" not in res.out, res.out
-    env = dict(GIT_ENV, XDG_CONFIG_HOME=str(repo / "xdg"))
+    assert "inc=0" not in res.out, res.out
+    env = dict(GIT_ENV)
     subprocess.run(["git", "-C", str(repo), "status"], env=env, capture_output=True, timeout=30)
     assert not marker.exists(), "the host's git ran a config written inside"
     assert not (repo / "local.gitconfig").exists() and not (repo / "xdg" / "git").exists()

@@ -745,18 +745,29 @@ static long mnt_id(const char* path) {
 /* A name made, opened for writing or moved at p (absolute, n bytes) is a
  * protected path or beneath one whose read-only mount is gone (see PROT
  * above): -30 (EROFS), else 0. */
+/* EROFS at the protected entry E, named for the reporter (refused 3),
+ * which reports it where no fs events do (rootless: red team round 20) */
+static long erofs_at(struct cstate* S, const char* e) {
+  if (!rp.refused) {
+    rp.refused = 3;
+    scopy(rp.where, sizeof rp.where, e, slen(e));
+  }
+  return -30;
+}
+
 static long prot_refused_path(struct cstate* S, const char* p, long n) {
   for (char** g = prot; g && *g; g++) {
     const int fresh_only = (*g)[0] == '=', missing = (*g)[0] == '^';
-    long m = prot_prefix(*g + fresh_only + missing, p, n);
+    const char* e = *g + fresh_only + missing;
+    long m = prot_prefix(e, p, n);
     /* a missing protected name has no mount and no placeholder: no
      * symlink, file or moved tree may take the place of a directory on
      * the way to it (a new, empty directory may) */
-    if (m < 0 && missing && S->anc) return -30;
+    if (m < 0 && missing && S->anc) return erofs_at(S, e);
     if (m <= 0) continue;
     if (fresh_only) {
       if (S->excl && m == n) continue; /* made new: git's own lock */
-      return -30;
+      return erofs_at(S, e);
     }
     char at[PATHMAX], up[PATHMAX];
     scopy(at, PATHMAX, p, m);
@@ -764,7 +775,7 @@ static long prot_refused_path(struct cstate* S, const char* p, long n) {
     while (c > 1 && at[c - 1] != '/') c--;
     scopy(up, PATHMAX, at, c > 1 ? c - 1 : 1);
     long a = mnt_id(at), b = mnt_id(up);
-    if (a < 0 || b < 0 || a == b) return -30;
+    if (a < 0 || b < 0 || a == b) return erofs_at(S, e);
   }
   return 0;
 }
@@ -978,6 +989,10 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
     }
     long fd = sys6(NR_openat, parent, (long)name, fl | O_NOFOLLOW_ | O_CLOEXEC_, (long)rq.mode,
                    0, 0);
+    if (fd == -30 && !rp.refused) { /* a protected mount's answer: named too */
+      refuse_name(S, parent, name);
+      rp.refused = 3;
+    }
     if (fd == -2 && stripped && !retried) {
       /* unlinked since the look: as if the call came after that, judged
        * (and made, if still missing) as a new name */
@@ -1146,6 +1161,13 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         ret = sys6(NR_renameat2, a, (long)n1, b, (long)n2, (long)rq.flags, 0);
       if (b < 0) ret = b;
       break;
+  }
+  if (ret == -30 && !rp.refused && (a >= 0 || b >= 0)) { /* a protected mount's answer */
+    if (rq.op == OP_SYMLINK || b < 0)
+      refuse_name(S, a, rq.op == OP_SYMLINK ? n2 : n1);
+    else
+      refuse_name(S, b, n2);
+    rp.refused = 3;
   }
   closefd(a);
   closefd(b);

@@ -249,8 +249,9 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
   if (rep.refused == 2) return fail(EACCES);
   CreateOutcome o;
   o.ret = rep.ret;
-  o.refused = rep.refused != 0;
-  if (o.refused) o.where.assign(rep.where, strnlen(rep.where, sizeof rep.where));
+  o.refused = rep.refused == 1;
+  o.erofs = rep.refused == 3 && rep.ret == -EROFS;
+  if (o.refused || o.erofs) o.where.assign(rep.where, strnlen(rep.where, sizeof rep.where));
   if (rq->op == kCreateOpen && rep.ret >= 0) {
     if (!got) return fail(EACCES);
     o.fd = got.release();

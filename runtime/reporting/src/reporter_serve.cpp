@@ -264,6 +264,16 @@ void Reporter::on_git_call(const struct seccomp_notif& req, NotifAnswer& ans) {
     e.matched_entry = "git repository";
     ans.refuse(static_cast<int>(-c.ret));
     emit(e, &ans);
+  } else if (c.erofs && r_.fs_ring < 0) {
+    // A protected path: the fs events report it where there are any; here
+    // (rootless, no CAP_BPF) the answer is the only one who knows.
+    std::uint64_t noargs[6] = {};
+    violations::Event e =
+        event("fs.write", c.where, violations::classify(req.data.nr, noargs).syscall,
+              static_cast<int>(req.pid), EROFS);
+    e.matched_entry = c.where;
+    ans.refuse(EROFS);
+    emit(e, &ans);
   } else if (c.fd >= 0) {
     ans.send_fd(c.fd, c.cloexec);
   } else {

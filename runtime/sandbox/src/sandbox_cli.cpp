@@ -124,11 +124,27 @@ Status workspace_not_protected(const Prepared& p) {
     char buf[PATH_MAX];
     if (t.empty() || t[0] != '/' || !::realpath(t.c_str(), buf)) continue;
     const std::string real = buf;
-    if (real != "/" && path_under(p.workspace, real))
+    if (real != "/" && (path_under(p.workspace, real) || path_under(real, p.workspace)))
       return Error::msg("sandbox: the workspace " + p.workspace +
-                        (p.workspace == real ? " is " : " is under ") + real + " (" + t +
+                        (p.workspace == real             ? " is "
+                         : path_under(p.workspace, real) ? " is under "
+                                                         : " holds ") +
+                        real + " (" + t +
                         "), where the host's session and tools read their configuration and "
                         "services; use a project directory");
+  }
+  // A hidden directory of the home where it really is (profile.cpp's rule,
+  // through links: `~/proj -> ~/.cache/x`).
+  if (char buf[PATH_MAX]; !p.ctx.home.empty() && ::realpath(p.ctx.home.c_str(), buf)) {
+    const std::string home = buf;
+    if (home != "/" && p.workspace != home && path_under(p.workspace, home) &&
+        p.workspace[home.size() + 1] == '.')
+      return Error::msg(
+          "sandbox: the workspace " + p.workspace +
+          (p.workspace.find('/', home.size() + 1) == std::string::npos ? " is " : " is in ") +
+          p.workspace.substr(0, p.workspace.find('/', home.size() + 1)) +
+          ", a hidden directory of the home, where tools keep what they run and "
+          "obey; use a project directory");
   }
   std::vector<std::string> prot = p.profile.protect;
   for (std::string r = p.workspace; r.size() > 1;) {
@@ -336,6 +352,48 @@ bool events_checked(const Prepared& p) {
   return p.profile.sandboxed && p.profile.base != "devbox";
 }
 
+// Every directory the kernel walks through on the way to the --events
+// target, each where it really is, outside every writable tree: a symlink
+// or a `..` in the workspace on the way would be the command's to move
+// before the next run (red team round 20: `--events /W/logs/ev` with
+// `logs` a link out of the workspace, re-pointed by the command, had the
+// next run make the file where the command chose). PATH is absolute.
+Status walk_outside_writable(const Prepared& p, const std::string& path, const std::string& events,
+                             bool sock) {
+  std::string prefix;  // as given, up to the name walked
+  std::size_t at = 1;
+  for (;;) {
+    const std::size_t slash = path.find('/', at);
+    if (slash == std::string::npos) return {};  // the last name: checked where it is opened
+    const std::string comp = path.substr(at, slash - at);
+    at = slash + 1;
+    if (comp.empty() || comp == ".") continue;
+    // The directory that holds the name walked, where it really is: a
+    // name in a writable tree is the command's to replace (a `..` is no
+    // name there: it leads where the directory walked before really is).
+    char buf[PATH_MAX];
+    const std::string holder = ::realpath(prefix.empty() ? "/" : prefix.c_str(), buf)
+                                   ? std::string(buf)
+                                   : clean_path(prefix.empty() ? "/" : prefix);
+    prefix += "/" + comp;
+    if (comp == "..") continue;
+    for (const std::string& w : p.profile.write) {
+      if (w == p.ctx.tmp && p.profile.limits.tmp != 0) continue;  // a private tmpfs inside
+      if (path_under(holder, w))
+        return Error::msg("sandbox: --events " + events + " goes through " + holder + "/" + comp +
+                          " in " + w + ", which the command can write (it could move " +
+                          (sock ? "the socket's" : "the file's") + " directory); put it elsewhere");
+    }
+  }
+}
+
+// PATH made absolute against the cwd, not cleaned (each `..` is walked).
+std::string absolute_of(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char buf[PATH_MAX];
+  return std::string(::getcwd(buf, sizeof buf) ? buf : "") + "/" + path;
+}
+
 // An absolute, clean PATH split at its last '/'.
 std::pair<std::string, std::string> dir_and_name(std::string path) {
   char buf[PATH_MAX];
@@ -350,6 +408,8 @@ std::pair<std::string, std::string> dir_and_name(std::string path) {
 // --events unix:PATH: connected by path at each event, so checked by path.
 Status events_target_outside(const Prepared& p, const std::string& events) {
   if (events.rfind("unix:", 0) != 0 || !events_checked(p)) return {};
+  if (Status st = walk_outside_writable(p, absolute_of(events.substr(5)), events, true); !st.ok())
+    return st;
   auto [dir, name] = dir_and_name(events.substr(5));
   char buf[PATH_MAX];
   std::string path = dir + "/" + name;
@@ -372,6 +432,9 @@ Status open_events_file(const Prepared& p, const std::string& events, bool dry =
   auto [dir, name] = dir_and_name(events);
   if (name.empty() || name == "." || name == "..")
     return Error::msg("sandbox: --events " + events + " is not a regular file");
+  if (events_checked(p))
+    if (Status st = walk_outside_writable(p, absolute_of(events), events, false); !st.ok())
+      return st;
   const bool as_caller = p.who.via_sudo && ::geteuid() == 0;
   if (as_caller) {
     ::setfsgid(p.who.gid);

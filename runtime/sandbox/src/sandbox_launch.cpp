@@ -386,6 +386,8 @@ struct Launch {
   } restore;
   UniqueFd sigfd;
   IndexStamps index_before;  // the git rule's last look (check_git_index)
+  std::string head_before;   // and at the history (check_git_history)
+  RefSnapshot refs_before;
   long pid = -1;
 
   explicit Launch(SandboxLaunch& launch) : l(launch) {}
@@ -778,7 +780,13 @@ Status vm_clone_and_start(Launch& x, int ns_flags) {
 // sends kGo meanwhile. Sanitizer builds fork (ASan cannot follow a CLONE_VM
 // child on a stack it did not make).
 Status clone_and_start(Launch& x) {
-  if (x.policy->git_own) x.index_before = index_stamps(*x.policy->git_own);
+  if (x.policy->git_own) {
+    x.index_before = index_stamps(*x.policy->git_own);
+    if (!x.policy->git_own->empty()) {
+      x.head_before = head_commit(x.policy->git_own->front());
+      x.refs_before = ref_snapshot(x.policy->git_own->front());
+    }
+  }
   const int ns_flags = x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP;
 #if defined(COMET_ASAN)
   TRYV(fork_and_start(x, ns_flags));
@@ -807,9 +815,13 @@ int wait_and_report(Launch& x) {
     // The reporter ends once the last confined process is gone.
     if (!wait_reporter_threads(3000))
       log::warn("sandbox: the violation reporter did not finish; events may be missing");
-    if (x.policy->git_own)
+    if (x.policy->git_own) {
       check_git_index(*x.policy->git_own, x.index_before, x.l.id, x.events_path, x.l.events,
                       x.l.fs_view.writable);
+      check_git_history({*x.policy->git_own, x.head_before, x.refs_before, x.index_before,
+                         x.l.fs_view.protect, x.l.owner_uid, x.l.owner_gid, x.l.id, x.events_path,
+                         x.l.events});
+    }
     summarize_events(x.events_path, x.l.events);
   }
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);

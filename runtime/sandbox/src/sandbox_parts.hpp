@@ -86,6 +86,28 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
                      const std::string& id, const std::string& events_dir,
                      const std::string& deliver, const std::vector<std::string>& roots);
 
+// HEAD's commit id in GIT_DIR (a ref followed through packed-refs), or "".
+std::string head_commit(const std::string& git_dir);
+
+// Every ref of GIT_DIR (packed-refs, then the loose ones, at most 4096;
+// "HEAD" when detached) and its object id.
+using RefSnapshot = std::map<std::string, std::string>;
+RefSnapshot ref_snapshot(const std::string& git_dir);
+
+// The git rule's look at git's own data (sandbox_history.cpp): commits and
+// an index that change a protected path of the work tree.
+struct GitHistoryCheck {
+  std::vector<std::string> own;  // the git rule's own git directories, the work tree's first
+  std::string head_before;       // head_commit() before the run
+  RefSnapshot refs_before;       // ref_snapshot() before the run
+  IndexStamps index_before;
+  std::vector<std::string> protect;  // absolute protected paths (FsView::protect)
+  uid_t uid = 0;                     // the caller, who runs git
+  gid_t gid = 0;
+  std::string id, events_dir, deliver;
+};
+void check_git_history(const GitHistoryCheck& c);
+
 }  // namespace comet::runtime::sandbox_parts
 
 // ---- rootless (sandbox_rootless.cpp; docs/sandbox.md "Rootless") ----------

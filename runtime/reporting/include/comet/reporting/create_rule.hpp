@@ -54,8 +54,10 @@ struct CreateRequest {
   char p2[kCreatePathMax];
 };
 struct CreateReply {
-  std::int64_t ret;      // >= 0, or -errno; an open's fd comes as SCM_RIGHTS
-  std::int32_t refused;  // 1: refused; 2: the init needs nspid (ret -EAGAIN)
+  std::int64_t ret;  // >= 0, or -errno; an open's fd comes as SCM_RIGHTS
+  // 1: refused; 2: the init needs nspid (ret -EAGAIN); 3: EROFS at the
+  // protected path in where (the fs events report it, when there are any)
+  std::int32_t refused;
   std::int32_t pad;
   char where[1024];  // the refused name, as the sandbox sees it
 };
@@ -79,6 +81,7 @@ struct CreateOutcome {
   int fd = -1;        // an open's fd (owned by the caller): ADDFD it
   bool cloexec = false;
   bool refused = false;
+  bool erofs = false;  // EROFS at the protected path in where (CreateReply::refused 3)
   std::string where;
 };
 

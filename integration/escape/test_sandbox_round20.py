@@ -1,0 +1,149 @@
+"""Attacks of red team round 20 (docs/sandbox.md, "Red team round 20"),
+each of which got through on the round's binary (f22e34f): protected names
+staged or committed through git's index and object store, which the host's
+`git restore .`, `stash pop`, `reset --hard` or a checkout then wrote; a
+push whose refspec a glob spells, or from a repository outside the
+workspace, auto-allowed; an --events path through a link in the workspace;
+a hidden directory of the home, or a project holding XDG_CONFIG_HOME, as
+the workspace."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from lib.sandbox import GIT_ENV, git, sandbox_env
+
+pytestmark = pytest.mark.comet_only
+
+# Stages lefthook.yml and .envrc without ever making them in the work tree.
+STAGE = ("b=$(printf 'pre-commit:\\n  commands:\\n    x:\\n      run: touch /tmp/x\\n' | "
+         "git hash-object -w --stdin); e=$(echo 'touch /tmp/y' | git hash-object -w --stdin); "
+         "git update-index --add --cacheinfo 100644,$b,lefthook.yml && "
+         "git update-index --add --cacheinfo 100644,$e,.envrc")
+
+
+def head(repo: Path, ref: str = "HEAD") -> str:
+    return git(repo, "rev-parse", "-q", "--verify", ref, check=False).stdout.strip()
+
+
+def refused_refs(repo: Path) -> list[str]:
+    out = git(repo, "for-each-ref", "--format=%(refname)", "refs/comet-refused/").stdout
+    return out.split()
+
+
+def host_writes_nothing(repo: Path) -> None:
+    # what a user does after a session: take the index back from HEAD, then
+    # discard what looks deleted
+    git(repo, "reset", "-q", check=False)
+    git(repo, "restore", ".", check=False)
+    git(repo, "reset", "-q", "--hard", check=False)
+    assert not (repo / "lefthook.yml").exists() and not (repo / ".envrc").exists()
+
+
+def test_protected_names_committed_through_the_index_are_put_back(sandbox, repo):
+    old = head(repo)
+    res, evs = sandbox(repo, STAGE + " && git commit -qm docs && echo committed")
+    assert "committed" in res.out, res
+    assert head(repo) == old, "HEAD kept the commit that adds protected names"
+    kept = refused_refs(repo)
+    assert len(kept) == 1 and kept[0].endswith("/refs/heads/" + git(
+        repo, "symbolic-ref", "--short", "HEAD").stdout.strip()), kept
+    names = git(repo, "ls-tree", "-r", "--name-only", kept[0]).stdout.split()
+    assert "lefthook.yml" in names and ".envrc" in names  # the work is kept, not lost
+    assert (repo / ".git" / "index.comet-refused").exists()
+    assert any(e.get("surface") == "fs.write" and ".envrc" in e.get("requested", "")
+               for e in evs), evs
+    assert "put back to" in res.err, res.err
+    host_writes_nothing(repo)
+
+
+def test_staged_only_the_index_is_moved_aside(sandbox, repo):
+    old = head(repo)
+    res, evs = sandbox(repo, STAGE + " && echo staged")
+    assert "staged" in res.out, res
+    assert head(repo) == old
+    assert (repo / ".git" / "index.comet-refused").exists()
+    assert "stages the protected" in res.err, res.err
+    host_writes_nothing(repo)
+
+
+@pytest.mark.parametrize("route", [
+    "{stage} && git commit -qm x && git branch side && git reset -q --hard HEAD~1",
+    "{stage} && git stash -q",
+    "{stage} && git commit -qm x && git tag v9 && git reset -q --hard HEAD~1",
+])
+def test_other_refs_with_protected_names_are_put_back(sandbox, repo, route):
+    # a branch, a stash, a tag: `git checkout side`, `git stash pop`,
+    # `git checkout v9` on the host would write them
+    before = set(git(repo, "for-each-ref", "--format=%(refname)").stdout.split())
+    res, _ = sandbox(repo, route.format(stage=STAGE) + "; echo rc=$?")
+    assert "rc=0" in res.out, res
+    after = set(git(repo, "for-each-ref", "--format=%(refname)").stdout.split())
+    new = {r for r in after - before if not r.startswith("refs/comet-refused/")}
+    assert new == set(), new
+    assert refused_refs(repo), res.err
+    for ref in after:
+        if not ref.startswith("refs/comet-refused/"):
+            names = git(repo, "ls-tree", "-r", "--name-only", ref).stdout.split()
+            assert "lefthook.yml" not in names and ".envrc" not in names, ref
+
+
+def test_ordinary_commits_are_kept(sandbox, repo):
+    # (switching branches inside is refused: HEAD is the git rule's)
+    res, evs = sandbox(repo, "echo b > b.txt && git add b.txt && git commit -qm b && "
+                             "git branch feature && echo c > c.txt && git add c.txt && "
+                             "git commit -qm c && git stash list && echo ok")
+    assert "ok" in res.out, res
+    assert git(repo, "show", "-s", "--format=%s", "HEAD").stdout.strip() == "c"
+    assert git(repo, "show", "-s", "--format=%s", "feature").stdout.strip() == "b"
+    assert refused_refs(repo) == [] and not (repo / ".git" / "index.comet-refused").exists()
+    assert [e for e in evs if e.get("surface") == "fs.write"] == [], evs
+
+
+def verdict(rt, ws: Path, script: str, gcfg: Path) -> str:
+    r = subprocess.run([str(rt.binary), "--root", str(rt.root), "sandbox", "--can-auto-allow",
+                        "--workspace", str(ws), "--", "sh", "-c", script], capture_output=True,
+                       text=True, env={**sandbox_env(gcfg), **GIT_ENV}, timeout=60)
+    return r.stdout.replace(" ", "")
+
+
+@pytest.mark.parametrize("script", [
+    "touch ./+main; git push origin ?main",
+    "git push origin [+]main",
+    "python3 -m tarfile -e r.tar /tmp && git -C /tmp/r push origin",
+    "wget -q -r -np -nH -P /tmp http://127.0.0.1:9/r/ ; git -C /tmp/r push origin",
+    "cd /srv/elsewhere && git push",
+])
+def test_pushes_the_verdict_cannot_read_ask(rt, repo, gcfg, script):
+    assert '"auto_allow":false' in verdict(rt, repo, script, gcfg)
+
+
+def test_a_plain_push_is_still_allowed(rt, repo, gcfg):
+    assert '"auto_allow":true' in verdict(rt, repo, "git push origin main", gcfg)
+
+
+def test_events_through_a_link_in_the_workspace_are_refused(rt, repo, workdir, gcfg):
+    out = workdir / "logs"
+    out.mkdir()
+    os.symlink(out, repo / "logs")
+    for events in (repo / "logs" / "ev.jsonl", repo / "x" / ".." / ".." / "ev.jsonl"):
+        res = rt("sandbox", "--workspace", str(repo), "--events", str(events), "--", "true",
+                 env=sandbox_env(gcfg))
+        assert res.rc == 125 and "goes through" in res.err, res
+    assert not (out / "ev.jsonl").exists()
+
+
+@pytest.mark.parametrize("where", [".rustup", ".cache/pre-commit/r", "proj-with-xdg"])
+def test_tool_state_in_the_home_is_no_workspace(rt, workdir, gcfg, where):
+    home = workdir / "home"
+    ws = home / where
+    ws.mkdir(parents=True)
+    env = sandbox_env(gcfg, HOME=str(home))
+    if where == "proj-with-xdg":
+        (ws / ".xdg").mkdir()
+        env["XDG_CONFIG_HOME"] = str(ws / ".xdg")
+    res = rt("sandbox", "--workspace", str(ws), "--", "true", env=env)
+    assert res.rc == 125, res
+    assert "hidden directory of the home" in res.err or " holds " in res.err, res.err
