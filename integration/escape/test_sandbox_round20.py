@@ -73,6 +73,11 @@ def test_staged_only_the_index_is_moved_aside(sandbox, repo):
     "{stage} && git commit -qm x && git branch side && git reset -q --hard HEAD~1",
     "{stage} && git stash -q",
     "{stage} && git commit -qm x && git tag v9 && git reset -q --hard HEAD~1",
+    # ORIG_HEAD (the host's `git reset --hard ORIG_HEAD`), and a replace
+    # ref that makes the old HEAD read as the new commit
+    "{stage} && git commit -qm x && git reset -q --hard HEAD~1",
+    "{stage} && git commit -qm x && m=$(git rev-parse HEAD) && git reset -q --hard HEAD~1 && "
+    "git replace HEAD $m",
 ])
 def test_other_refs_with_protected_names_are_put_back(sandbox, repo, route):
     # a branch, a stash, a tag: `git checkout side`, `git stash pop`,
@@ -84,7 +89,9 @@ def test_other_refs_with_protected_names_are_put_back(sandbox, repo, route):
     new = {r for r in after - before if not r.startswith("refs/comet-refused/")}
     assert new == set(), new
     assert refused_refs(repo), res.err
-    for ref in after:
+    assert not (repo / ".git" / "ORIG_HEAD").exists() or "lefthook.yml" not in git(
+        repo, "--no-replace-objects", "ls-tree", "-r", "--name-only", "ORIG_HEAD").stdout
+    for ref in after | {"HEAD"}:
         if not ref.startswith("refs/comet-refused/"):
             names = git(repo, "ls-tree", "-r", "--name-only", ref).stdout.split()
             assert "lefthook.yml" not in names and ".envrc" not in names, ref

@@ -61,15 +61,11 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
   GitRun r;
   const std::string git = git_binary();
   if (git.empty()) return r;
-  std::vector<std::string> full = {git,
-                                   "-c",
-                                   "safe.directory=*",
-                                   "-c",
-                                   "core.fsmonitor=false",
-                                   "-c",
-                                   "core.hooksPath=/dev/null",
-                                   "--no-pager",
-                                   "-C",
+  std::vector<std::string> full = {git,          "--no-replace-objects",
+                                   "-c",         "safe.directory=*",
+                                   "-c",         "core.fsmonitor=false",
+                                   "-c",         "core.hooksPath=/dev/null",
+                                   "--no-pager", "-C",
                                    top};
   full.insert(full.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -81,6 +77,7 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
                         "GIT_CONFIG_GLOBAL=/dev/null",
                         "GIT_OPTIONAL_LOCKS=0",
                         "GIT_TERMINAL_PROMPT=0",
+                        "GIT_NO_REPLACE_OBJECTS=1",
                         "LC_ALL=C",
                         nullptr};
   int p[2];
@@ -218,8 +215,15 @@ RefSnapshot ref_snapshot(const std::string& git_dir) {
     }
   }
   loose_refs(git_dir + "/refs", "refs", 0, m);
-  if (auto h = read_file(git_dir + "/HEAD"); h.ok() && all_hex(first_line(*h)))
-    m["HEAD"] = first_line(*h);  // detached
+  // HEAD when detached, and the pseudo-refs a later `git reset --hard
+  // ORIG_HEAD`, `git merge FETCH_HEAD` or `git commit` in a merge takes.
+  for (const char* n : {"HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
+                        "REVERT_HEAD", "REBASE_HEAD", "AUTO_MERGE"})
+    if (auto h = read_file(git_dir + "/" + n); h.ok()) {
+      const std::string l = first_line(*h);
+      const std::string id = l.substr(0, l.find_first_of(" \t"));
+      if (all_hex(id)) m[n] = id;
+    }
   return m;
 }
 
@@ -281,18 +285,25 @@ void check_git_history(const GitHistoryCheck& c) {
     if (names.empty()) continue;
     const std::string keep = "refs/comet-refused/" + c.id + "/" + ref;
     const bool kept = run_git(top, c.uid, c.gid, {"update-ref", keep, now}).ran;
-    std::vector<std::string> undo = {"update-ref", "-m", "comet-runtime sandbox: refused"};
-    if (ref == "HEAD") undo.push_back("--no-deref");
-    if (was == c.refs_before.end())
-      undo = {"update-ref", "-d", ref, now};
-    else
-      undo.insert(undo.end(), {ref, was->second, now});
-    const bool back = kept && run_git(top, c.uid, c.gid, undo).ran;
+    const bool pseudo = ref.rfind("refs/", 0) != 0 && ref != "HEAD";
+    bool back = false;
+    if (kept && pseudo) {
+      // ORIG_HEAD, FETCH_HEAD, ...: a file of git's, removed
+      back = ::unlink((g + "/" + ref).c_str()) == 0;
+    } else if (kept) {
+      std::vector<std::string> undo = {"update-ref", "-m", "comet-runtime sandbox: refused"};
+      if (ref == "HEAD") undo.push_back("--no-deref");
+      if (was == c.refs_before.end())
+        undo = {"update-ref", "-d", ref, now};
+      else
+        undo.insert(undo.end(), {ref, was->second, now});
+      back = run_git(top, c.uid, c.gid, undo).ran;
+    }
     log::warn("sandbox: " + ref + " in " + top + " now changes the protected " + names.front() +
               (names.size() > 1 ? " (and " + std::to_string(names.size() - 1) + " more)" : "") +
               ", which the host's git would write at a checkout; " +
               (!back ? "could not put it back: do not check it out"
-               : was == c.refs_before.end()
+               : was == c.refs_before.end() || pseudo
                    ? "removed, its commits kept as " + keep
                    : "put back to " + was->second.substr(0, 12) + ", its commits kept as " + keep));
     report(c.id, c.events_dir, c.deliver, top + "/" + names.front() + " (" + ref + " " + now + ")");
