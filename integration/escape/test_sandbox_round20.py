@@ -78,6 +78,15 @@ def test_staged_only_the_index_is_moved_aside(sandbox, repo):
     "{stage} && git commit -qm x && git reset -q --hard HEAD~1",
     "{stage} && git commit -qm x && m=$(git rev-parse HEAD) && git reset -q --hard HEAD~1 && "
     "git replace HEAD $m",
+    # red team round 21: a stash whose untracked-files parent holds it (the
+    # tip's tree does not), and a replace ref for HEAD's tree
+    "b=$(echo 'touch /tmp/y' | git hash-object -w --stdin); "
+    "u=$(printf '100644 blob %s\\t.envrc\\n' $b | git mktree); U=$(git commit-tree $u -m u); "
+    "I=$(git commit-tree HEAD^{{tree}} -p HEAD -m i); "
+    "W=$(git commit-tree HEAD^{{tree}} -p HEAD -p $I -p $U -m w); git update-ref refs/stash $W",
+    "b=$(echo 'touch /tmp/y' | git hash-object -w --stdin); "
+    "t=$( (git ls-tree HEAD; printf '100644 blob %s\\t.envrc\\n' $b) | git mktree); "
+    "git replace -f $(git rev-parse HEAD^{{tree}}) $t",
 ])
 def test_other_refs_with_protected_names_are_put_back(sandbox, repo, route):
     # a branch, a stash, a tag: `git checkout side`, `git stash pop`,
@@ -95,6 +104,10 @@ def test_other_refs_with_protected_names_are_put_back(sandbox, repo, route):
         if not ref.startswith("refs/comet-refused/"):
             names = git(repo, "ls-tree", "-r", "--name-only", ref).stdout.split()
             assert "lefthook.yml" not in names and ".envrc" not in names, ref
+    # what the host does next writes nothing protected
+    git(repo, "stash", "pop", check=False)
+    git(repo, "reset", "-q", "--hard", check=False)
+    assert not (repo / ".envrc").exists() and not (repo / "lefthook.yml").exists()
 
 
 def test_ordinary_commits_are_kept(sandbox, repo):

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,12 +53,15 @@ std::string git_binary() {
 
 struct GitRun {
   bool ran = false;  // git exists and exited 0
+  bool cut = false;  // more output than kept
   std::string out;
 };
 
-// git ARGS in TOP as the caller (UID, GID), with no system or global
-// config, no hooks, no fsmonitor, no pager, no optional locks.
-GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::string> args) {
+// git ARGS in TOP as the caller (UID, GID), INPUT on its stdin, with no
+// system or global config, no hooks, no fsmonitor, no pager, no optional
+// locks and no replace objects.
+GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::string> args,
+               const std::string& input = {}) {
   GitRun r;
   const std::string git = git_binary();
   if (git.empty()) return r;
@@ -80,17 +84,22 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
                         "GIT_NO_REPLACE_OBJECTS=1",
                         "LC_ALL=C",
                         nullptr};
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) return r;
+  int out[2], in[2];
+  if (::pipe2(out, O_CLOEXEC) < 0) return r;
+  if (::pipe2(in, O_CLOEXEC) < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return r;
+  }
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(p[0]);
-    ::close(p[1]);
+    for (int fd : {out[0], out[1], in[0], in[1]}) ::close(fd);
     return r;
   }
   if (pid == 0) {
     const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(p[1], 1) < 0 || ::dup2(null, 2) < 0) _exit(127);
+    if (null < 0 || ::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(null, 2) < 0)
+      _exit(127);
     if (::geteuid() == 0 && uid != 0 &&
         (::setgroups(0, nullptr) < 0 || ::setresgid(gid, gid, gid) < 0 ||
          ::setresuid(uid, uid, uid) < 0))
@@ -98,18 +107,46 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
     ::execve(argv[0], argv.data(), const_cast<char* const*>(envp));
     _exit(127);
   }
-  ::close(p[1]);
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(p[0], buf, sizeof buf);
-    if (n > 0) {
-      if (r.out.size() < (1u << 20)) r.out.append(buf, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
+  ::close(out[1]);
+  ::close(in[0]);
+  int wfd = in[1];
+  if (input.empty()) {
+    ::close(wfd);
+    wfd = -1;
+  } else {
+    ::fcntl(wfd, F_SETFL, O_NONBLOCK);
   }
-  ::close(p[0]);
+  std::size_t sent = 0;
+  char buf[16384];
+  for (;;) {
+    struct pollfd pf[2] = {{out[0], POLLIN, 0}, {wfd, POLLOUT, 0}};
+    if (::poll(pf, wfd >= 0 ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (wfd >= 0 && (pf[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      const ssize_t n = ::write(wfd, input.data() + sent, input.size() - sent);
+      if (n > 0) sent += static_cast<std::size_t>(n);
+      if ((n < 0 && errno != EAGAIN && errno != EINTR) || sent == input.size()) {
+        ::close(wfd);
+        wfd = -1;
+      }
+    }
+    if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n > 0) {
+        if (r.out.size() < (64u << 20))
+          r.out.append(buf, static_cast<std::size_t>(n));
+        else
+          r.cut = true;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+  }
+  if (wfd >= 0) ::close(wfd);
+  ::close(out[0]);
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
@@ -274,9 +311,37 @@ void check_git_history(const GitHistoryCheck& c) {
         (was != c.refs_before.end() && was->second == now))
       continue;
     const std::string from = was != c.refs_before.end() ? was->second : base;
-    GitRun d = ask({"diff-tree", "-r", "--no-renames", "--name-only", "-z", from, now});
-    const auto names = names_of(d.out);
-    if (!d.ran) {
+    // Every commit the ref brings that no ref had, each against FROM: a
+    // commit in the middle, or a stash's untracked-files parent, is what a
+    // later checkout of it (or `git stash pop`) writes, as much as its tip.
+    std::string not_before = now + "\n";
+    for (const auto& [r, id] : c.refs_before) not_before += "^" + id + "\n";
+    GitRun revs = run_git(top, c.uid, c.gid, {"rev-list", "--stdin"}, not_before);
+    std::string pairs;
+    for (std::size_t at = 0; at < revs.out.size();) {
+      const std::size_t e = revs.out.find('\n', at);
+      const std::string id = revs.out.substr(at, e == std::string::npos ? e : e - at);
+      if (all_hex(id)) pairs += id + " " + from + "\n";
+      if (e == std::string::npos) break;
+      at = e + 1;
+    }
+    if (!all_hex(now) || revs.cut) pairs.clear();
+    // (a tag or tree-ish: its own tree against FROM)
+    if (pairs.empty()) pairs = now + " " + from + "\n";
+    std::vector<std::string> dt = {
+        "diff-tree", "--stdin", "-r", "--no-renames", "--name-only", "-z", "--no-commit-id", "--"};
+    dt.insert(dt.end(), specs.begin(), specs.end());
+    GitRun d = run_git(top, c.uid, c.gid, dt, pairs);
+    auto names = names_of(d.out);
+    if (revs.cut || d.cut) names.insert(names.begin(), "(too many commits to look at)");
+    // A replace ref changes what an object (a commit, a tree: HEAD's own)
+    // means to the host's git: never the command's to add (red team 21).
+    if (ref.rfind("refs/replace/", 0) == 0) {
+      names.insert(names.begin(), "(a replace ref, which changes what " + ref.substr(13, 12) +
+                                      " means to the host's git)");
+      d.ran = revs.ran = true;
+    }
+    if (!d.ran || !revs.ran) {
       if (!git_binary().empty())
         log::warn("sandbox: could not ask git which protected paths " + ref + " (" + now +
                   ") changes in " + top + "; look at it before a checkout there");
