@@ -167,3 +167,25 @@ def test_tool_state_in_the_home_is_no_workspace(rt, workdir, gcfg, where):
     res = rt("sandbox", "--workspace", str(ws), "--", "true", env=env)
     assert res.rc == 125, res
     assert "hidden directory of the home" in res.err or " holds " in res.err, res.err
+
+
+def test_a_first_commit_in_a_fresh_repository_is_looked_at(sandbox, workdir):
+    # red team round 21: no HEAD before the run (an unborn branch): the
+    # check could not compare and let the commit through
+    ws = workdir / "fresh"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    res, _ = sandbox(ws, STAGE + " && git commit -qm first && echo committed")
+    assert "committed" in res.out, res
+    assert head(ws) == "", "the new branch kept a commit with protected names"
+    assert refused_refs(ws), res.err
+    host_writes_nothing(ws)
+
+
+def test_a_first_ordinary_commit_in_a_fresh_repository_is_kept(sandbox, workdir):
+    ws = workdir / "fresh2"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    res, _ = sandbox(ws, "echo a > a && git add a && git commit -qm first && echo committed")
+    assert "committed" in res.out, res
+    assert head(ws) != "" and refused_refs(ws) == [], res.err

@@ -311,42 +311,50 @@ void check_git_history(const GitHistoryCheck& c) {
         (was != c.refs_before.end() && was->second == now))
       continue;
     const std::string from = was != c.refs_before.end() ? was->second : base;
-    // Every commit the ref brings that no ref had, each against FROM: a
-    // commit in the middle, or a stash's untracked-files parent, is what a
-    // later checkout of it (or `git stash pop`) writes, as much as its tip.
+    // Every commit the ref brings that no ref had, its tree against FROM's:
+    // a commit in the middle, or a stash's untracked-files parent, is what
+    // a later checkout of it (or `git stash pop`) writes, as much as the tip.
     std::string not_before = now + "\n";
-    for (const auto& [r, id] : c.refs_before) not_before += "^" + id + "\n";
-    GitRun revs = run_git(top, c.uid, c.gid, {"rev-list", "--stdin"}, not_before);
+    for (const auto& [r, id] : c.refs_before)
+      if (all_hex(id)) not_before += "^" + id + "\n";
+    GitRun revs = run_git(top, c.uid, c.gid,
+                          {"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, not_before);
+    GitRun ft = from == base && c.head_before.empty()
+                    ? GitRun{true, false, from + "\n"}
+                    : run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", from + "^{tree}"});
+    const std::string from_tree = first_line(ft.out);
     std::string pairs;
-    for (std::size_t at = 0; at < revs.out.size();) {
+    for (std::size_t at = 0; revs.ran && at < revs.out.size();) {
       const std::size_t e = revs.out.find('\n', at);
-      const std::string id = revs.out.substr(at, e == std::string::npos ? e : e - at);
-      if (all_hex(id)) pairs += id + " " + from + "\n";
+      const std::string t = revs.out.substr(at, e == std::string::npos ? e : e - at);
+      if (all_hex(t)) pairs += t + " " + from_tree + "\n";
       if (e == std::string::npos) break;
       at = e + 1;
     }
-    if (!all_hex(now) || revs.cut) pairs.clear();
-    // (a tag or tree-ish: its own tree against FROM)
-    if (pairs.empty()) pairs = now + " " + from + "\n";
-    std::vector<std::string> dt = {
-        "diff-tree", "--stdin", "-r", "--no-renames", "--name-only", "-z", "--no-commit-id", "--"};
+    // (not a commit: a tree or a blob the ref names, itself against FROM)
+    if (!revs.ran) pairs = now + " " + from_tree + "\n";
+    std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
+                                   "--name-only", "-z",      "--"};
     dt.insert(dt.end(), specs.begin(), specs.end());
-    GitRun d = run_git(top, c.uid, c.gid, dt, pairs);
-    auto names = names_of(d.out);
-    if (revs.cut || d.cut) names.insert(names.begin(), "(too many commits to look at)");
+    GitRun d = all_hex(from_tree) && !pairs.empty() && !revs.cut
+                   ? run_git(top, c.uid, c.gid, dt, pairs)
+                   : GitRun{!pairs.empty() || !revs.ran, revs.cut, {}};
+    // each pair is echoed ("T1 T2\n") before its names
+    std::vector<std::string> names;
+    for (std::string n : names_of(d.out)) {
+      for (std::size_t nl; (nl = n.find('\n')) != std::string::npos && nl >= 81;)
+        n.erase(0, nl + 1);
+      if (!n.empty()) names.push_back(n);
+    }
+    if (d.cut) names.insert(names.begin(), "(too many commits to look at)");
     // A replace ref changes what an object (a commit, a tree: HEAD's own)
     // means to the host's git: never the command's to add (red team 21).
-    if (ref.rfind("refs/replace/", 0) == 0) {
+    if (ref.rfind("refs/replace/", 0) == 0)
       names.insert(names.begin(), "(a replace ref, which changes what " + ref.substr(13, 12) +
                                       " means to the host's git)");
-      d.ran = revs.ran = true;
-    }
-    if (!d.ran || !revs.ran) {
-      if (!git_binary().empty())
-        log::warn("sandbox: could not ask git which protected paths " + ref + " (" + now +
-                  ") changes in " + top + "; look at it before a checkout there");
-      continue;
-    }
+    // What git could not read is refused too (fail closed).
+    if (!d.ran && names.empty() && !git_binary().empty())
+      names.push_back("(what git could not read: " + now.substr(0, 12) + ")");
     if (names.empty()) continue;
     const std::string keep = "refs/comet-refused/" + c.id + "/" + ref;
     const bool kept = run_git(top, c.uid, c.gid, {"update-ref", keep, now}).ran;
