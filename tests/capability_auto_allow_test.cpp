@@ -605,7 +605,7 @@ TEST(AutoAllow, GitEnvironmentSetEarlierInTheScript) {
       // controls
       {sh("export FOO=1; git push origin main"), ""},
       {sh("export GIT_AUTHOR_NAME=x; git commit -m y"), ""},
-      {sh("cd sub && git push origin main"), ""},
+      {sh("cd sub && git status && cd .. && git push origin main"), ""},
       {sh("printf '%s\\n' HOME; git status"), ""},
   });
 }
@@ -644,9 +644,16 @@ TEST(AutoAllow, GitConfigSourcesChangedForThePush) {
       {sh("cd \"$D\" && git push"), "ask"},
       {{"git", "-C", "/srv/other", "push"}, "ask"},
       {{"git", "-C", "..", "push", "origin", "main"}, "ask"},
-      // ... and inside it stays a plain push
-      {{"git", "-C", "sub", "push", "origin", "main"}, ""},
-      {sh("cd src && git push origin main"), ""},
+      // ... and so does one from below its top (a repository moved or
+      // linked there: red team round 21)
+      {{"git", "-C", "sub", "push", "origin", "main"}, "ask"},
+      {sh("cd src && git push origin main"), "ask"},
+      {sh("ln -s /tmp/r lnk; git -C lnk push"), "ask"},
+      {sh("ln -s /tmp/r/.git .git2; git push"), "protected-path-write"},
+      {sh("flock /tmp/f -c 'cd /tmp/r && git push'"), "ask"},
+      {sh("mv /tmp/r ./r && cd r && git push"), "ask"},
+      {{"git", "-C", ".", "push", "origin", "main"}, ""},
+      {sh("cd src && make && cd .. && git push origin main"), ""},
       // a glob can spell +main or :main from a file's name
       {sh("touch ./+main; git push origin ?main"), "ask"},
       {sh("git push origin [+]main"), "ask"},
@@ -802,18 +809,20 @@ TEST(AutoAllow, BashEvaluatesTextAsCode) {
       {sh("[[ 0 -lt \"a[\\`git push -f\\`]\" ]]"), "ask"},
       {sh("[[ -v 'a[$(git push -f)]' ]]"), "ask"},
       {sh("test -v 'a[$(git push -f)]'"), "ask"},
-      {sh("unset 'a[$(git push -f)]'"), "ask"},
-      {sh("unset -v 'a[$(git push -f)]'"), "ask"},
+      // (since red team round 21 a quoted word naming a floor command is
+      // read as a script where bash takes it as a command's: on the floor)
+      {sh("unset 'a[$(git push -f)]'"), "git-push-force"},
+      {sh("unset -v 'a[$(git push -f)]'"), "git-push-force"},
       {sh("declare -a a='([$(git push -f)]=1)'"), "ask"},
-      {sh("declare 'a[$(git push -f)]=1'"), "ask"},
-      {sh("local -i 'n=a[$(git push -f)]'"), "ask"},
+      {sh("declare 'a[$(git push -f)]=1'"), "git-push-force"},
+      {sh("local -i 'n=a[$(git push -f)]'"), "git-push-force"},
       {sh("declare -i x; x='a[$(git push -f)]'"), "ask"},
       {sh("x='b[$(git push -f)]'; typeset -i y=x"), "ask"},
       {sh("declare -i n=0; n+=1; echo $n"), ""},
-      {sh("export 'a[$(git push -f)]'"), "ask"},
+      {sh("export 'a[$(git push -f)]'"), "git-push-force"},
       {sh("printf -v 'a[$(git push -f)]' %s 1"), "ask"},
-      {sh("read 'a[$(git push -f)]' < /dev/null"), "ask"},
-      {sh("let 'a[$(git push -f)]=1'"), "ask"},
+      {sh("read 'a[$(git push -f)]' < /dev/null"), "git-push-force"},
+      {sh("let 'a[$(git push -f)]=1'"), "git-push-force"},
       {sh("echo $[ a[1] ]; x='a[$(git push -f)]'; echo $[x]"), "ask"},
       {sh("echo ${a[$(git push -f)]}"), "git-push-force"},
       {sh("echo \"${@:$(git push -f)}\""), "git-push-force"},
@@ -827,7 +836,7 @@ TEST(AutoAllow, BashEvaluatesTextAsCode) {
       {sh("x='a[$(git push -f)]'; echo ${b[x]}"), "ask"},
       {sh("x='a[$(git push -f)]'; printf -v \"$x\" 1"), "ask"},
       {sh("read x < f; echo $((x))"), "ask"},
-      {sh("for x in 'a[$(git push -f)]'; do echo $((x)); done"), "ask"},
+      {sh("for x in 'a[$(git push -f)]'; do echo $((x)); done"), "git-push-force"},
       {sh("x=$(cat f); echo ${s:x}"), "ask"},
       {sh("echo $(( $1 + 1 ))"), "ask"},
       {sh("a[x]=1; x='b[$(git push -f)]'"), "ask"},

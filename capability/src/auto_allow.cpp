@@ -142,7 +142,26 @@ void analyse_runners(Analysis& an, const Unwrapped& u, const std::string& n,
     const std::size_t blank = w.text.find_first_of(" \t\n;|&");
     if (blank != std::string::npos) {
       const std::string first = w.text.substr(0, w.text.find_first_of(" \t\n"));
-      if (floor_command(base_name(first))) analyse_script(an, w.text, cwd, depth + 1);
+      // a script if any of its words is a command the floor has a rule for
+      // (red team round 21: `flock F -c "cd /tmp/r && git push"`)
+      bool names_one = false;
+      for (std::size_t at = 0; at < w.text.size() && !names_one;) {
+        const std::size_t b = w.text.find_first_not_of(" \t\n;|&()", at);
+        if (b == std::string::npos) break;
+        const std::size_t e = w.text.find_first_of(" \t\n;|&()", b);
+        names_one = floor_command(base_name(w.text.substr(b, e == std::string::npos ? e : e - b)));
+        at = e;
+      }
+      // (one whose first word is no such command is read only if it is
+      // shell: python3 -c 'import os; os.system(...)' is not)
+      if (names_one && !floor_command(base_name(first))) {
+        try {
+          (void)parse_script(w.text, depth + 1);
+        } catch (const ParseError&) {
+          names_one = false;
+        }
+      }
+      if (names_one) analyse_script(an, w.text, cwd, depth + 1);
       continue;
     }
     if (!floor_command(base_name(w.text))) continue;
@@ -492,7 +511,7 @@ Verdict can_auto_allow(const std::vector<std::string>& argv, const ResolvedProfi
   v.command = argv;
   v.profile = profile.name;
   v.confined = profile.sandboxed;
-  Analysis an{floor, ctx, std::nullopt, "", {}, {}, "", "", {}, {}, {}, {}, "", ""};
+  Analysis an{floor, ctx, std::nullopt, "", {}, {}, "", "", {}, {}, {}, {}, "", "", false};
   // Not the names protected only while another path is missing (the
   // bare-repository names without .git): the floor cannot know.
   for (const std::string& e : profile.protect)

@@ -563,15 +563,17 @@ void rule_git(Analysis& an, const Unwrapped& u, const std::optional<std::string>
   }
   if (sub == "push") {
     rule_push_words(an, v, i);
-    // The workspace's repositories have their config protected, read by
+    // The workspace's own repository has its config protected, read by
     // this verdict; another one's (unpacked or fetched into /tmp by the
-    // same script: python3 -m tarfile, wget -r, red team round 20) can make
-    // the push a mirror or a forced one.
-    if (!an.done() &&
-        (!dir || an.ctx.workspace.empty() || !detail::path_under(*dir, an.ctx.workspace)))
+    // same script: python3 -m tarfile, wget -r, red team round 20; or moved
+    // or linked into the workspace: round 21) can make the push a mirror or
+    // a forced one. So a push runs at the workspace's top, or asks.
+    if (!an.done() && (!dir || an.ctx.workspace.empty() || *dir != an.ctx.workspace))
       an.unanalysable = "git push from " + (dir ? *dir : std::string("a directory not known")) +
-                        ", outside the workspace (a repository whose config the sandbox does "
-                        "not protect)";
+                        ", not the workspace's top (its repository's config may not be one the "
+                        "sandbox protects)";
+    else if (!an.done())
+      an.pushed = true;
     return;
   }
   if (!any.empty()) {

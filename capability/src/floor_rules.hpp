@@ -53,6 +53,7 @@ struct Analysis {
   std::vector<std::string> code_vars;    // variables given a value that is not a plain number
   std::string made_link;                 // a symlink the script makes (ln -s)
   std::string recursive_rm;              // an rm -r the script runs
+  bool pushed = false;                   // a git push the floor let through
 
   bool enabled(const char* id) const {
     return std::find(floor.builtin.begin(), floor.builtin.end(), id) != floor.builtin.end();

@@ -289,6 +289,11 @@ void finish_state(Analysis& an) {
       return;
     }
   }
+  if (!an.made_link.empty() && an.pushed) {
+    an.unanalysable = "git push in a script that makes a symlink (" + an.made_link +
+                      "): the repository it pushes from may not be the workspace's";
+    return;
+  }
   if (!an.made_link.empty() && !an.recursive_rm.empty()) {
     an.hit("rm-rf-outside-workspace", an.recursive_rm + " in a script that makes a symlink (" +
                                           an.made_link +
