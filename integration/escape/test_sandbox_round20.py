@@ -189,3 +189,71 @@ def test_a_first_ordinary_commit_in_a_fresh_repository_is_kept(sandbox, workdir)
     res, _ = sandbox(ws, "echo a > a && git add a && git commit -qm first && echo committed")
     assert "committed" in res.out, res
     assert head(ws) != "" and refused_refs(ws) == [], res.err
+
+
+# ---- red team round 21 (against bf881cd): past the history check ----------
+
+PLANT = ("b=$(echo 'touch /tmp/y' | git hash-object -w --stdin); "
+         "t=$( (git ls-tree HEAD; printf '100644 blob %s\\t.envrc\\n' $b) | git mktree); "
+         "C=$(git commit-tree $t -p HEAD -m planted); ")
+
+
+@pytest.mark.parametrize("route", [
+    # a symbolic ref to what the check keeps
+    PLANT + "git update-ref refs/comet-refused/x $C && "
+            "git symbolic-ref refs/heads/g refs/comet-refused/x",
+    # a lock the command leaves behind, so that git cannot put the ref back
+    PLANT + "git update-ref refs/heads/f $C && touch .git/refs/heads/f.lock",
+    # an entry out of order in a packed-refs that says it is sorted
+    PLANT + "git pack-refs --all && printf '%s refs/heads/a\\n' $C >> .git/packed-refs",
+    # a .git/shallow that makes git fail
+    PLANT + "git update-ref refs/heads/f $C && echo junk > .git/shallow",
+    # a ref moved there and back: only the reflog names it
+    PLANT + "H=$(git rev-parse HEAD) && git update-ref refs/heads/$(git branch --show-current) $C "
+            "&& git update-ref refs/heads/$(git branch --show-current) $H",
+])
+def test_refs_the_check_could_not_put_back_are_put_back(sandbox, repo, route):
+    before = git(repo, "rev-parse", "HEAD").stdout.strip()
+    res, _ = sandbox(repo, route + "; echo rc=$?")
+    assert "rc=0" in res.out, res
+    (repo / ".git" / "shallow").unlink(missing_ok=True)  # what a user repairs first
+    assert head(repo) == before
+    refs = git(repo, "for-each-ref", "--format=%(refname)").stdout.split()
+    for ref in [r for r in refs if not r.startswith("refs/comet-refused/")] + ["HEAD@{1}"]:
+        names = git(repo, "ls-tree", "-r", "--name-only", ref, check=False).stdout.split()
+        assert ".envrc" not in names, ref
+    for ref in ("f", "g", "a", "HEAD@{1}"):
+        git(repo, "checkout", "-q", ref, check=False)
+        git(repo, "reset", "-q", "--hard", ref, check=False)
+        assert not (repo / ".envrc").exists(), ref
+
+
+def test_a_rewritten_reflog_is_removed(sandbox, repo):
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-qm", "second")
+    res, _ = sandbox(repo, PLANT.replace("-p HEAD ", "") +
+                     "P=$(git rev-parse HEAD~1); H=$(git rev-parse HEAD); "
+                     "sed -i \"s/^$P $H/$C $H/\" .git/logs/HEAD && echo edited")
+    assert "edited" in res.out, res
+    git(repo, "reset", "-q", "--hard", "HEAD@{1}", check=False)
+    assert not (repo / ".envrc").exists()
+
+
+def test_the_reflog_of_ordinary_commits_is_kept(sandbox, repo):
+    res, _ = sandbox(repo, "echo b > b.txt && git add b.txt && git commit -qm b && echo ok")
+    assert "ok" in res.out, res
+    log = git(repo, "reflog", "--format=%gs").stdout
+    assert "commit: b" in log, log
+
+
+def test_refs_moved_to_commits_that_were_there_are_kept(sandbox, repo):
+    (repo / "c.txt").write_text("c\n")
+    git(repo, "add", "c.txt")
+    git(repo, "commit", "-qm", "two")
+    res, evs = sandbox(repo, "git branch x && git reset -q --hard HEAD~1 && git tag t1 && echo ok")
+    assert "ok" in res.out, res
+    refs = git(repo, "for-each-ref", "--format=%(refname)").stdout.split()
+    assert "refs/heads/x" in refs and "refs/tags/t1" in refs, refs
+    assert git(repo, "show", "-s", "--format=%s", "HEAD").stdout.strip() == "init"
+    assert [e for e in evs if e.get("surface") == "fs.write"] == [], evs

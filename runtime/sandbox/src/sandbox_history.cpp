@@ -154,6 +154,10 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
   return r;
 }
 
+// The names `diff-tree --stdin -z` prints for tree pairs: each pair is
+// echoed ("T1 T2\n") before its NUL-separated names.
+std::vector<std::string> changed_names(const std::string& out);
+
 // NUL-separated names, as -z prints them.
 std::vector<std::string> names_of(const std::string& out) {
   std::vector<std::string> v;
@@ -165,6 +169,15 @@ std::vector<std::string> names_of(const std::string& out) {
     at = end + 1;
   }
   return v;
+}
+
+std::vector<std::string> changed_names(const std::string& out) {
+  std::vector<std::string> names;
+  for (std::string n : names_of(out)) {
+    for (std::size_t nl; (nl = n.find('\n')) != std::string::npos && nl >= 81;) n.erase(0, nl + 1);
+    if (!n.empty()) names.push_back(n);
+  }
+  return names;
 }
 
 void report(const std::string& id, const std::string& events_dir, const std::string& deliver,
@@ -229,8 +242,29 @@ void loose_refs(const std::string& dir, const std::string& name, int depth, RefS
       loose_refs(dir + "/" + n, name + "/" + n, depth + 1, out);
     } else if (auto t = read_file(dir + "/" + n); t.ok()) {
       const std::string id = first_line(*t);
-      if (all_hex(id)) out[name + "/" + n] = id;
+      // an id, or a symbolic ref as its text ("ref: refs/...")
+      if (all_hex(id) || id.rfind("ref: ", 0) == 0) out[name + "/" + n] = id;
     }
+  }
+}
+
+// The reflogs' sizes, as "#N" under "logs/..." (the entries a run
+// appends are looked at: red team round 21, `git reset --hard HEAD@{1}`).
+void reflog_sizes(const std::string& dir, const std::string& name, int depth, RefSnapshot& out) {
+  if (depth > 16 || out.size() >= 8192) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> subs;
+  while (struct dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') subs.emplace_back(e->d_name);
+  ::closedir(d);
+  for (const auto& n : subs) {
+    struct stat st;
+    if (::lstat((dir + "/" + n).c_str(), &st) < 0) continue;
+    if (S_ISDIR(st.st_mode))
+      reflog_sizes(dir + "/" + n, name + "/" + n, depth + 1, out);
+    else if (S_ISREG(st.st_mode))
+      out[name + "/" + n] = "#" + std::to_string(st.st_size) + ":" + std::to_string(st.st_ino);
   }
 }
 
@@ -252,6 +286,7 @@ RefSnapshot ref_snapshot(const std::string& git_dir) {
     }
   }
   loose_refs(git_dir + "/refs", "refs", 0, m);
+  reflog_sizes(git_dir + "/logs", "logs", 0, m);
   // HEAD when detached, and the pseudo-refs a later `git reset --hard
   // ORIG_HEAD`, `git merge FETCH_HEAD` or `git commit` in a merge takes.
   for (const char* n : {"HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
@@ -263,6 +298,110 @@ RefSnapshot ref_snapshot(const std::string& git_dir) {
     }
   return m;
 }
+
+namespace {
+
+// REF set to VALUE ("" for gone) in GIT_DIR's files themselves: its loose
+// file removed, and packed-refs rewritten (its owner and mode kept, without
+// the "sorted" trait, whose binary search missed an entry out of order).
+bool rewrite_ref_files(const std::string& g, const std::string& ref, const std::string& value) {
+  (void)::unlink((g + "/" + ref).c_str());
+  const std::string pr = g + "/packed-refs";
+  struct stat st;
+  auto text = read_file(pr);
+  if (!text.ok() || ::lstat(pr.c_str(), &st) < 0) return value.empty();
+  std::string out;
+  bool skip_peel = false;
+  std::size_t at = 0;
+  while (at < text->size()) {
+    const std::size_t e = text->find('\n', at);
+    std::string line = text->substr(at, e == std::string::npos ? e : e - at);
+    at = e == std::string::npos ? text->size() : e + 1;
+    if (line.rfind("# pack-refs with:", 0) == 0) {
+      if (auto k = line.find(" sorted"); k != std::string::npos) line.erase(k, 7);
+    } else if (!line.empty() && line[0] == '^') {
+      if (skip_peel) continue;
+    } else {
+      const std::size_t sp = line.find(' ');
+      skip_peel = sp != std::string::npos && line.compare(sp + 1, std::string::npos, ref) == 0;
+      if (skip_peel) continue;
+    }
+    out += line + "\n";
+  }
+  if (!value.empty() && all_hex(value)) out += value + " " + ref + "\n";
+  const std::string tmp = pr + ".comet-" + random_hex(4);
+  if (!write_file_atomic(tmp, out, st.st_mode & 07777, Sync::none).ok()) return false;
+  if (::chown(tmp.c_str(), st.st_uid, st.st_gid) < 0 || ::rename(tmp.c_str(), pr.c_str()) < 0) {
+    (void)::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// What the run appended to each reflog (after the refs were put back):
+// entries naming commits no ref had that change a protected path are cut
+// off again, so `git reset --hard HEAD@{1}` cannot bring one back.
+template <typename Ask>
+void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::string& top,
+                   const std::string& base, Ask&& ask) {
+  for (const auto& [key, size] : ref_snapshot(g)) {
+    if (key.rfind("logs/", 0) != 0) continue;
+    auto was = c.refs_before.find(key);
+    long long before = was == c.refs_before.end() ? 0 : std::atoll(was->second.c_str() + 1);
+    const long long now = std::atoll(size.c_str() + 1);
+    const bool same_file = was == c.refs_before.end() ||
+                           was->second.substr(was->second.find(':')) == size.substr(size.find(':'));
+    if (same_file && now <= before) continue;
+    // rewritten (another file renamed over it, or made shorter): all of it
+    if (!same_file || now < before) before = 0;
+    auto text = read_file(g + "/" + key);
+    if (!text.ok() || static_cast<long long>(text->size()) < before) continue;
+    std::string ids;
+    for (std::size_t at = static_cast<std::size_t>(before); at < text->size();) {
+      const std::size_t e = text->find('\n', at);
+      const std::string line = text->substr(at, e == std::string::npos ? e : e - at);
+      at = e == std::string::npos ? text->size() : e + 1;
+      const std::size_t sp = line.find(' ');
+      if (sp == std::string::npos) continue;
+      const std::size_t sp2 = line.find(' ', sp + 1);
+      for (const std::string& id : {line.substr(0, sp), line.substr(sp + 1, sp2 - sp - 1)})
+        if (all_hex(id) && id.find_first_not_of('0') != std::string::npos) ids += id + "\n";
+    }
+    if (ids.empty()) continue;
+    for (const auto& [r, id] : c.refs_before)
+      if (all_hex(id)) ids += "^" + id + "\n";
+    GitRun revs = run_git(top, c.uid, c.gid,
+                          {"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, ids);
+    GitRun bt = run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", base + "^{tree}"});
+    const std::string from_tree = c.head_before.empty() ? base : first_line(bt.out);
+    std::string pairs;
+    for (std::size_t at = 0; at < revs.out.size();) {
+      const std::size_t e = revs.out.find('\n', at);
+      const std::string t = revs.out.substr(at, e == std::string::npos ? e : e - at);
+      if (all_hex(t)) pairs += t + " " + from_tree + "\n";
+      at = e == std::string::npos ? revs.out.size() : e + 1;
+    }
+    bool bad = !revs.ran || !all_hex(from_tree);
+    if (!bad && !pairs.empty()) {
+      GitRun d = ask(pairs);
+      bad = !d.ran || !changed_names(d.out).empty();
+    }
+    if (!bad) continue;
+    const std::string file = g + "/" + key;
+    const bool cut = before == 0 ? ::unlink(file.c_str()) == 0
+                                 : ::truncate(file.c_str(), static_cast<off_t>(before)) == 0;
+    // (a rewritten reflog is removed whole: what it said before is gone)
+    log::warn("sandbox: the reflog " + file + " names commits that change protected paths; " +
+              (cut ? "the run's entries removed" : "could not remove the run's entries"));
+    report(c.id, c.events_dir, c.deliver, file);
+  }
+}
+
+}  // namespace
 
 void check_git_history(const GitHistoryCheck& c) {
   if (c.own.empty()) return;
@@ -305,12 +444,61 @@ void check_git_history(const GitHistoryCheck& c) {
     args.insert(args.end(), specs.begin(), specs.end());
     return run_git(top, c.uid, c.gid, std::move(args));
   };
-  for (const auto& [ref, now] : ref_snapshot(g)) {
+  // Many refs changed (a fetch of tags): first all of them at once against
+  // HEAD as it was; only when that finds something, one by one.
+  const RefSnapshot after = ref_snapshot(g);
+  std::vector<std::pair<std::string, std::string>> changed;
+  for (const auto& [ref, now] : after) {
     auto was = c.refs_before.find(ref);
-    if (ref.rfind("refs/comet-refused/", 0) == 0 ||
+    if (ref.rfind("logs/", 0) == 0 || ref.rfind("refs/comet-refused/" + c.id + "/", 0) == 0 ||
         (was != c.refs_before.end() && was->second == now))
       continue;
-    const std::string from = was != c.refs_before.end() ? was->second : base;
+    changed.emplace_back(ref, now);
+  }
+  if (changed.size() > 8) {
+    std::string revs_in, tips_in;
+    bool plain = true;
+    for (const auto& [ref, now] : changed) {
+      plain = plain && all_hex(now) && ref.rfind("refs/replace/", 0) != 0;
+      revs_in += now + "\n";
+      tips_in += now + "^{tree}\n";
+    }
+    for (const auto& [r, id] : c.refs_before)
+      if (all_hex(id)) revs_in += "^" + id + "\n";
+    GitRun revs =
+        plain ? run_git(top, c.uid, c.gid,
+                        {"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, revs_in)
+              : GitRun{};
+    GitRun tips =
+        plain ? run_git(top, c.uid, c.gid, {"cat-file", "--batch-check=%(objectname)"}, tips_in)
+              : GitRun{};
+    GitRun bt = c.head_before.empty()
+                    ? GitRun{true, false, base + "\n"}
+                    : run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", base + "^{tree}"});
+    const std::string base_tree = first_line(bt.out);
+    std::string pairs;
+    for (const std::string* o : {&revs.out, &tips.out})
+      for (std::size_t at = 0; at < o->size();) {
+        const std::size_t e = o->find('\n', at);
+        const std::string t = o->substr(at, e == std::string::npos ? e : e - at);
+        if (all_hex(t)) pairs += t + " " + base_tree + "\n";
+        at = e == std::string::npos ? o->size() : e + 1;
+      }
+    std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
+                                   "--name-only", "-z",      "--"};
+    dt.insert(dt.end(), specs.begin(), specs.end());
+    const bool clean = plain && revs.ran && tips.ran && !revs.cut && all_hex(base_tree) &&
+                       tips.out.find("missing") == std::string::npos && [&] {
+                         GitRun d = run_git(top, c.uid, c.gid, dt, pairs);
+                         return d.ran && !d.cut && changed_names(d.out).empty();
+                       }();
+    if (clean) changed.clear();
+  }
+  for (const auto& [ref, now] : changed) {
+    auto was = c.refs_before.find(ref);
+    const bool symbolic = now.rfind("ref: ", 0) == 0;
+    const std::string from =
+        was != c.refs_before.end() && all_hex(was->second) ? was->second : base;
     // Every commit the ref brings that no ref had, its tree against FROM's:
     // a commit in the middle, or a stash's untracked-files parent, is what
     // a later checkout of it (or `git stash pop`) writes, as much as the tip.
@@ -331,22 +519,23 @@ void check_git_history(const GitHistoryCheck& c) {
       if (e == std::string::npos) break;
       at = e + 1;
     }
-    // (not a commit: a tree or a blob the ref names, itself against FROM)
-    if (!revs.ran) pairs = now + " " + from_tree + "\n";
+    // The tip's own tree too (a ref moved to a commit some ref had: git
+    // branch x, reset --hard HEAD~1, or one the check refused before); a
+    // tree or blob the ref names is itself.
+    GitRun tip = run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", now + "^{tree}"});
+    const std::string tip_tree = tip.ran ? first_line(tip.out) : now;
+    if (all_hex(tip_tree)) pairs += tip_tree + " " + from_tree + "\n";
     std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
                                    "--name-only", "-z",      "--"};
     dt.insert(dt.end(), specs.begin(), specs.end());
     GitRun d = all_hex(from_tree) && !pairs.empty() && !revs.cut
                    ? run_git(top, c.uid, c.gid, dt, pairs)
-                   : GitRun{!pairs.empty() || !revs.ran, revs.cut, {}};
-    // each pair is echoed ("T1 T2\n") before its names
-    std::vector<std::string> names;
-    for (std::string n : names_of(d.out)) {
-      for (std::size_t nl; (nl = n.find('\n')) != std::string::npos && nl >= 81;)
-        n.erase(0, nl + 1);
-      if (!n.empty()) names.push_back(n);
-    }
+                   : GitRun{false, revs.cut, {}};
+    std::vector<std::string> names = changed_names(d.out);
     if (d.cut) names.insert(names.begin(), "(too many commits to look at)");
+    // A symbolic ref made or moved (to a refused commit's keeping ref, or
+    // anywhere: red team round 21): never the command's to add.
+    if (symbolic) names = {"(a symbolic " + now + ")"};
     // A replace ref changes what an object (a commit, a tree: HEAD's own)
     // means to the host's git: never the command's to add (red team 21).
     if (ref.rfind("refs/replace/", 0) == 0)
@@ -357,30 +546,58 @@ void check_git_history(const GitHistoryCheck& c) {
       names.push_back("(what git could not read: " + now.substr(0, 12) + ")");
     if (names.empty()) continue;
     const std::string keep = "refs/comet-refused/" + c.id + "/" + ref;
-    const bool kept = run_git(top, c.uid, c.gid, {"update-ref", keep, now}).ran;
+    const bool kept = symbolic || run_git(top, c.uid, c.gid, {"update-ref", keep, now}).ran;
     const bool pseudo = ref.rfind("refs/", 0) != 0 && ref != "HEAD";
+    const bool existed = was != c.refs_before.end();
+    auto is_back = [&] {
+      const RefSnapshot again = ref_snapshot(g);
+      auto it = again.find(ref);
+      return existed ? it != again.end() && it->second == was->second : it == again.end();
+    };
     bool back = false;
-    if (kept && pseudo) {
+    if (pseudo) {
       // ORIG_HEAD, FETCH_HEAD, ...: a file of git's, removed
       back = ::unlink((g + "/" + ref).c_str()) == 0;
-    } else if (kept) {
-      std::vector<std::string> undo = {"update-ref", "-m", "comet-runtime sandbox: refused"};
-      if (ref == "HEAD") undo.push_back("--no-deref");
-      if (was == c.refs_before.end())
-        undo = {"update-ref", "-d", ref, now};
+    } else {
+      std::vector<std::string> undo;
+      if (existed && was->second.rfind("ref: ", 0) == 0)
+        undo = {"symbolic-ref", ref, was->second.substr(5)};
+      else if (existed)
+        undo = {"update-ref", "--no-deref", ref, was->second};
+      else if (symbolic)
+        undo = {"symbolic-ref", "--delete", ref};
       else
-        undo.insert(undo.end(), {ref, was->second, now});
-      back = run_git(top, c.uid, c.gid, undo).ran;
+        undo = {"update-ref", "--no-deref", "-d", ref};
+      for (int attempt = 0; attempt < 2 && !back; ++attempt) {
+        back = run_git(top, c.uid, c.gid, undo).ran && is_back();
+        // a lock the command left (red team round 21) is no git's at work
+        if (!back && attempt == 0) {
+          (void)::unlink((g + "/" + ref + ".lock").c_str());
+          (void)::unlink((g + "/packed-refs.lock").c_str());
+        }
+      }
+      // git cannot find it (packed-refs out of its "sorted" order): the
+      // files themselves, the loose one gone and packed-refs rewritten
+      if (!back) back = rewrite_ref_files(g, ref, existed ? was->second : "") && is_back();
     }
     log::warn("sandbox: " + ref + " in " + top + " now changes the protected " + names.front() +
               (names.size() > 1 ? " (and " + std::to_string(names.size() - 1) + " more)" : "") +
               ", which the host's git would write at a checkout; " +
               (!back ? "could not put it back: do not check it out"
-               : was == c.refs_before.end() || pseudo
-                   ? "removed, its commits kept as " + keep
-                   : "put back to " + was->second.substr(0, 12) + ", its commits kept as " + keep));
+               : !existed || pseudo
+                   ? "removed" + (symbolic ? std::string()
+                                  : kept   ? ", its commits kept as " + keep
+                                           : ", its tip was " + now)
+                   : "put back to " + was->second.substr(0, 12) +
+                         (kept ? ", its commits kept as " + keep : ", its tip was " + now)));
     report(c.id, c.events_dir, c.deliver, top + "/" + names.front() + " (" + ref + " " + now + ")");
   }
+  check_reflogs(c, g, top, base, [&](const std::string& pairs) {
+    std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
+                                   "--name-only", "-z",      "--"};
+    dt.insert(dt.end(), specs.begin(), specs.end());
+    return run_git(top, c.uid, c.gid, dt, pairs);
+  });
   struct stat st;
   if (!index_changed || ::lstat(idx.c_str(), &st) < 0) return;  // moved aside already
   const std::string head = head_commit(g);
