@@ -128,6 +128,19 @@ def test_protected_paths_are_refused(user, ws):
     assert erofs == {str(ws / ".git/config"), str(ws / ".git/hooks/x")}, events
 
 
+def test_a_protected_file_moved_or_linked_is_reported(user, ws):
+    # red team round 21: the protected mount answers EXDEV to a rename or a
+    # hard link of it; without fs events neither was reported
+    git_repo(user, ws)
+    r = sh(user, ws, "mv .git/config x; ln .git/config hl; mkdir d; mv d /tmp/d; echo done",
+           extra=("--events", str(user.home / "ev2.jsonl")))
+    assert "done" in r.stdout, r.stderr
+    events = [json.loads(x) for x in (user.home / "ev2.jsonl").read_text().splitlines()]
+    got = sorted((e["errno"], e["matched_entry"]) for e in events)
+    assert got == [("EXDEV", str(ws / ".git/config"))] * 2, events  # not the mv to /tmp
+    assert (ws / ".git/config").exists() and not (ws / "hl").exists()
+
+
 def test_a_gitlinks_fsmonitor_is_protected(user, ws):
     # Red team round 11 (rootless too): a nested repository's config was
     # never read; the host's plain `git status` ran what the sandbox wrote

@@ -794,6 +794,15 @@ static long prot_refused(struct cstate* S, long dirfd, const char* name) {
   return prot_refused_path(S, p, n + k);
 }
 
+/* Whether the path P (n bytes) is a protected entry or below one. */
+static int prot_named(struct cstate* S, const char* p, long n) {
+  for (char** g = prot; g && *g; g++) {
+    const char* e = *g + ((*g)[0] == '=' || (*g)[0] == '^');
+    if (prot_prefix(e, p, n) > 0) return 1;
+  }
+  return 0;
+}
+
 static int judge(struct cstate* S, long dirfd, const char* name) {
   if (on_private_fs(S, dirfd)) return 0;
   long nl = slen(name);
@@ -1113,6 +1122,11 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
         k += put_num(l + k, old);
         l[k] = 0;
         ret = sys6(NR_linkat, AT_FDCWD_, (long)l, b, (long)n2, AT_SYMLINK_FOLLOW_, 0);
+        /* a protected file's own mount answers EXDEV: named for the reporter */
+        if (ret == -18 && (n = fd_path(old, op, sizeof op)) > 0 && prot_named(S, op, n)) {
+          refuse_at(S, op, n);
+          rp.refused = 3;
+        }
       }
       if (own_old) closefd(old);
       break;
@@ -1162,12 +1176,16 @@ static long do_call(struct cstate* S, long d1, long d2, int* outfd) {
       if (b < 0) ret = b;
       break;
   }
-  if (ret == -30 && !rp.refused && (a >= 0 || b >= 0)) { /* a protected mount's answer */
+  /* a protected mount's answer (EBUSY or EXDEV: a rename of one) */
+  if (ret == -30 && !rp.refused && (a >= 0 || b >= 0)) {
     if (rq.op == OP_SYMLINK || b < 0)
       refuse_name(S, a, rq.op == OP_SYMLINK ? n2 : n1);
     else
       refuse_name(S, b, n2);
     rp.refused = 3;
+  } else if ((ret == -16 || ret == -18) && rq.op == OP_RENAME && !rp.refused && a >= 0) {
+    refuse_name(S, a, n1);
+    rp.refused = prot_named(S, rp.where, slen(rp.where)) ? 3 : 0;
   }
   closefd(a);
   closefd(b);

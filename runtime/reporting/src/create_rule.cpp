@@ -250,7 +250,7 @@ CreateOutcome create_rule_judge(CreateRuleState& st, const struct seccomp_notif&
   CreateOutcome o;
   o.ret = rep.ret;
   o.refused = rep.refused == 1;
-  o.erofs = rep.refused == 3 && rep.ret == -EROFS;
+  o.erofs = rep.refused == 3 && rep.ret < 0;
   if (o.refused || o.erofs) o.where.assign(rep.where, strnlen(rep.where, sizeof rep.where));
   if (rq->op == kCreateOpen && rep.ret >= 0) {
     if (!got) return fail(EACCES);

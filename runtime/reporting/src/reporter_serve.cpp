@@ -270,9 +270,9 @@ void Reporter::on_git_call(const struct seccomp_notif& req, NotifAnswer& ans) {
     std::uint64_t noargs[6] = {};
     violations::Event e =
         event("fs.write", c.where, violations::classify(req.data.nr, noargs).syscall,
-              static_cast<int>(req.pid), EROFS);
+              static_cast<int>(req.pid), static_cast<int>(-c.ret));
     e.matched_entry = c.where;
-    ans.refuse(EROFS);
+    ans.refuse(static_cast<int>(-c.ret));
     emit(e, &ans);
   } else if (c.fd >= 0) {
     ans.send_fd(c.fd, c.cloexec);

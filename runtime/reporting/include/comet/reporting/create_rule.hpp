@@ -81,7 +81,9 @@ struct CreateOutcome {
   int fd = -1;        // an open's fd (owned by the caller): ADDFD it
   bool cloexec = false;
   bool refused = false;
-  bool erofs = false;  // EROFS at the protected path in where (CreateReply::refused 3)
+  // EROFS (or a rename's EBUSY) at the protected path in where
+  // (CreateReply::refused 3): the fs events report it where there are any
+  bool erofs = false;
   std::string where;
 };
 
