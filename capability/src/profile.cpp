@@ -90,6 +90,10 @@ const std::vector<std::string> kProtectedWorkspace = {
     // obeys them where .git/config does not name the remote (red team 5)
     ".git/remotes/",
     ".git/branches/",
+    // other object stores git reads objects from, unchecked (red team
+    // round 21's object forgery, by a side door)
+    ".git/objects/info/alternates",
+    ".git/objects/info/http-alternates",
     ".git/modules/*/config",
     ".git/modules/*/config.worktree",
     ".git/modules/*/commondir",

@@ -257,3 +257,38 @@ def test_refs_moved_to_commits_that_were_there_are_kept(sandbox, repo):
     assert "refs/heads/x" in refs and "refs/tags/t1" in refs, refs
     assert git(repo, "show", "-s", "--format=%s", "HEAD").stdout.strip() == "init"
     assert [e for e in evs if e.get("surface") == "fs.write"] == [], evs
+
+
+PATCH_GRAPH = r"""
+import subprocess, sys
+def g(*a, **k):
+    return subprocess.run(["git", *a], capture_output=True, text=True, check=True, **k).stdout.strip()
+t = g("rev-parse", "HEAD^{tree}")
+b = g("hash-object", "-w", "--stdin", input="touch /tmp/y\n")
+t2 = g("mktree", input=g("ls-tree", "HEAD") + "\n100644 blob %s\t.envrc\n" % b)
+g("commit-graph", "write", "--reachable")
+p = ".git/objects/info/commit-graph"
+d = open(p, "rb").read()
+i = d.find(bytes.fromhex(t))
+open(p + ".new", "wb").write(d[:i] + bytes.fromhex(t2) + d[i + len(t2) // 2:])
+import os
+os.replace(p + ".new", p)
+print("patched", i)
+"""
+
+
+def test_a_commit_graph_the_run_made_is_removed(sandbox, repo):
+    # a commit-graph maps HEAD's commit to another tree, and the host's git
+    # believes it (`git status` showed `D .envrc`; `git restore` wrote it)
+    res, _ = sandbox(repo, ["python3", "-c", PATCH_GRAPH])
+    assert "patched" in res.out, res
+    assert not (repo / ".git/objects/info/commit-graph").exists()
+    assert git(repo, "status", "--porcelain").stdout.strip() == ""
+    git(repo, "restore", "--staged", "--worktree", ".", check=False)
+    assert not (repo / ".envrc").exists()
+
+
+def test_alternates_are_protected(sandbox, repo):
+    res, _ = sandbox(repo, "echo /tmp/elsewhere > .git/objects/info/alternates; echo rc=$?")
+    assert "rc=0" not in res.out, res
+    assert not (repo / ".git/objects/info/alternates").exists()

@@ -403,9 +403,47 @@ void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::st
 
 }  // namespace
 
+namespace {
+
+// The object store's caches that say what an object holds without it: a
+// commit-graph maps a commit to its tree, and the host's git believes it
+// (red team round 22's brief). Made or changed during the run: removed
+// (git rebuilds them).
+void drop_object_caches(const GitHistoryCheck& c, const std::string& g) {
+  auto changed = [&](const struct stat& st) {
+    return st.st_ctim.tv_sec > c.started.tv_sec ||
+           (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec >= c.started.tv_nsec);
+  };
+  std::vector<std::string> gone;
+  auto drop_if = [&](const std::string& p) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) == 0 && changed(st) && ::unlink(p.c_str()) == 0) gone.push_back(p);
+  };
+  drop_if(g + "/objects/info/commit-graph");
+  for (const std::string& dir : {g + "/objects/info/commit-graphs", g + "/objects/pack"}) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    std::vector<std::string> names;
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (dir.back() == 's' ? n[0] != '.' : n.rfind("multi-pack-index", 0) == 0)
+        names.push_back(dir + "/" + n);
+    }
+    ::closedir(d);
+    for (const auto& p : names) drop_if(p);
+  }
+  if (!gone.empty())
+    log::warn("sandbox: removed " + gone.front() +
+              (gone.size() > 1 ? " (and " + std::to_string(gone.size() - 1) + " more)" : "") +
+              ", a cache of what objects hold that the run made; git rebuilds it");
+}
+
+}  // namespace
+
 void check_git_history(const GitHistoryCheck& c) {
   if (c.own.empty()) return;
   const std::string g = c.own.front();
+  drop_object_caches(c, g);
   if (g.size() <= 5 || g.compare(g.size() - 5, 5, "/.git") != 0) return;  // bare, or a gitfile's
   const std::string top = g.substr(0, g.size() - 5);
   const std::string idx = g + "/index";

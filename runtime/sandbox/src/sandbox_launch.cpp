@@ -388,6 +388,7 @@ struct Launch {
   IndexStamps index_before;  // the git rule's last look (check_git_index)
   std::string head_before;   // and at the history (check_git_history)
   RefSnapshot refs_before;
+  struct timespec started = {};
   long pid = -1;
 
   explicit Launch(SandboxLaunch& launch) : l(launch) {}
@@ -785,6 +786,7 @@ Status clone_and_start(Launch& x) {
     if (!x.policy->git_own->empty()) {
       x.head_before = head_commit(x.policy->git_own->front());
       x.refs_before = ref_snapshot(x.policy->git_own->front());
+      ::clock_gettime(CLOCK_REALTIME, &x.started);
     }
   }
   const int ns_flags = x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP;
@@ -820,7 +822,7 @@ int wait_and_report(Launch& x) {
                       x.l.fs_view.writable);
       check_git_history({*x.policy->git_own, x.head_before, x.refs_before, x.index_before,
                          x.l.fs_view.protect, x.l.owner_uid, x.l.owner_gid, x.l.id, x.events_path,
-                         x.l.events});
+                         x.l.events, x.started});
     }
     summarize_events(x.events_path, x.l.events);
   }

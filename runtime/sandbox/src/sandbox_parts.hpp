@@ -105,6 +105,7 @@ struct GitHistoryCheck {
   uid_t uid = 0;                     // the caller, who runs git
   gid_t gid = 0;
   std::string id, events_dir, deliver;
+  struct timespec started = {};  // CLOCK_REALTIME before the command
 };
 void check_git_history(const GitHistoryCheck& c);
 
