@@ -292,3 +292,42 @@ def test_alternates_are_protected(sandbox, repo):
     res, _ = sandbox(repo, "echo /tmp/elsewhere > .git/objects/info/alternates; echo rc=$?")
     assert "rc=0" not in res.out, res
     assert not (repo / ".git/objects/info/alternates").exists()
+
+
+FORGE = r"""
+import os, subprocess, sys
+def g(*a, **k):
+    return subprocess.run(["git", *a], capture_output=True, text=True, check=True, **k).stdout.strip()
+old = g("rev-parse", "HEAD^{tree}")
+b = g("hash-object", "-w", "--stdin", input="touch /tmp/y\n")
+new = g("mktree", input=g("ls-tree", "HEAD") + "\n100644 blob %s\t.envrc\n" % b)
+src = ".git/objects/%s/%s" % (new[:2], new[2:])
+dst = ".git/objects/%s/%s" % (old[:2], old[2:])
+data = open(src, "rb").read()
+if sys.argv[1] == "rename":
+    open(dst + ".x", "wb").write(data)
+    os.rename(dst + ".x", dst)
+elif sys.argv[1] == "unlink":
+    os.unlink(dst)
+    open(dst, "wb").write(data)
+else:
+    os.chmod(dst, 0o644)
+    try:
+        open(dst, "r+b").write(data)
+    except OSError as e:
+        print("refused", e.errno)
+print("forged")
+"""
+
+
+@pytest.mark.parametrize("how", ["rename", "unlink", "inplace"])
+def test_a_rewritten_loose_object_is_not_read(sandbox, repo, how):
+    # red team round 21: HEAD's tree object rewritten to hold .envrc; git
+    # does not check an object's hash when it reads it
+    res, _ = sandbox(repo, ["python3", "-c", FORGE, how])
+    assert "forged" in res.out, res
+    if how == "inplace":
+        assert "refused 13" in res.out, res
+    git(repo, "reset", "-q", "--hard", check=False)
+    git(repo, "checkout", "-q", "--", ".", check=False)
+    assert not (repo / ".envrc").exists()

@@ -565,6 +565,23 @@ static int dir_place(struct cstate* S, long dirfd) {
 }
 static int in_foreign_git(struct cstate* S, long dirfd) { return dir_place(S, dirfd) == 1; }
 
+/* A directory of OWN's object store holding objects (objects/XX, pack):
+ * git never reopens a file there for writing (red team round 21 rewrote
+ * HEAD's tree in place). */
+static int own_objects_dir(struct cstate* S, long dirfd) {
+  char p[PATHMAX];
+  long n = fd_path(dirfd, p, sizeof p);
+  if (n < 13) return 0;
+  const char* m = "/objects/pack";
+  long i = 0;
+  while (i < 13 && p[n - 13 + i] == m[i]) i++;
+  int pack = i == 13;
+  i = 0;
+  while (i < 9 && p[n - 11 + i] == m[i]) i++;
+  if (!pack && !(i == 9 && is_hex(p[n - 2]) && is_hex(p[n - 1]))) return 0;
+  return dir_place(S, dirfd) == 2;
+}
+
 /* A file the kernel opened through a magic link (/proc/PID/fd/N): judged
  * where it is. One outside our root (the caller's terminal, a file its
  * stdout was redirected to) is not in any repository of the sandbox's. */
@@ -985,6 +1002,11 @@ static long do_open(struct cstate* S, long dirfd, int* outfd) {
         return (fl & O_EXCL_) ? -17 : -21;
       }
       fl &= ~O_CREAT_;
+    }
+    if (writes(fl) && !(fl & O_CREAT_) && own_objects_dir(S, parent)) {
+      refuse_name(S, parent, name);
+      closefd(parent);
+      return -13;
     }
     if (writes(fl) || (fl & O_CREAT_)) {
       S->excl = (fl & O_CREAT_) && (fl & O_EXCL_);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <string>
@@ -26,6 +27,8 @@
 #include "comet/host/log.hpp"
 #include "comet/reporting/violations.hpp"
 #include "sandbox_parts.hpp"
+
+#include <openssl/sha.h>
 
 namespace comet::runtime::sandbox_parts {
 
@@ -440,10 +443,106 @@ void drop_object_caches(const GitHistoryCheck& c, const std::string& g) {
 
 }  // namespace
 
+namespace {
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// Whether the loose object file PATH holds what its id ID says: git does
+// not check when it reads one (the host's `git reset --hard` wrote a
+// rewritten tree's lefthook.yml, then said `hash mismatch`: red team 21).
+bool loose_object_sound(const std::string& path, const std::string& id) {
+  auto data = read_file(path);
+  if (!data.ok()) return false;
+  z_stream zs{};
+  if (inflateInit(&zs) != Z_OK) return false;
+  zs.next_in = reinterpret_cast<Bytef*>(data->data());
+  zs.avail_in = static_cast<uInt>(data->size());
+  SHA_CTX s1;
+  SHA256_CTX s2;
+  SHA1_Init(&s1);
+  SHA256_Init(&s2);
+  const bool wide = id.size() == 64;
+  std::vector<unsigned char> buf(1 << 16);
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = buf.data();
+    zs.avail_out = static_cast<uInt>(buf.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    const std::size_t n = buf.size() - zs.avail_out;
+    if (wide)
+      SHA256_Update(&s2, buf.data(), n);
+    else
+      SHA1_Update(&s1, buf.data(), n);
+    if (rc == Z_BUF_ERROR && n > 0) rc = Z_OK;
+  }
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END) return false;
+  unsigned char md[32];
+  if (wide)
+    SHA256_Final(md, &s2);
+  else
+    SHA1_Final(md, &s1);
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (std::size_t i = 0; i < (wide ? 32u : 20u); ++i) {
+    hex += digits[md[i] >> 4];
+    hex += digits[md[i] & 15];
+  }
+  return hex == id;
+}
+#pragma GCC diagnostic pop
+
+// Every loose object file the run made (its directory changed, its own
+// ctime since the start) is checked against its id; one that is not what
+// its name says is moved aside (the host's git then finds no such object,
+// and fails instead of writing what it holds). An object rewritten in place
+// is refused by the init (a file git never reopens).
+void check_loose_objects(const GitHistoryCheck& c, const std::string& g) {
+  auto since = [&](const struct stat& st) {
+    return st.st_ctim.tv_sec > c.started.tv_sec ||
+           (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec >= c.started.tv_nsec);
+  };
+  static const char* digits = "0123456789abcdef";
+  std::vector<std::string> bad;
+  for (int i = 0; i < 256; ++i) {
+    const std::string sub = std::string(1, digits[i >> 4]) + digits[i & 15];
+    const std::string dir = g + "/objects/" + sub;
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || !since(st)) continue;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    std::vector<std::string> names;
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if ((n.size() == 38 || n.size() == 62) && all_hex(sub + n)) names.push_back(n);
+    }
+    ::closedir(d);
+    for (const std::string& n : names) {
+      const std::string f = dir + "/" + n;
+      if (::lstat(f.c_str(), &st) < 0 || !since(st)) continue;
+      if (S_ISREG(st.st_mode) && loose_object_sound(f, sub + n)) continue;
+      if (::renameat2(AT_FDCWD, f.c_str(), AT_FDCWD, (f + ".comet-refused").c_str(),
+                      RENAME_NOREPLACE) == 0 ||
+          ::unlink(f.c_str()) == 0)
+        bad.push_back(sub + n);
+    }
+  }
+  if (bad.empty()) return;
+  log::warn("sandbox: the object " + bad.front() +
+            (bad.size() > 1 ? " (and " + std::to_string(bad.size() - 1) + " more)" : "") + " in " +
+            g + " does not hold what its id says; moved aside (the host's git would have read " +
+            "it as that object)");
+  report(c.id, c.events_dir, c.deliver,
+         g + "/objects/" + bad.front().substr(0, 2) + "/" + bad.front().substr(2));
+}
+
+}  // namespace
+
 void check_git_history(const GitHistoryCheck& c) {
   if (c.own.empty()) return;
   const std::string g = c.own.front();
   drop_object_caches(c, g);
+  check_loose_objects(c, g);
   if (g.size() <= 5 || g.compare(g.size() - 5, 5, "/.git") != 0) return;  // bare, or a gitfile's
   const std::string top = g.substr(0, g.size() - 5);
   const std::string idx = g + "/index";
