@@ -595,7 +595,9 @@ void check_git_history(const GitHistoryCheck& c) {
   if (changed.size() > 8) {
     std::string revs_in, tips_in;
     bool plain = true;
-    for (const auto& [ref, now] : changed) {
+    for (const auto& entry : changed) {
+      const std::string& ref = entry.first;
+      const std::string& now = entry.second;
       plain = plain && all_hex(now) && ref.rfind("refs/replace/", 0) != 0;
       revs_in += now + "\n";
       tips_in += now + "^{tree}\n";
@@ -631,7 +633,9 @@ void check_git_history(const GitHistoryCheck& c) {
                        }();
     if (clean) changed.clear();
   }
-  for (const auto& [ref, now] : changed) {
+  for (const auto& entry : changed) {
+    const std::string& ref = entry.first;  // (not a structured binding: a lambda takes it)
+    const std::string& now = entry.second;
     auto was = c.refs_before.find(ref);
     const bool symbolic = now.rfind("ref: ", 0) == 0;
     const std::string from =
