@@ -331,3 +331,52 @@ def test_a_rewritten_loose_object_is_not_read(sandbox, repo, how):
     git(repo, "reset", "-q", "--hard", check=False)
     git(repo, "checkout", "-q", "--", ".", check=False)
     assert not (repo / ".envrc").exists()
+
+
+FORGE_PACK = r"""
+import os, struct, subprocess, glob
+def g(*a, **k):
+    return subprocess.run(["git", *a], capture_output=True, text=True, check=True, **k).stdout.strip()
+old = g("rev-parse", "HEAD^{tree}")
+b = g("hash-object", "-w", "--stdin", input="touch /tmp/y\n")
+new = g("mktree", input=g("ls-tree", "HEAD") + "\n100644 blob %s\t.envrc\n" % b)
+sha = g("pack-objects", ".git/objects/pack/pack", input=new + "\n" + b + "\n")
+idx = ".git/objects/pack/pack-%s.idx" % sha
+d = bytearray(open(idx, "rb").read())
+n = struct.unpack(">I", d[8 + 255 * 4: 8 + 256 * 4])[0]
+names = [bytes(d[8 + 1024 + 20 * i: 8 + 1024 + 20 * (i + 1)]) for i in range(n)]
+offs = [d[8 + 1024 + 24 * n + 4 * i: 8 + 1024 + 24 * n + 4 * (i + 1)] for i in range(n)]
+crcs = [d[8 + 1024 + 20 * n + 4 * i: 8 + 1024 + 20 * n + 4 * (i + 1)] for i in range(n)]
+rows = []
+for nm, crc, off in zip(names, crcs, offs):
+    if nm.hex() == new:
+        nm = bytes.fromhex(old)
+    rows.append((nm, crc, off))
+rows.sort()
+fan = [sum(1 for r in rows if r[0][0] <= i) for i in range(256)]
+out = bytes(d[:8]) + b"".join(struct.pack(">I", f) for f in fan)
+out += b"".join(r[0] for r in rows) + b"".join(bytes(r[1]) for r in rows) + b"".join(bytes(r[2]) for r in rows)
+out += bytes(d[8 + 1024 + 28 * n:])
+open(idx + ".x", "wb").write(out)
+os.replace(idx + ".x", idx)
+print("forged pack", sha)
+"""
+
+
+def test_a_pack_whose_index_lies_is_moved_aside(sandbox, repo):
+    # an index that names HEAD's tree at the offset of another tree
+    res, _ = sandbox(repo, ["python3", "-c", FORGE_PACK])
+    assert "forged pack" in res.out, res
+    packs = sorted(p.name for p in (repo / ".git/objects/pack").iterdir())
+    assert packs and all(p.endswith(".comet-refused") for p in packs), packs
+    assert "does not hold what its index says" in res.err, res.err
+    git(repo, "reset", "-q", "--hard", check=False)
+    assert not (repo / ".envrc").exists()
+
+
+def test_a_pack_git_gc_made_is_kept(sandbox, repo):
+    res, _ = sandbox(repo, "echo b > b && git add b && git commit -qm b && git gc -q; echo ok")
+    assert "ok" in res.out, res
+    packs = [p.name for p in (repo / ".git/objects/pack").iterdir()]
+    assert any(p.endswith(".pack") for p in packs), packs
+    assert git(repo, "fsck", check=False).returncode == 0

@@ -536,6 +536,37 @@ void check_loose_objects(const GitHistoryCheck& c, const std::string& g) {
          g + "/objects/" + bad.front().substr(0, 2) + "/" + bad.front().substr(2));
 }
 
+// Every pack the run made is verified by git (`verify-pack`: each
+// object's hash against the index); one that fails, with its index and
+// companions, is moved aside: an index that names another object's id at
+// an offset would have the host's git read what it holds as that object.
+void check_new_packs(const GitHistoryCheck& c, const std::string& g, const std::string& top) {
+  const std::string dir = g + "/objects/pack";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> idx;
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".idx") == 0) idx.push_back(n);
+  }
+  ::closedir(d);
+  for (const std::string& n : idx) {
+    struct stat st;
+    const std::string f = dir + "/" + n;
+    if (::lstat(f.c_str(), &st) < 0) continue;
+    if (st.st_ctim.tv_sec < c.started.tv_sec ||
+        (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec < c.started.tv_nsec))
+      continue;
+    if (run_git(top, c.uid, c.gid, {"verify-pack", f}).ran || git_binary().empty()) continue;
+    const std::string stem = f.substr(0, f.size() - 4);
+    for (const char* ext : {".idx", ".pack", ".rev", ".bitmap", ".keep", ".promisor", ".mtimes"})
+      (void)::rename((stem + ext).c_str(), (stem + ext + ".comet-refused").c_str());
+    log::warn("sandbox: the pack " + stem + ".pack does not hold what its index says; moved " +
+              "aside (the host's git would have read its objects as others)");
+    report(c.id, c.events_dir, c.deliver, stem + ".pack");
+  }
+}
+
 }  // namespace
 
 void check_git_history(const GitHistoryCheck& c) {
@@ -543,6 +574,8 @@ void check_git_history(const GitHistoryCheck& c) {
   const std::string g = c.own.front();
   drop_object_caches(c, g);
   check_loose_objects(c, g);
+  if (g.size() > 5 && g.compare(g.size() - 5, 5, "/.git") == 0)
+    check_new_packs(c, g, g.substr(0, g.size() - 5));
   if (g.size() <= 5 || g.compare(g.size() - 5, 5, "/.git") != 0) return;  // bare, or a gitfile's
   const std::string top = g.substr(0, g.size() - 5);
   const std::string idx = g + "/index";
