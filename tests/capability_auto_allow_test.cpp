@@ -84,7 +84,8 @@ TEST(AutoAllow, TableOfCommands) {
       {{"terraform", "plan"}, ""},
       {{"gh", "pr", "list"}, ""},
       {{"aws", "s3", "ls", "s3://bucket"}, ""},
-      {{"aws", "s3", "rm", "s3://bucket/one.txt"}, ""},
+      {{"gh", "api", "repos/o/r/issues"}, ""},
+      {{"gh", "api", "-X", "POST", "repos/o/r/issues", "-f", "title=x"}, ""},
       {{"gcloud", "compute", "instances", "list"}, ""},
       {{"env", "FOO=1", "make", "test"}, ""},
       // rm -r outside the workspace
@@ -177,6 +178,16 @@ TEST(AutoAllow, TableOfCommands) {
       {{"env", "KUBECONFIG=/k", "kubectl", "delete", "pod", "x"}, "remote-destroy"},
       {{"chrt", "0", "terraform", "destroy"}, "remote-destroy"},
       {sh("cd infra && terraform destroy -auto-approve"), "remote-destroy"},
+      // red team round 22: the raw APIs' and the other spellings
+      {{"gh", "api", "-X", "DELETE", "repos/o/r"}, "remote-destroy"},
+      {{"gh", "api", "--method", "delete", "repos/o/r"}, "remote-destroy"},
+      {{"gh", "api", "-XDELETE", "repos/o/r"}, "remote-destroy"},
+      {{"glab", "api", "--method=PUT", "projects/1"}, "remote-destroy"},
+      {{"gh", "repo", "sync", "o/r", "--force"}, "remote-destroy"},
+      {{"aws", "s3", "rm", "s3://bucket/one.txt"}, "remote-destroy"},
+      {{"aws", "s3", "sync", ".", "s3://b", "--delete"}, "remote-destroy"},
+      {{"kubectl", "apply", "-f", "d/", "--prune", "-l", "a=b"}, "remote-destroy"},
+      {{"kubectl", "replace", "--force", "-f", "x.yaml"}, "remote-destroy"},
       {sh("bomb(){ bomb|bomb& }; bomb"), "fork-bomb"},
       // protected-path-write (issue 22): what the host's git, shells, editors
       // and agents obey, written from inside

@@ -424,13 +424,39 @@ std::string remote_destroy(const Unwrapped& u) {
     return "pulumi destroys a stack's resources";
   if (one_of(n, {"gh", "glab"}) && word({"delete"}))
     return n + " deletes a hosted repository, release or other object";
+  // the forges' raw API with a method that deletes or replaces (red team
+  // round 22: gh's own spelling is `-X DELETE`), and `gh repo sync --force`
+  if (one_of(n, {"gh", "glab"}) && word({"api"})) {
+    const auto& v = u.argv;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      std::string m = v[i].text;
+      if ((m == "-X" || m == "--method") && i + 1 < v.size())
+        m = v[i + 1].text;
+      else if (m.rfind("--method=", 0) == 0)
+        m = m.substr(9);
+      else if (m.rfind("-X", 0) == 0 && m.size() > 2)
+        m = m.substr(2);
+      else
+        continue;
+      std::string up = m;
+      for (char& ch : up) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
+      if (up == "DELETE" || up == "PUT" || up == "PATCH" || v[i].expansion ||
+          (i + 1 < v.size() && v[i + 1].expansion))
+        return n + " api " + m + " changes or deletes what the forge holds";
+    }
+  }
+  if (n == "gh" && word({"sync"}) && opt({"--force"}))
+    return "gh repo sync --force hard-resets the remote branch";
   if (n == "aws") {
     bool s3 = word({"s3"});
     for (const auto& a : w)
       if (a.rfind("delete-", 0) == 0 || a.rfind("terminate-", 0) == 0 ||
-          (s3 && (a == "rb" || (a == "rm" && opt({"--recursive"})))))
+          (s3 && (a == "rb" || a == "rm" || (a == "sync" && opt({"--delete"})))))
         return "aws " + a + " deletes cloud resources";
   }
+  if (one_of(n, {"kubectl", "oc"}) &&
+      ((word({"apply"}) && opt({"--prune"})) || (word({"replace"}) && opt({"--force"}))))
+    return n + " --prune / replace --force deletes a cluster's objects";
   if (one_of(n, {"gcloud", "az", "doctl", "flyctl", "fly"}) && word({"delete", "destroy"}))
     return n + " deletes cloud resources";
   if (n == "heroku")
