@@ -380,3 +380,29 @@ def test_a_pack_git_gc_made_is_kept(sandbox, repo):
     packs = [p.name for p in (repo / ".git/objects/pack").iterdir()]
     assert any(p.endswith(".pack") for p in packs), packs
     assert git(repo, "fsck", check=False).returncode == 0
+
+
+# ---- red team round 22 (against a481384) -----------------------------------
+
+def test_a_gitlink_moved_to_a_commit_the_command_made_is_put_back(sandbox, repo, workdir):
+    # the superproject's commit moves `sub` to a module commit holding
+    # .envrc; the host's `git submodule update` would check it out
+    up = workdir / "up"
+    up.mkdir()
+    git(up, "init", "-q")
+    (up / "s.txt").write_text("s\n")
+    git(up, "add", "s.txt")
+    git(up, "commit", "-qm", "s")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(up), "sub")
+    git(repo, "commit", "-qm", "addsub")
+    before = head(repo)
+    res, _ = sandbox(repo, "c=$(cd sub && b=$(echo x | git hash-object -w --stdin) && "
+                           "t=$( (git ls-tree HEAD; printf '100644 blob %s\\t.envrc\\n' $b) | "
+                           "git mktree) && git commit-tree -p HEAD -m bump $t) && "
+                           "git update-index --cacheinfo 160000,$c,sub && git commit -qm bump && "
+                           "echo committed")
+    assert "committed" in res.out, res
+    assert head(repo) == before
+    git(repo, "reset", "-q", "--hard", check=False)
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "update", check=False)
+    assert not (repo / "sub" / ".envrc").exists()

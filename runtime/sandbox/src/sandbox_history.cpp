@@ -602,6 +602,28 @@ void check_git_history(const GitHistoryCheck& c) {
     specs.push_back(":(glob)" + rel);
     specs.push_back(":(glob)" + rel + "/**");
   }
+  // A submodule's gitlink (.gitmodules' `path =`, a protected file): a
+  // commit that moves one has the host's `git submodule update` check out
+  // a commit of the module's that the command made (red team round 22), so
+  // it counts as a protected path too.
+  if (auto gm = read_file(top + "/.gitmodules"); gm.ok()) {
+    std::size_t at = 0;
+    while (at < gm->size()) {
+      const std::size_t e = gm->find('\n', at);
+      std::string line = gm->substr(at, e == std::string::npos ? e : e - at);
+      at = e == std::string::npos ? gm->size() : e + 1;
+      line.erase(0, line.find_first_not_of(" \t"));
+      if (line.rfind("path", 0) != 0) continue;
+      const std::size_t eq = line.find('=');
+      if (eq == std::string::npos || line.find_first_not_of(" \t", 4) != eq) continue;
+      std::string path = line.substr(eq + 1);
+      path.erase(0, path.find_first_not_of(" \t\""));
+      while (!path.empty() && (path.back() == ' ' || path.back() == '"' || path.back() == '\r'))
+        path.pop_back();
+      while (!path.empty() && path.back() == '/') path.pop_back();
+      if (!path.empty()) specs.push_back(":(literal)" + path);
+    }
+  }
   if (specs.empty()) return;
   const bool sha256 = c.head_before.size() == 64 || head_commit(g).size() == 64;
   const std::string base =
