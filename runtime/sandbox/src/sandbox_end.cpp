@@ -186,6 +186,29 @@ IndexStamps index_stamps(const std::vector<std::string>& own) {
   return m;
 }
 
+std::string move_aside(const std::string& path) {
+  std::string to = path + ".comet-refused";
+  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return to;
+  to = path + ".comet-refused-" + random_hex(4);
+  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return to;
+  return {};
+}
+
+void report_git_refusal(const std::string& id, const std::string& events_dir,
+                        const std::string& deliver, const std::string& requested) {
+  if (events_dir.empty()) return;
+  violations::Event e;
+  e.container = id;
+  e.surface = "fs.write";
+  e.requested = requested;
+  e.matched_entry = "git repository";
+  e.syscall = "";
+  e.pid = 1;
+  e.err = EACCES;
+  (void)violations::append_event(events_dir, e);
+  if (!deliver.empty()) violations::deliver_line(deliver, violations::to_json_line(e));
+}
+
 static bool objectformat_sha256(const std::string& git_dir) {
   auto c = read_file(git_dir + "/config");
   if (!c.ok()) return false;
@@ -220,12 +243,8 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
     if (entry.empty() && !bad) continue;
     // Moved aside; where that name is taken (a directory the command made
     // there, red team round 9), beside it under a fresh name; else removed.
-    std::string to = idx + ".comet-refused";
-    bool moved = ::renameat2(AT_FDCWD, idx.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
-    if (!moved) {
-      to = idx + ".comet-refused-" + random_hex(4);
-      moved = ::renameat2(AT_FDCWD, idx.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
-    }
+    const std::string to = move_aside(idx);
+    const bool moved = !to.empty();
     const bool removed = !moved && ::unlink(idx.c_str()) == 0;
     const std::string what =
         entry.empty() ? "an index git cannot read safely" : "an entry " + entry;
@@ -235,17 +254,7 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
                : removed ? "removed it"
                          : "could not move or remove it: do not run "
                            "`git restore`/`checkout` there"));
-    if (events_dir.empty()) continue;
-    violations::Event e;
-    e.container = id;
-    e.surface = "fs.write";
-    e.requested = idx + (entry.empty() ? "" : ": " + entry);
-    e.matched_entry = "git repository";
-    e.syscall = "";
-    e.pid = 1;
-    e.err = EACCES;
-    (void)violations::append_event(events_dir, e);
-    if (!deliver.empty()) violations::deliver_line(deliver, violations::to_json_line(e));
+    report_git_refusal(id, events_dir, deliver, idx + (entry.empty() ? "" : ": " + entry));
   }
 }
 

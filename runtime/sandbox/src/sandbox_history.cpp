@@ -196,6 +196,19 @@ std::vector<std::string> names_of(const std::string& out) {
   return v;
 }
 
+// "T BASE_TREE" lines for `diff-tree --stdin`, one per tree id among the
+// lines of TREES (what `rev-list --format=%T` and `cat-file` print).
+std::string tree_pairs(const std::string& trees, const std::string& base_tree) {
+  std::string pairs;
+  for (std::size_t at = 0; at < trees.size();) {
+    const std::size_t e = trees.find('\n', at);
+    const std::string t = trees.substr(at, e == std::string::npos ? e : e - at);
+    if (all_hex(t)) pairs += t + " " + base_tree + "\n";
+    at = e == std::string::npos ? trees.size() : e + 1;
+  }
+  return pairs;
+}
+
 std::vector<std::string> changed_names(const std::string& out) {
   std::vector<std::string> names;
   for (std::string n : names_of(out)) {
@@ -205,22 +218,26 @@ std::vector<std::string> changed_names(const std::string& out) {
   return names;
 }
 
-void report(const std::string& id, const std::string& events_dir, const std::string& deliver,
-            const std::string& requested) {
-  if (events_dir.empty()) return;
-  violations::Event e;
-  e.container = id;
-  e.surface = "fs.write";
-  e.requested = requested;
-  e.matched_entry = "git repository";
-  e.syscall = "";
-  e.pid = 1;
-  e.err = EACCES;
-  (void)violations::append_event(events_dir, e);
-  if (!deliver.empty()) violations::deliver_line(deliver, violations::to_json_line(e));
-}
-
 }  // namespace
+
+// The refs packed-refs lists (not its peeled "^" lines) and their ids.
+RefSnapshot packed_refs(const std::string& git_dir) {
+  RefSnapshot m;
+  auto pr = read_file(git_dir + "/packed-refs");
+  if (!pr.ok()) return m;
+  std::size_t at = 0;
+  while (at < pr->size()) {
+    const std::size_t end = pr->find('\n', at);
+    const std::string line =
+        pr->substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const std::size_t sp = line.find(' ');
+    if (sp != std::string::npos && all_hex(line.substr(0, sp)))
+      m[line.substr(sp + 1)] = line.substr(0, sp);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return m;
+}
 
 std::string head_commit(const std::string& git_dir) {
   auto h = read_file(git_dir + "/HEAD");
@@ -233,21 +250,9 @@ std::string head_commit(const std::string& git_dir) {
     const std::string id = first_line(*r);
     return all_hex(id) ? id : std::string();
   }
-  if (auto pr = read_file(git_dir + "/packed-refs"); pr.ok()) {
-    std::size_t at = 0;
-    while (at < pr->size()) {
-      const std::size_t end = pr->find('\n', at);
-      const std::string line =
-          pr->substr(at, end == std::string::npos ? std::string::npos : end - at);
-      const std::size_t sp = line.find(' ');
-      if (sp != std::string::npos && line.compare(sp + 1, std::string::npos, ref) == 0 &&
-          all_hex(line.substr(0, sp)))
-        return line.substr(0, sp);
-      if (end == std::string::npos) break;
-      at = end + 1;
-    }
-  }
-  return {};
+  const RefSnapshot packed = packed_refs(git_dir);
+  auto it = packed.find(ref);
+  return it == packed.end() ? std::string() : it->second;
 }
 
 namespace {
@@ -296,20 +301,7 @@ void reflog_sizes(const std::string& dir, const std::string& name, int depth, Re
 }  // namespace
 
 RefSnapshot ref_snapshot(const std::string& git_dir) {
-  RefSnapshot m;
-  if (auto pr = read_file(git_dir + "/packed-refs"); pr.ok()) {
-    std::size_t at = 0;
-    while (at < pr->size()) {
-      const std::size_t end = pr->find('\n', at);
-      const std::string line =
-          pr->substr(at, end == std::string::npos ? std::string::npos : end - at);
-      const std::size_t sp = line.find(' ');
-      if (sp != std::string::npos && all_hex(line.substr(0, sp)))
-        m[line.substr(sp + 1)] = line.substr(0, sp);
-      if (end == std::string::npos) break;
-      at = end + 1;
-    }
-  }
+  RefSnapshot m = packed_refs(git_dir);
   loose_refs(git_dir + "/refs", "refs", 0, m);
   reflog_sizes(git_dir + "/logs", "logs", 0, m);
   // HEAD when detached, and the pseudo-refs a later `git reset --hard
@@ -370,9 +362,9 @@ namespace {
 // What the run appended to each reflog (after the refs were put back):
 // entries naming commits no ref had that change a protected path are cut
 // off again, so `git reset --hard HEAD@{1}` cannot bring one back.
-template <typename Ask>
-void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::string& top,
-                   const std::string& base, Ask&& ask) {
+template <typename Git, typename TreeOf>
+void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::string& base,
+                   const std::string& not_before, Git&& git, TreeOf&& tree_of) {
   for (const auto& [key, size] : ref_snapshot(g)) {
     if (key.rfind("logs/", 0) != 0) continue;
     auto was = c.refs_before.find(key);
@@ -397,22 +389,14 @@ void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::st
         if (all_hex(id) && id.find_first_not_of('0') != std::string::npos) ids += id + "\n";
     }
     if (ids.empty()) continue;
-    for (const auto& [r, id] : c.refs_before)
-      if (all_hex(id)) ids += "^" + id + "\n";
-    GitRun revs = run_git(top, c.uid, c.gid,
-                          {"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, ids);
-    GitRun bt = run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", base + "^{tree}"});
-    const std::string from_tree = c.head_before.empty() ? base : first_line(bt.out);
-    std::string pairs;
-    for (std::size_t at = 0; at < revs.out.size();) {
-      const std::size_t e = revs.out.find('\n', at);
-      const std::string t = revs.out.substr(at, e == std::string::npos ? e : e - at);
-      if (all_hex(t)) pairs += t + " " + from_tree + "\n";
-      at = e == std::string::npos ? revs.out.size() : e + 1;
-    }
+    GitRun revs =
+        git({"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, ids + not_before, false);
+    const std::string from_tree = tree_of(base);
+    const std::string pairs = tree_pairs(revs.out, from_tree);
     bool bad = !revs.ran || !all_hex(from_tree);
     if (!bad && !pairs.empty()) {
-      GitRun d = ask(pairs);
+      GitRun d = git({"diff-tree", "--stdin", "-r", "--no-renames", "--name-only", "-z", "--"},
+                     pairs, true);
       bad = !d.ran || !changed_names(d.out).empty();
     }
     if (!bad) continue;
@@ -422,7 +406,7 @@ void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::st
     // (a rewritten reflog is removed whole: what it said before is gone)
     log::warn("sandbox: the reflog " + file + " names commits that change protected paths; " +
               (cut ? "the run's entries removed" : "could not remove the run's entries"));
-    report(c.id, c.events_dir, c.deliver, file);
+    report_git_refusal(c.id, c.events_dir, c.deliver, file);
   }
 }
 
@@ -554,8 +538,8 @@ void check_loose_objects(const GitHistoryCheck& c, const std::string& g) {
             (bad.size() > 1 ? " (and " + std::to_string(bad.size() - 1) + " more)" : "") + " in " +
             g + " does not hold what its id says; moved aside (the host's git would have read " +
             "it as that object)");
-  report(c.id, c.events_dir, c.deliver,
-         g + "/objects/" + bad.front().substr(0, 2) + "/" + bad.front().substr(2));
+  report_git_refusal(c.id, c.events_dir, c.deliver,
+                     g + "/objects/" + bad.front().substr(0, 2) + "/" + bad.front().substr(2));
 }
 
 // Every pack the run made is verified by git (`verify-pack`: each
@@ -585,7 +569,7 @@ void check_new_packs(const GitHistoryCheck& c, const std::string& g, const std::
       (void)::rename((stem + ext).c_str(), (stem + ext + ".comet-refused").c_str());
     log::warn("sandbox: the pack " + stem + ".pack does not hold what its index says; moved " +
               "aside (the host's git would have read its objects as others)");
-    report(c.id, c.events_dir, c.deliver, stem + ".pack");
+    report_git_refusal(c.id, c.events_dir, c.deliver, stem + ".pack");
   }
 }
 
@@ -653,11 +637,22 @@ void check_git_history(const GitHistoryCheck& c) {
           ? c.head_before
           : (sha256 ? "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
                     : "4b825dc642cb6eb9a060e54bf8d69288fbee4904");  // the empty tree
-  auto ask = [&](std::vector<std::string> args) {
-    args.push_back("--");
-    args.insert(args.end(), specs.begin(), specs.end());
-    return run_git(top, c.uid, c.gid, std::move(args));
+  // git ARGS, INPUT on its stdin, the protected pathspecs after ARGS when WITH_SPECS
+  auto git = [&](std::vector<std::string> args, const std::string& input, bool with_specs) {
+    if (with_specs) args.insert(args.end(), specs.begin(), specs.end());
+    return run_git(top, c.uid, c.gid, std::move(args), input);
   };
+  const std::vector<std::string> diff_pairs = {"diff-tree",   "--stdin", "-r", "--no-renames",
+                                               "--name-only", "-z",      "--"};
+  // The tree of X ("" when git cannot tell); the empty tree is itself.
+  auto tree_of = [&](const std::string& x) {
+    if (x == base && c.head_before.empty()) return x;
+    return first_line(git({"rev-parse", "--verify", "-q", x + "^{tree}"}, {}, false).out);
+  };
+  // What no ref had before: rev-list's exclusions, once for every ref.
+  std::string not_before;
+  for (const auto& [r, id] : c.refs_before)
+    if (all_hex(id)) not_before += "^" + id + "\n";
   // Many refs changed (a fetch of tags): first all of them at once against
   // HEAD as it was; only when that finds something, one by one.
   const RefSnapshot after = ref_snapshot(g);
@@ -679,33 +674,16 @@ void check_git_history(const GitHistoryCheck& c) {
       revs_in += now + "\n";
       tips_in += now + "^{tree}\n";
     }
-    for (const auto& [r, id] : c.refs_before)
-      if (all_hex(id)) revs_in += "^" + id + "\n";
-    GitRun revs =
-        plain ? run_git(top, c.uid, c.gid,
-                        {"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, revs_in)
-              : GitRun{};
+    GitRun revs = plain ? git({"rev-list", "--stdin", "--no-commit-header", "--format=%T"},
+                              revs_in + not_before, false)
+                        : GitRun{};
     GitRun tips =
-        plain ? run_git(top, c.uid, c.gid, {"cat-file", "--batch-check=%(objectname)"}, tips_in)
-              : GitRun{};
-    GitRun bt = c.head_before.empty()
-                    ? GitRun{true, false, base + "\n"}
-                    : run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", base + "^{tree}"});
-    const std::string base_tree = first_line(bt.out);
-    std::string pairs;
-    for (const std::string* o : {&revs.out, &tips.out})
-      for (std::size_t at = 0; at < o->size();) {
-        const std::size_t e = o->find('\n', at);
-        const std::string t = o->substr(at, e == std::string::npos ? e : e - at);
-        if (all_hex(t)) pairs += t + " " + base_tree + "\n";
-        at = e == std::string::npos ? o->size() : e + 1;
-      }
-    std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
-                                   "--name-only", "-z",      "--"};
-    dt.insert(dt.end(), specs.begin(), specs.end());
+        plain ? git({"cat-file", "--batch-check=%(objectname)"}, tips_in, false) : GitRun{};
+    const std::string base_tree = tree_of(base);
+    const std::string pairs = tree_pairs(revs.out, base_tree) + tree_pairs(tips.out, base_tree);
     const bool clean = plain && revs.ran && tips.ran && !revs.cut && all_hex(base_tree) &&
                        tips.out.find("missing") == std::string::npos && [&] {
-                         GitRun d = run_git(top, c.uid, c.gid, dt, pairs);
+                         GitRun d = git(diff_pairs, pairs, true);
                          return d.ran && !d.cut && changed_names(d.out).empty();
                        }();
     if (clean) changed.clear();
@@ -720,35 +698,18 @@ void check_git_history(const GitHistoryCheck& c) {
     // Every commit the ref brings that no ref had, its tree against FROM's:
     // a commit in the middle, or a stash's untracked-files parent, is what
     // a later checkout of it (or `git stash pop`) writes, as much as the tip.
-    std::string not_before = now + "\n";
-    for (const auto& [r, id] : c.refs_before)
-      if (all_hex(id)) not_before += "^" + id + "\n";
-    GitRun revs = run_git(top, c.uid, c.gid,
-                          {"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, not_before);
-    GitRun ft = from == base && c.head_before.empty()
-                    ? GitRun{true, false, from + "\n"}
-                    : run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", from + "^{tree}"});
-    const std::string from_tree = first_line(ft.out);
-    std::string pairs;
-    for (std::size_t at = 0; revs.ran && at < revs.out.size();) {
-      const std::size_t e = revs.out.find('\n', at);
-      const std::string t = revs.out.substr(at, e == std::string::npos ? e : e - at);
-      if (all_hex(t)) pairs += t + " " + from_tree + "\n";
-      if (e == std::string::npos) break;
-      at = e + 1;
-    }
+    GitRun revs = git({"rev-list", "--stdin", "--no-commit-header", "--format=%T"},
+                      now + "\n" + not_before, false);
+    const std::string from_tree = tree_of(from);
+    std::string pairs = revs.ran ? tree_pairs(revs.out, from_tree) : std::string();
     // The tip's own tree too (a ref moved to a commit some ref had: git
     // branch x, reset --hard HEAD~1, or one the check refused before); a
     // tree or blob the ref names is itself.
-    GitRun tip = run_git(top, c.uid, c.gid, {"rev-parse", "--verify", "-q", now + "^{tree}"});
+    GitRun tip = git({"rev-parse", "--verify", "-q", now + "^{tree}"}, {}, false);
     const std::string tip_tree = tip.ran ? first_line(tip.out) : now;
     if (all_hex(tip_tree)) pairs += tip_tree + " " + from_tree + "\n";
-    std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
-                                   "--name-only", "-z",      "--"};
-    dt.insert(dt.end(), specs.begin(), specs.end());
-    GitRun d = all_hex(from_tree) && !pairs.empty() && !revs.cut
-                   ? run_git(top, c.uid, c.gid, dt, pairs)
-                   : GitRun{false, revs.cut, {}};
+    GitRun d = all_hex(from_tree) && !pairs.empty() && !revs.cut ? git(diff_pairs, pairs, true)
+                                                                 : GitRun{false, revs.cut, {}};
     std::vector<std::string> names = changed_names(d.out);
     if (d.cut) names.insert(names.begin(), "(too many commits to look at)");
     // A symbolic ref made or moved (to a refused commit's keeping ref, or
@@ -808,32 +769,25 @@ void check_git_history(const GitHistoryCheck& c) {
                                            : ", its tip was " + now)
                    : "put back to " + was->second.substr(0, 12) +
                          (kept ? ", its commits kept as " + keep : ", its tip was " + now)));
-    report(c.id, c.events_dir, c.deliver, top + "/" + names.front() + " (" + ref + " " + now + ")");
+    report_git_refusal(c.id, c.events_dir, c.deliver,
+                       top + "/" + names.front() + " (" + ref + " " + now + ")");
   }
-  check_reflogs(c, g, top, base, [&](const std::string& pairs) {
-    std::vector<std::string> dt = {"diff-tree",   "--stdin", "-r", "--no-renames",
-                                   "--name-only", "-z",      "--"};
-    dt.insert(dt.end(), specs.begin(), specs.end());
-    return run_git(top, c.uid, c.gid, dt, pairs);
-  });
+  check_reflogs(c, g, base, not_before, git, tree_of);
   struct stat st;
   if (!index_changed || ::lstat(idx.c_str(), &st) < 0) return;  // moved aside already
   const std::string head = head_commit(g);
-  GitRun d = ask(
-      {"diff-index", "--cached", "--no-renames", "--name-only", "-z", head.empty() ? base : head});
+  GitRun d = git({"diff-index", "--cached", "--no-renames", "--name-only", "-z",
+                  head.empty() ? base : head, "--"},
+                 {}, true);
   const auto names = names_of(d.out);
   if (!d.ran || names.empty()) return;
-  std::string to = idx + ".comet-refused";
-  bool moved = ::renameat2(AT_FDCWD, idx.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
-  if (!moved) {
-    to = idx + ".comet-refused-" + random_hex(4);
-    moved = ::renameat2(AT_FDCWD, idx.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0;
-  }
+  const std::string to = move_aside(idx);
+  const bool moved = !to.empty();
   log::warn("sandbox: " + idx + " stages the protected " + names.front() +
             (names.size() > 1 ? " (and " + std::to_string(names.size() - 1) + " more)" : "") +
             ", which the host's `git restore` or `stash` would write; " +
             (moved ? "moved to " + to : "could not move it: do not run `git restore` there"));
-  report(c.id, c.events_dir, c.deliver, idx + ": " + names.front());
+  report_git_refusal(c.id, c.events_dir, c.deliver, idx + ": " + names.front());
 }
 
 }  // namespace comet::runtime::sandbox_parts

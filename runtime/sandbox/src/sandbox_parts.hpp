@@ -86,6 +86,15 @@ void check_git_index(const std::vector<std::string>& own, const IndexStamps& bef
                      const std::string& id, const std::string& events_dir,
                      const std::string& deliver, const std::vector<std::string>& roots);
 
+// PATH renamed to PATH.comet-refused, or beside it under a fresh name when
+// that one is taken (a directory the command made there, red team round 9):
+// the new name, or "" when neither could be made.
+std::string move_aside(const std::string& path);
+// An fs.write event of the git rule's last looks (matched_entry "git
+// repository"), into the events store and to --events.
+void report_git_refusal(const std::string& id, const std::string& events_dir,
+                        const std::string& deliver, const std::string& requested);
+
 // HEAD's commit id in GIT_DIR (a ref followed through packed-refs), or "".
 std::string head_commit(const std::string& git_dir);
 
