@@ -273,6 +273,21 @@ def test_failed_join_ends_the_waiting_child(launch):
         assert time.monotonic() - t0 < 5
 
 
+def test_failed_start_waits_for_its_reporter_thread(launch):
+    # The reporter thread is detached: a failed launch that returned before
+    # it ended would run exit()'s destructors under it (CI run 26: ASan saw
+    # the thread read freed memory). With the thread held 1 s at its
+    # start, the failed run must still be there when it ends.
+    t0 = time.monotonic()
+    res = launch("true", profile="pids16",
+                 env={"COMET_FAULT": "sandbox-join-eio-slow-reporter"}, timeout=20)
+    took = time.monotonic() - t0
+    assert res.returncode == 125, res.stderr
+    assert "join the cgroups" in res.stderr and "EIO" in res.stderr, res.stderr
+    assert "did not end" not in res.stderr, res.stderr
+    assert took >= 1.0, took
+
+
 def test_command_starts_in_its_cgroups(launch):
     # kGo comes before the cgroup namespace: the command sees the sandbox's
     # cgroups as its roots ("/"), in every v1 hierarchy with a limit.

@@ -152,6 +152,9 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
     Status st = receive_master(cp);
     if (!st.ok()) {
       (void)delete_container(g, o.id, true);
+      // Its init gone, a reporter thread ends: not under exit()'s
+      // destructors (the sandbox's failed start, CI run 26).
+      (void)wait_reporter_threads(3000);
       return std::move(st).error();
     }
   }
@@ -163,6 +166,9 @@ Result<int> run_container(const Globals& g, const CreateOptions& o_in, bool deta
     Status st = start_container(g, o.id);
     if (!st.ok()) {
       (void)delete_container(g, o.id, true);
+      // Its init gone, a reporter thread ends: not under exit()'s
+      // destructors (the sandbox's failed start, CI run 26).
+      (void)wait_reporter_threads(3000);
       return std::move(st).error();
     }
     if (proxy) pump(cp.master.get(), signals.fd(), pid);

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "comet/base/fault.hpp"
 #include "comet/base/spawn.hpp"
 #include "comet/base/switches.hpp"
 #include "comet/base/sys.hpp"
@@ -152,6 +153,7 @@ Status start_reporter_thread(ReporterHandle& h) {
   try {
     std::thread([req = h.request, sock] {
       UniqueFd owned(sock), ring(req.fs_ring);
+      if (fault_is("sandbox-join-eio-slow-reporter")) ::usleep(1000000);
       (void)serve_reporter(req, owned.get());
       ThreadState& t = thread_state();
       std::lock_guard<std::mutex> l(t.mu);

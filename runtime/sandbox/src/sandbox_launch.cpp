@@ -390,8 +390,24 @@ struct Launch {
   RefSnapshot refs_before;
   struct timespec started = {};
   long pid = -1;
+  bool thread_started = false;  // the reporter's (start_reporter_thread)
 
   explicit Launch(SandboxLaunch& launch) : l(launch) {}
+  // Only a failed launch gets here (a run ends in _exit). A reporter thread
+  // started for it is detached: it must end before we return, or the exit
+  // that follows destroys what it is still using (CI run 26: ASan, a read
+  // after free in the thread while main's exit ran). The child killed and
+  // our ends of its sockets closed, it sees EOF and ends at once.
+  ~Launch() {
+    if (!thread_started) return;
+    cleanup.run();
+    reporter.child_sock.reset();
+    create_reporter.reset();
+    create_init.reset();
+    sync_parent.reset();
+    if (!wait_reporter_threads(3000))
+      log::warn("sandbox: the violation reporter did not end after the failed start");
+  }
 };
 
 // The workspace's placeholder lock first, then the plan under it: a
@@ -642,10 +658,12 @@ Status start_and_go(Launch& x) {
   // Nothing more is cloned: the reporter may run (the command's exec may
   // already be a notification it answers).
   TRYV(start_reporter_thread(x.reporter));
+  x.thread_started = true;
   if (x.cg) {
-    Status st = fault_fail("sandbox-join-eio", EIO)
-                    ? Status(Error::sys(EIO, "sandbox: join the cgroups"))
-                    : join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid());
+    Status st =
+        fault_fail("sandbox-join-eio", EIO) || fault_fail("sandbox-join-eio-slow-reporter", EIO)
+            ? Status(Error::sys(EIO, "sandbox: join the cgroups"))
+            : join_cgroups(*x.cg, static_cast<int>(x.pid), /*skip_v2=*/x.v2dir.valid());
     if (!st.ok()) {
       Msg m;
       if (recv_msg(x.sync_parent.get(), &m, MSG_DONTWAIT) == 0 && m.type == MsgType::kError)

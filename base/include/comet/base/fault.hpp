@@ -34,6 +34,9 @@
 //                         without the uidmap package (host/src/id_maps.cpp)
 // sandbox-join-eio     the sandbox's cgroup join fails (sandbox_launch.cpp:
 //                       the thread that joins while the child waits for kGo)
+// sandbox-join-eio-slow-reporter  the same, and the reporter thread sleeps
+//                       1 s before it serves (reporter.cpp): the failed
+//                       launch must wait for it before it exits
 // and the error table's: socketpair-emfile, clone3-eagain, memfd-enosys,
 // sync-econnreset, sync-out-of-order, seccomp-export-enomem,
 // seccomp-load-einval, sethostname-eperm, init-close-fifo, freezer-stuck,
