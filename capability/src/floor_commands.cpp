@@ -388,9 +388,21 @@ bool is_mkfs(const std::string& n) {
 
 bool is_remote_tool(const std::string& n) {
   return one_of(
-      n, {"kubectl", "oc", "kubecolor", "helm", "terraform", "tofu", "terragrunt", "pulumi", "gh",
-          "glab", "aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku"});
+      n, {"kubectl", "oc",   "kubecolor", "helm",   "terraform", "tofu",  "terragrunt", "pulumi",
+          "gh",      "glab", "aws",       "gcloud", "az",        "doctl", "flyctl",     "fly",
+          "heroku",  "hub",  "gsutil",    "rclone", "s3cmd",     "mc",    "firebase",   "npm",
+          "pnpm",    "yarn", "curl",      "wget",   "http",      "https", "xh"});
 }
+
+namespace {
+
+// An HTTP method that deletes or replaces, or one not known (an expansion).
+bool mutating_method(std::string m, bool expansion) {
+  for (char& ch : m) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
+  return expansion || m == "DELETE" || m == "PUT" || m == "PATCH";
+}
+
+}  // namespace
 
 std::string remote_destroy(const Unwrapped& u) {
   const std::string n = base_name(u.argv[0].text);
@@ -414,13 +426,62 @@ std::string remote_destroy(const Unwrapped& u) {
   };
   if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"delete", "drain"}))
     return n + " deletes a cluster's objects";
+  // Red team round 23: the same deletions by other tools and verbs.
+  if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"exec"}))
+    return n + " exec runs a command inside the cluster's containers";
+  if (one_of(n, {"curl", "wget", "http", "https", "xh"})) {
+    const auto& v = u.argv;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      const std::string& a = v[i].text;
+      std::string m;
+      bool exp = false;
+      if ((a == "-X" || a == "--request" || a == "--method") && i + 1 < v.size()) {
+        m = v[i + 1].text;
+        exp = v[i + 1].expansion;
+      } else if (a.rfind("--request=", 0) == 0 || a.rfind("--method=", 0) == 0) {
+        m = a.substr(a.find('=') + 1);
+        exp = v[i].expansion;
+      } else if (n == "curl" && a.rfind("-X", 0) == 0 && a.size() > 2) {
+        m = a.substr(2);
+        exp = v[i].expansion;
+      } else if (one_of(n, {"http", "https", "xh"}) && i == 1 && a[0] != '-') {
+        m = a;  // httpie's METHOD URL
+      } else {
+        continue;
+      }
+      if (mutating_method(m, exp) && (one_of(n, {"curl", "wget"}) || m != "http"))
+        if (m.find_first_of("/:.") == std::string::npos)
+          return n + " " + m + " deletes or replaces what a server holds";
+    }
+  }
+  if (one_of(n, {"gsutil"}) && word({"rm", "rb", "mv"})) return "gsutil deletes cloud storage";
+  if (n == "gsutil" && word({"rsync"}) && opt({"-d"}))
+    return "gsutil rsync -d deletes cloud storage";
+  if (n == "rclone" &&
+      word({"purge", "delete", "deletefile", "rmdir", "rmdirs", "cleanup", "sync", "move"}))
+    return "rclone deletes or overwrites remote files";
+  if (n == "s3cmd" && (word({"del", "rm", "rb", "mv"}) || opt({"--delete-removed"})))
+    return "s3cmd deletes cloud storage";
+  if (n == "mc" && word({"rm", "rb", "mv", "mirror"})) return "mc deletes object storage";
+  if (one_of(n, {"npm", "pnpm", "yarn"}) && word({"unpublish", "deprecate"}))
+    return n + " unpublishes a package from the registry";
+  if (n == "firebase")
+    for (const auto& a : w)
+      if (a.find(":delete") != std::string::npos || a.find(":destroy") != std::string::npos ||
+          a.find(":remove") != std::string::npos)
+        return "firebase " + a + " deletes a project's resources";
+  if (one_of(n, {"gh", "glab"}) && word({"api"}) && word({"graphql"}))
+    return n + " api graphql can change or delete anything the forge holds";
+  if (n == "hub" && word({"delete"})) return "hub delete deletes a hosted repository";
   if (n == "helm" && word({"uninstall", "delete", "del", "un"}))
     return "helm uninstall deletes a release from the cluster";
   if (one_of(n, {"terraform", "tofu", "terragrunt"}) &&
-      (word({"destroy"}) || (word({"apply", "plan"}) && opt({"-destroy", "--destroy"})) ||
+      (word({"destroy"}) || (word({"workspace"}) && word({"delete"})) ||
+       (word({"apply", "plan"}) && opt({"-destroy", "--destroy"})) ||
        (word({"state"}) && word({"rm"}))))
     return n + " destroys infrastructure";
-  if (n == "pulumi" && (word({"destroy", "down"}) || (word({"stack"}) && word({"rm"}))))
+  if (n == "pulumi" && (word({"destroy", "down"}) || (word({"stack"}) && word({"rm"})) ||
+                        (word({"state"}) && word({"delete"}))))
     return "pulumi destroys a stack's resources";
   if (one_of(n, {"gh", "glab"}) && word({"delete"}))
     return n + " deletes a hosted repository, release or other object";
@@ -451,7 +512,7 @@ std::string remote_destroy(const Unwrapped& u) {
     bool s3 = word({"s3"});
     for (const auto& a : w)
       if (a.rfind("delete-", 0) == 0 || a.rfind("terminate-", 0) == 0 ||
-          (s3 && (a == "rb" || a == "rm" || (a == "sync" && opt({"--delete"})))))
+          (s3 && (a == "rb" || a == "rm" || a == "mv" || (a == "sync" && opt({"--delete"})))))
         return "aws " + a + " deletes cloud resources";
   }
   if (one_of(n, {"kubectl", "oc"}) &&
@@ -459,6 +520,11 @@ std::string remote_destroy(const Unwrapped& u) {
     return n + " --prune / replace --force deletes a cluster's objects";
   if (one_of(n, {"gcloud", "az", "doctl", "flyctl", "fly"}) && word({"delete", "destroy"}))
     return n + " deletes cloud resources";
+  if (n == "gcloud" && word({"storage"}) && word({"rm", "mv"}))
+    return "gcloud storage rm deletes cloud storage";
+  if (n == "az")
+    for (const auto& a : w)
+      if (a.rfind("delete", 0) == 0 || a == "purge") return "az " + a + " deletes cloud resources";
   if (n == "heroku")
     for (const auto& a : w)
       if (a.find(":destroy") != std::string::npos || a.find(":delete") != std::string::npos)

@@ -94,6 +94,10 @@ const std::vector<std::string> kProtectedWorkspace = {
     // round 21's object forgery, by a side door)
     ".git/objects/info/alternates",
     ".git/objects/info/http-alternates",
+    // the commits git takes for roots: the after-run check's git obeys it
+    // too, and a commit behind one is never looked at (red team round 23:
+    // written in one run, removed in the next, `reset --hard HEAD~1`)
+    ".git/shallow",
     ".git/modules/*/config",
     ".git/modules/*/config.worktree",
     ".git/modules/*/commondir",

@@ -206,7 +206,8 @@ PLANT = ("b=$(echo 'touch /tmp/y' | git hash-object -w --stdin); "
     PLANT + "git update-ref refs/heads/f $C && touch .git/refs/heads/f.lock",
     # an entry out of order in a packed-refs that says it is sorted
     PLANT + "git pack-refs --all && printf '%s refs/heads/a\\n' $C >> .git/packed-refs",
-    # a .git/shallow that makes git fail
+    # a .git/shallow that makes git fail (protected since round 23: the
+    # write is refused, the ref still put back)
     PLANT + "git update-ref refs/heads/f $C && echo junk > .git/shallow",
     # a ref moved there and back: only the reflog names it
     PLANT + "H=$(git rev-parse HEAD) && git update-ref refs/heads/$(git branch --show-current) $C "
@@ -215,7 +216,7 @@ PLANT = ("b=$(echo 'touch /tmp/y' | git hash-object -w --stdin); "
 def test_refs_the_check_could_not_put_back_are_put_back(sandbox, repo, route):
     before = git(repo, "rev-parse", "HEAD").stdout.strip()
     res, _ = sandbox(repo, route + "; echo rc=$?")
-    assert "rc=0" in res.out, res
+    assert "rc=0" in res.out or ("shallow" in route and ".git/shallow" in res.err), res
     (repo / ".git" / "shallow").unlink(missing_ok=True)  # what a user repairs first
     assert head(repo) == before
     refs = git(repo, "for-each-ref", "--format=%(refname)").stdout.split()

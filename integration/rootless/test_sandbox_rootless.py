@@ -219,6 +219,27 @@ def test_an_index_check_blinded_by_chmod_still_moves_the_index(user, ws):
         user.run(["chmod", "0755", str(ws / ".git")])
 
 
+def test_an_object_directory_made_unreadable_is_still_checked(user, ws):
+    # Red team round 23: a lying object renamed over HEAD's tree, then its
+    # directory made unreadable: the after-run check skipped it, and the
+    # next run's chmod back went unseen; the host's `git reset --hard`
+    # wrote the forged tree's .envrc.
+    git_repo(user, ws)
+    user.run(["sh", "-c", "echo hi > a && git add a && git commit -qm i"], cwd=str(ws))
+    forge = ("B=$(echo x | git hash-object -w --stdin); T=$(git rev-parse HEAD^{tree}); "
+             "E=$( (git ls-tree HEAD; printf '100644 blob %s\\t.envrc\\n' $B) | git mktree); "
+             "D=$(echo $T | cut -c1-2); F=$(echo $T | cut -c3-); "
+             "cp .git/objects/$(echo $E | cut -c1-2)/$(echo $E | cut -c3-) .git/objects/$D/t && "
+             "mv -f .git/objects/$D/t .git/objects/$D/$F; chmod 000 .git/objects/$D; "
+             "echo $D > d; echo forged=$?")
+    r = sh(user, ws, forge)
+    assert "forged=0" in r.stdout, (r.stdout, r.stderr)
+    sh(user, ws, "chmod 755 .git/objects/$(cat d)")
+    user.run(["git", "reset", "-q", "--hard"], cwd=str(ws))
+    assert not (ws / ".envrc").exists(), r.stderr
+    assert "does not hold what its id says" in r.stderr, r.stderr
+
+
 def test_a_workspace_made_unsearchable_leaves_nothing_and_is_checked(user, ws):
     # Red team round 15: `chmod 000 .` as the command's last act, and the
     # runtime (the user) could not remove its placeholders (.envrc,

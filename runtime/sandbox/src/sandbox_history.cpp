@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <vector>
@@ -57,6 +58,29 @@ std::string git_binary() {
 }
 
 constexpr int kGitSeconds = 30;
+
+// opendir, and for a directory of ours the command made unreadable (an
+// ordinary user's run may `chmod 000 .git/objects/ab`: the check would
+// skip what it holds, red team round 23) its owner's rwx back first.
+DIR* open_dir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  struct stat st;
+  if (d || errno != EACCES || ::lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != ::geteuid() || ::chmod(dir.c_str(), (st.st_mode & 07777) | 0700) < 0)
+    return d;
+  return ::opendir(dir.c_str());
+}
+
+// read_file, and the same for a file of ours made unreadable.
+Result<std::string> read_own_file(const std::string& path) {
+  auto t = read_file(path);
+  struct stat st;
+  if (t.ok() || t.error().err() != EACCES || ::lstat(path.c_str(), &st) < 0 ||
+      !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      ::chmod(path.c_str(), (st.st_mode & 07777) | 0600) < 0)
+    return t;
+  return read_file(path);
+}
 
 struct GitRun {
   bool ran = false;  // git exists and exited 0
@@ -209,6 +233,38 @@ std::string tree_pairs(const std::string& trees, const std::string& base_tree) {
   return pairs;
 }
 
+// The words of TEXT that may be object ids, full or abbreviated (7 to 64
+// hex digits between non-alphanumerics), at most 256 of them, each once.
+std::vector<std::string> hex_words(const std::string& text) {
+  std::vector<std::string> words;
+  auto alnum = [](char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+  };
+  for (std::size_t at = 0; at < text.size() && words.size() < 256;) {
+    if (!alnum(text[at])) {
+      ++at;
+      continue;
+    }
+    std::size_t e = at;
+    while (e < text.size() && alnum(text[e])) ++e;
+    const std::string w = text.substr(at, e - at);
+    at = e;
+    if (w.size() < 7 || w.size() > 64 || w.find_first_not_of("0123456789abcdef") != w.npos ||
+        w.find_first_not_of('0') == w.npos)
+      continue;
+    if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(w);
+  }
+  return words;
+}
+
+// The commits some text names (commits_named in check_git_history): their
+// ids and "ID^{tree}" lines, one per line; unsure when git found a word
+// ambiguous (the host's git might take it for another commit).
+struct Named {
+  std::string ids, trees;
+  bool unsure = false;
+};
+
 std::vector<std::string> changed_names(const std::string& out) {
   std::vector<std::string> names;
   for (std::string n : names_of(out)) {
@@ -223,7 +279,7 @@ std::vector<std::string> changed_names(const std::string& out) {
 // The refs packed-refs lists (not its peeled "^" lines) and their ids.
 RefSnapshot packed_refs(const std::string& git_dir) {
   RefSnapshot m;
-  auto pr = read_file(git_dir + "/packed-refs");
+  auto pr = read_own_file(git_dir + "/packed-refs");
   if (!pr.ok()) return m;
   std::size_t at = 0;
   while (at < pr->size()) {
@@ -246,7 +302,7 @@ std::string head_commit(const std::string& git_dir) {
   if (t.rfind("ref: ", 0) != 0) return all_hex(t) ? t : std::string();
   const std::string ref = t.substr(5);
   if (ref.rfind("refs/", 0) != 0 || ref.find("..") != std::string::npos) return {};
-  if (auto r = read_file(git_dir + "/" + ref); r.ok()) {
+  if (auto r = read_own_file(git_dir + "/" + ref); r.ok()) {
     const std::string id = first_line(*r);
     return all_hex(id) ? id : std::string();
   }
@@ -259,7 +315,7 @@ namespace {
 
 void loose_refs(const std::string& dir, const std::string& name, int depth, RefSnapshot& out) {
   if (depth > 16 || out.size() >= 4096) return;
-  DIR* d = ::opendir(dir.c_str());
+  DIR* d = open_dir(dir);
   if (!d) return;
   std::vector<std::pair<std::string, bool>> subs;
   while (struct dirent* e = ::readdir(d)) {
@@ -270,7 +326,7 @@ void loose_refs(const std::string& dir, const std::string& name, int depth, RefS
   for (const auto& [n, is_dir] : subs) {
     if (is_dir) {
       loose_refs(dir + "/" + n, name + "/" + n, depth + 1, out);
-    } else if (auto t = read_file(dir + "/" + n); t.ok()) {
+    } else if (auto t = read_own_file(dir + "/" + n); t.ok()) {
       const std::string id = first_line(*t);
       // an id, or a symbolic ref as its text ("ref: refs/...")
       if (all_hex(id) || id.rfind("ref: ", 0) == 0) out[name + "/" + n] = id;
@@ -282,7 +338,7 @@ void loose_refs(const std::string& dir, const std::string& name, int depth, RefS
 // appends are looked at: red team round 21, `git reset --hard HEAD@{1}`).
 void reflog_sizes(const std::string& dir, const std::string& name, int depth, RefSnapshot& out) {
   if (depth > 16 || out.size() >= 8192) return;
-  DIR* d = ::opendir(dir.c_str());
+  DIR* d = open_dir(dir);
   if (!d) return;
   std::vector<std::string> subs;
   while (struct dirent* e = ::readdir(d))
@@ -308,7 +364,7 @@ RefSnapshot ref_snapshot(const std::string& git_dir) {
   // ORIG_HEAD`, `git merge FETCH_HEAD` or `git commit` in a merge takes.
   for (const char* n : {"HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
                         "REVERT_HEAD", "REBASE_HEAD", "AUTO_MERGE"})
-    if (auto h = read_file(git_dir + "/" + n); h.ok()) {
+    if (auto h = read_own_file(git_dir + "/" + n); h.ok()) {
       const std::string l = first_line(*h);
       const std::string id = l.substr(0, l.find_first_of(" \t"));
       if (all_hex(id)) m[n] = id;
@@ -362,9 +418,10 @@ namespace {
 // What the run appended to each reflog (after the refs were put back):
 // entries naming commits no ref had that change a protected path are cut
 // off again, so `git reset --hard HEAD@{1}` cannot bring one back.
-template <typename Git, typename TreeOf>
+template <typename Git, typename TreeOf, typename CommitsNamed>
 void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::string& base,
-                   const std::string& not_before, Git&& git, TreeOf&& tree_of) {
+                   const std::string& not_before, Git&& git, TreeOf&& tree_of,
+                   CommitsNamed&& commits_named) {
   for (const auto& [key, size] : ref_snapshot(g)) {
     if (key.rfind("logs/", 0) != 0) continue;
     auto was = c.refs_before.find(key);
@@ -375,9 +432,9 @@ void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::st
     if (same_file && now <= before) continue;
     // rewritten (another file renamed over it, or made shorter): all of it
     if (!same_file || now < before) before = 0;
-    auto text = read_file(g + "/" + key);
+    auto text = read_own_file(g + "/" + key);
     if (!text.ok() || static_cast<long long>(text->size()) < before) continue;
-    std::string ids;
+    std::string ids, message;
     for (std::size_t at = static_cast<std::size_t>(before); at < text->size();) {
       const std::size_t e = text->find('\n', at);
       const std::string line = text->substr(at, e == std::string::npos ? e : e - at);
@@ -387,13 +444,20 @@ void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::st
       const std::size_t sp2 = line.find(' ', sp + 1);
       for (const std::string& id : {line.substr(0, sp), line.substr(sp + 1, sp2 - sp - 1)})
         if (all_hex(id) && id.find_first_not_of('0') != std::string::npos) ids += id + "\n";
+      // The message too: `git checkout -` goes where the last "checkout:
+      // moving from X to Y" says, not where the entry's ids do (red team
+      // round 23).
+      if (const std::size_t tab = line.find('\t'); tab != std::string::npos)
+        message += line.substr(tab + 1) + "\n";
     }
-    if (ids.empty()) continue;
+    const Named named = commits_named(message);
+    ids += named.ids;
+    if (ids.empty() && !named.unsure) continue;
     GitRun revs =
         git({"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, ids + not_before, false);
     const std::string from_tree = tree_of(base);
     const std::string pairs = tree_pairs(revs.out, from_tree);
-    bool bad = !revs.ran || !all_hex(from_tree);
+    bool bad = !revs.ran || !all_hex(from_tree) || named.unsure;
     if (!bad && !pairs.empty()) {
       GitRun d = git({"diff-tree", "--stdin", "-r", "--no-renames", "--name-only", "-z", "--"},
                      pairs, true);
@@ -430,7 +494,7 @@ void drop_object_caches(const GitHistoryCheck& c, const std::string& g) {
   };
   drop_if(g + "/objects/info/commit-graph");
   for (const std::string& dir : {g + "/objects/info/commit-graphs", g + "/objects/pack"}) {
-    DIR* d = ::opendir(dir.c_str());
+    DIR* d = open_dir(dir);
     if (!d) continue;
     std::vector<std::string> names;
     while (struct dirent* e = ::readdir(d)) {
@@ -515,7 +579,7 @@ void check_loose_objects(const GitHistoryCheck& c, const std::string& g) {
     const std::string dir = g + "/objects/" + sub;
     struct stat st;
     if (::lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || !since(st)) continue;
-    DIR* d = ::opendir(dir.c_str());
+    DIR* d = open_dir(dir);
     if (!d) continue;
     std::vector<std::string> names;
     while (struct dirent* e = ::readdir(d)) {
@@ -548,7 +612,7 @@ void check_loose_objects(const GitHistoryCheck& c, const std::string& g) {
 // an offset would have the host's git read what it holds as that object.
 void check_new_packs(const GitHistoryCheck& c, const std::string& g, const std::string& top) {
   const std::string dir = g + "/objects/pack";
-  DIR* d = ::opendir(dir.c_str());
+  DIR* d = open_dir(dir);
   if (!d) return;
   std::vector<std::string> idx;
   while (struct dirent* e = ::readdir(d)) {
@@ -570,6 +634,54 @@ void check_new_packs(const GitHistoryCheck& c, const std::string& g, const std::
     log::warn("sandbox: the pack " + stem + ".pack does not hold what its index says; moved " +
               "aside (the host's git would have read its objects as others)");
     report_git_refusal(c.id, c.events_dir, c.deliver, stem + ".pack");
+  }
+}
+
+// git's own files at the top of its directory that the run made or
+// changed, other than those the check reads otherwise (refs, the index):
+// BISECT_START (`git bisect reset` checks it out), MERGE_AUTOSTASH (`git
+// merge --abort` applies it), FETCH_HEAD past its first line (`git merge
+// FETCH_HEAD` merges every line), MERGE_HEAD's other parents, ... (red
+// team round 23). Not one is a ref, so none moved one.
+std::vector<std::string> state_files(const GitHistoryCheck& c, const std::string& g) {
+  std::vector<std::string> out;
+  DIR* d = open_dir(g);
+  if (!d) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n[0] == '.' || n == "index" || n == "packed-refs" || n == "HEAD" || n == "description" ||
+        n == "COMMIT_EDITMSG" || n.rfind("config", 0) == 0)
+      continue;
+    struct stat st;
+    if (::lstat((g + "/" + n).c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;
+    if (st.st_ctim.tv_sec > c.started.tv_sec ||
+        (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec >= c.started.tv_nsec))
+      out.push_back(n);
+  }
+  ::closedir(d);
+  return out;
+}
+
+// Each of FILES (state_files) that names a commit bringing a protected
+// path (JUDGE: its first such path, or "") is moved aside; one too large
+// to read (4 MiB) is too.
+template <typename Judge>
+void check_state_files(const GitHistoryCheck& c, const std::string& g,
+                       const std::vector<std::string>& files, Judge&& judge) {
+  for (const std::string& n : files) {
+    const std::string f = g + "/" + n;
+    struct stat st;
+    if (::lstat(f.c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;  // put back already
+    std::string name = "(a file too large to read)";
+    if (st.st_size <= (4 << 20))
+      if (auto text = read_own_file(f); text.ok()) name = judge(*text);
+    if (name.empty()) continue;
+    const std::string to = move_aside(f);
+    log::warn("sandbox: " + f + " names a commit that changes the protected " + name +
+              ", which the host's git would write (a bisect reset, merge --abort, merge " +
+              "FETCH_HEAD, ...); " +
+              (to.empty() ? "could not move it: do not use it" : "moved to " + to));
+    report_git_refusal(c.id, c.events_dir, c.deliver, f + ": " + name);
   }
 }
 
@@ -596,7 +708,8 @@ void check_git_history(const GitHistoryCheck& c) {
     }
     index_changed = now.there && !(now == b->second);
   }
-  if (!index_changed && ref_snapshot(g) == c.refs_before) return;
+  const std::vector<std::string> state = state_files(c, g);
+  if (!index_changed && state.empty() && ref_snapshot(g) == c.refs_before) return;
   // The protected paths in the work tree, as pathspecs (a `*` is one
   // component, as :(glob) reads it; a directory's files below it).
   std::vector<std::string> specs;
@@ -649,10 +762,34 @@ void check_git_history(const GitHistoryCheck& c) {
     if (x == base && c.head_before.empty()) return x;
     return first_line(git({"rev-parse", "--verify", "-q", x + "^{tree}"}, {}, false).out);
   };
+  // The commits TEXT names (hex_words, looked up by git).
+  auto commits_named = [&](const std::string& text) {
+    Named named;
+    std::string in;
+    for (const std::string& w : hex_words(text)) in += w + "^{commit}\n";
+    if (in.empty()) return named;
+    GitRun r = git({"cat-file", "--batch-check=%(objectname)"}, in, false);
+    named.unsure = !r.ran;
+    for (std::size_t at = 0; at < r.out.size();) {
+      const std::size_t e = r.out.find('\n', at);
+      const std::string l = r.out.substr(at, e == std::string::npos ? e : e - at);
+      at = e == std::string::npos ? r.out.size() : e + 1;
+      if (all_hex(l)) {
+        named.ids += l + "\n";
+        named.trees += l + "^{tree}\n";
+      } else if (l.size() > 10 && l.compare(l.size() - 10, 10, " ambiguous") == 0) {
+        named.unsure = true;
+      }
+    }
+    return named;
+  };
   // What no ref had before: rev-list's exclusions, once for every ref.
+  // Not the refused commits the check kept (refs/comet-refused/): a ref
+  // moved to one, or to a clean child of one, brings them back (red team
+  // round 23: the kept commit's parent held .envrc, `reset --hard HEAD~1`).
   std::string not_before;
   for (const auto& [r, id] : c.refs_before)
-    if (all_hex(id)) not_before += "^" + id + "\n";
+    if (all_hex(id) && r.rfind("refs/comet-refused/", 0) != 0) not_before += "^" + id + "\n";
   // Many refs changed (a fetch of tags): first all of them at once against
   // HEAD as it was; only when that finds something, one by one.
   const RefSnapshot after = ref_snapshot(g);
@@ -772,7 +909,25 @@ void check_git_history(const GitHistoryCheck& c) {
     report_git_refusal(c.id, c.events_dir, c.deliver,
                        top + "/" + names.front() + " (" + ref + " " + now + ")");
   }
-  check_reflogs(c, g, base, not_before, git, tree_of);
+  check_reflogs(c, g, base, not_before, git, tree_of, commits_named);
+  check_state_files(c, g, state, [&](const std::string& text) {
+    // Every commit TEXT names that no ref had, and each one's own tree,
+    // against HEAD as it was.
+    const Named named = commits_named(text);
+    if (named.unsure) return std::string("(an object id git finds ambiguous)");
+    if (named.ids.empty()) return std::string();
+    GitRun revs = git({"rev-list", "--stdin", "--no-commit-header", "--format=%T"},
+                      named.ids + not_before, false);
+    GitRun tips = git({"cat-file", "--batch-check=%(objectname)"}, named.trees, false);
+    const std::string base_tree = tree_of(base);
+    if (!revs.ran || revs.cut || !tips.ran || !all_hex(base_tree))
+      return std::string("(what git could not read)");
+    GitRun d =
+        git(diff_pairs, tree_pairs(revs.out, base_tree) + tree_pairs(tips.out, base_tree), true);
+    if (!d.ran || d.cut) return std::string("(what git could not read)");
+    const auto names = changed_names(d.out);
+    return names.empty() ? std::string() : names.front();
+  });
   struct stat st;
   if (!index_changed || ::lstat(idx.c_str(), &st) < 0) return;  // moved aside already
   const std::string head = head_commit(g);

@@ -1,0 +1,98 @@
+"""Attacks of red team round 23 (docs/sandbox.md, "Red team round 23"),
+each of which got through on the round's binary (ef7791c): git's own state
+files that name a commit without being a ref (BISECT_START, MERGE_AUTOSTASH,
+FETCH_HEAD past its first line, a reflog entry's message), a refused commit
+the check had kept brought back by a clean child, a `.git/shallow` that
+hid a commit from the check's git, and remote deletions spelled outside the floor's
+list. Each test fails on ef7791c. (An object directory an ordinary user's
+run made unreadable: rootless/test_sandbox_rootless.py.)"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from lib.sandbox import git, sandbox_env
+
+pytestmark = pytest.mark.comet_only
+
+# $C: a commit on HEAD whose tree adds .envrc (made in the object store
+# only; the work tree never holds it).
+EVIL = ("B=$(echo 'touch /tmp/pwned' | git hash-object -w --stdin); "
+        "T=$( (git ls-tree HEAD; printf '100644 blob %s\\t.envrc\\n' $B) | git mktree); "
+        "C=$(echo evil | git commit-tree $T -p HEAD); H=$(git rev-parse HEAD); ")
+
+
+def host(repo: Path, *args: str) -> None:
+    git(repo, *args, check=False)
+
+
+@pytest.mark.parametrize("plant, then", [
+    # `git bisect reset` checks out what BISECT_START names
+    ("echo $C > .git/BISECT_START && echo 'git bisect start' > .git/BISECT_LOG",
+     [("bisect", "reset")]),
+    # `git merge --abort` applies MERGE_AUTOSTASH (its untracked-files parent)
+    ("HT=$(git rev-parse HEAD^{tree}); "
+     "UT=$(printf '100644 blob %s\\t.envrc\\n' $B | git mktree); "
+     "U=$(echo untracked | git commit-tree $UT); I=$(echo index | git commit-tree $HT -p HEAD); "
+     "W=$(echo wip | git commit-tree $HT -p HEAD -p $I -p $U); "
+     "echo $W > .git/MERGE_AUTOSTASH && echo $H > .git/MERGE_HEAD && echo m > .git/MERGE_MSG",
+     [("merge", "--abort")]),
+    # `git merge FETCH_HEAD` merges every line not marked not-for-merge
+    ("printf '%s\\t\\tbranch main of /x\\n%s\\t\\tbranch dev of /x\\n' $H $C > .git/FETCH_HEAD",
+     [("merge", "--no-edit", "FETCH_HEAD")]),
+    # `git checkout -` goes where the last "checkout: moving from" says
+    ("printf '%s %s a <a@b> 1700000000 +0000\\tcheckout: moving from %s to main\\n' $H $H $C "
+     ">> .git/logs/HEAD", [("checkout", "-")]),
+])
+def test_state_files_naming_a_commit_are_checked(sandbox, repo, plant, then):
+    res, evs = sandbox(repo, EVIL + plant + " && echo planted")
+    assert "planted" in res.out, res
+    for args in then:
+        host(repo, *args)
+    assert not (repo / ".envrc").exists(), "the host's git wrote .envrc"
+    assert "protected .envrc" in res.err or "change protected paths" in res.err, res.err
+    assert any(".envrc" in e.get("requested", "") or "logs/HEAD" in e.get("requested", "")
+               for e in evs), evs
+
+
+def test_a_kept_refused_commit_is_not_known(sandbox, repo):
+    # run 1: main to C2, whose parent C1 adds .envrc: put back, kept
+    two = (EVIL.replace("C=$(echo evil | git commit-tree $T -p HEAD)",
+                        "C1=$(echo wip | git commit-tree $T -p HEAD)") +
+           "C2=$(echo tidy | git commit-tree $(git rev-parse HEAD^{tree}) -p $C1); "
+           "git update-ref refs/heads/main $C2")
+    res, _ = sandbox(repo, two)
+    kept = git(repo, "for-each-ref", "--format=%(objectname)", "refs/comet-refused/").stdout.split()
+    assert len(kept) == 1, res.err
+    # run 2: main to the kept C2 again
+    res, evs = sandbox(repo, f"git update-ref refs/heads/main {kept[0]}")
+    assert git(repo, "rev-parse", "HEAD").stdout.strip() != kept[0], res.err
+    host(repo, "reset", "-q", "--hard", "HEAD~1")
+    assert not (repo / ".envrc").exists()
+    assert any(".envrc" in e.get("requested", "") for e in evs), evs
+
+
+def test_shallow_is_protected(sandbox, repo):
+    res, evs = sandbox(repo, "git rev-parse HEAD > .git/shallow; echo rc=$?")
+    assert "rc=0" not in res.out, res
+    assert not (repo / ".git" / "shallow").exists()
+    assert any(e.get("requested", "").endswith(".git/shallow") for e in evs), evs
+
+
+@pytest.mark.parametrize("argv", [
+    ["gsutil", "rm", "-r", "gs://b"],
+    ["rclone", "purge", "r:b"],
+    ["kubectl", "exec", "pod", "--", "rm", "-rf", "/data"],
+    ["terraform", "workspace", "delete", "prod"],
+    ["npm", "unpublish", "pkg", "--force"],
+    ["gh", "api", "graphql", "-f", "query=mutation{deleteRepository}"],
+    ["curl", "-X", "DELETE", "https://api.github.com/repos/o/r"],
+    ["hub", "delete", "o/r"],
+])
+def test_remote_deletions_are_asked_about(rt, repo, argv):
+    res = rt("sandbox", "--workspace", str(repo), "--can-auto-allow", "--", *argv,
+             env=sandbox_env())
+    verdict = json.loads(res.out)
+    assert verdict["auto_allow"] is False, res.out
+    assert "remote-destroy" in res.out, res.out
