@@ -80,6 +80,32 @@ def test_shallow_is_protected(sandbox, repo):
     assert any(e.get("requested", "").endswith(".git/shallow") for e in evs), evs
 
 
+def test_a_submodules_own_refs_and_index_are_checked(sandbox, repo, workdir):
+    # Red team round 22, not closed until now: the module's own ref moved
+    # to a commit adding .envrc, and .vscode/settings.json staged in its
+    # index; the host's `git -C sub reset --hard` / `checkout -- .` wrote
+    # them. Every module's git directory is checked as the work tree's is.
+    up = workdir / "up"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    (up / "u").write_text("u\n")
+    git(up, "add", "u")
+    git(up, "commit", "-qm", "u")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(up), "sub")
+    git(repo, "commit", "-qm", "sub")
+    res, evs = sandbox(repo, "cd sub && " + EVIL + "git update-ref refs/heads/main $C && "
+                       "git update-index --add --cacheinfo 100644,$B,.vscode/settings.json "
+                       "&& echo planted")
+    assert "planted" in res.out, res
+    sub = repo / "sub"
+    git(sub, "reset", "-q", "--hard", check=False)
+    git(sub, "checkout", "-q", "--", ".", check=False)
+    assert not (sub / ".envrc").exists() and not (sub / ".vscode").exists(), res.err
+    requested = [e.get("requested", "") for e in evs]
+    assert any("sub/.envrc" in r for r in requested), requested
+    assert any("modules/sub/index" in r for r in requested), requested
+
+
 @pytest.mark.parametrize("argv", [
     ["gsutil", "rm", "-r", "gs://b"],
     ["rclone", "purge", "r:b"],

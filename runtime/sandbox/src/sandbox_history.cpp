@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -419,15 +420,15 @@ namespace {
 // entries naming commits no ref had that change a protected path are cut
 // off again, so `git reset --hard HEAD@{1}` cannot bring one back.
 template <typename Git, typename TreeOf, typename CommitsNamed>
-void check_reflogs(const GitHistoryCheck& c, const std::string& g, const std::string& base,
-                   const std::string& not_before, Git&& git, TreeOf&& tree_of,
-                   CommitsNamed&& commits_named) {
+void check_reflogs(const GitHistoryCheck& c, const RefSnapshot& refs_before, const std::string& g,
+                   const std::string& base, const std::string& not_before, Git&& git,
+                   TreeOf&& tree_of, CommitsNamed&& commits_named) {
   for (const auto& [key, size] : ref_snapshot(g)) {
     if (key.rfind("logs/", 0) != 0) continue;
-    auto was = c.refs_before.find(key);
-    long long before = was == c.refs_before.end() ? 0 : std::atoll(was->second.c_str() + 1);
+    auto was = refs_before.find(key);
+    long long before = was == refs_before.end() ? 0 : std::atoll(was->second.c_str() + 1);
     const long long now = std::atoll(size.c_str() + 1);
-    const bool same_file = was == c.refs_before.end() ||
+    const bool same_file = was == refs_before.end() ||
                            was->second.substr(was->second.find(':')) == size.substr(size.find(':'));
     if (same_file && now <= before) continue;
     // rewritten (another file renamed over it, or made shorter): all of it
@@ -687,15 +688,61 @@ void check_state_files(const GitHistoryCheck& c, const std::string& g,
 
 }  // namespace
 
+namespace {
+
+// A module's work tree: its config's core.worktree (a protected file),
+// relative to its git directory; "" when it has none or it is not there.
+std::string module_work_tree(const std::string& g) {
+  auto text = read_file(g + "/config");
+  if (!text.ok()) return {};
+  std::string wt;
+  std::size_t at = 0;
+  while (at < text->size()) {
+    const std::size_t e = text->find('\n', at);
+    std::string line = text->substr(at, e == std::string::npos ? e : e - at);
+    at = e == std::string::npos ? text->size() : e + 1;
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (line.rfind("worktree", 0) != 0) continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string::npos || line.find_first_not_of(" \t", 8) != eq) continue;
+    wt = line.substr(eq + 1);
+    wt.erase(0, wt.find_first_not_of(" \t\""));
+    while (!wt.empty() && (wt.back() == ' ' || wt.back() == '"' || wt.back() == '\r'))
+      wt.pop_back();
+  }
+  if (wt.empty()) return {};
+  char real[PATH_MAX];
+  if (!::realpath((wt[0] == '/' ? wt : g + "/" + wt).c_str(), real)) return {};
+  return real;
+}
+
+void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool own);
+
+}  // namespace
+
+std::vector<GitDirBefore> history_snapshot(const std::vector<std::string>& own) {
+  std::vector<GitDirBefore> out;
+  if (own.empty()) return out;
+  std::vector<std::string> dirs = {own.front()};
+  git_dirs_below(own.front() + "/modules", 1, 64, dirs);
+  for (const std::string& g : dirs) out.push_back({g, head_commit(g), ref_snapshot(g)});
+  return out;
+}
+
 void check_git_history(const GitHistoryCheck& c) {
-  if (c.own.empty()) return;
-  const std::string g = c.own.front();
+  for (std::size_t i = 0; i < c.dirs.size(); ++i) check_git_dir(c, c.dirs[i], i == 0);
+}
+
+namespace {
+
+void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool own) {
+  const std::string& g = before.git_dir;
   drop_object_caches(c, g);
   check_loose_objects(c, g);
-  if (g.size() > 5 && g.compare(g.size() - 5, 5, "/.git") == 0)
-    check_new_packs(c, g, g.substr(0, g.size() - 5));
-  if (g.size() <= 5 || g.compare(g.size() - 5, 5, "/.git") != 0) return;  // bare, or a gitfile's
-  const std::string top = g.substr(0, g.size() - 5);
+  const bool dot_git = g.size() > 5 && g.compare(g.size() - 5, 5, "/.git") == 0;
+  const std::string top = own ? (dot_git ? g.substr(0, g.size() - 5) : "") : module_work_tree(g);
+  if (top.empty()) return;  // bare, a gitfile's, or a module not checked out
+  check_new_packs(c, g, top);
   const std::string idx = g + "/index";
   bool index_changed = false;
   if (auto b = c.index_before.find(idx); b != c.index_before.end()) {
@@ -709,7 +756,7 @@ void check_git_history(const GitHistoryCheck& c) {
     index_changed = now.there && !(now == b->second);
   }
   const std::vector<std::string> state = state_files(c, g);
-  if (!index_changed && state.empty() && ref_snapshot(g) == c.refs_before) return;
+  if (!index_changed && state.empty() && ref_snapshot(g) == before.refs) return;
   // The protected paths in the work tree, as pathspecs (a `*` is one
   // component, as :(glob) reads it; a directory's files below it).
   std::vector<std::string> specs;
@@ -744,12 +791,11 @@ void check_git_history(const GitHistoryCheck& c) {
     }
   }
   if (specs.empty()) return;
-  const bool sha256 = c.head_before.size() == 64 || head_commit(g).size() == 64;
+  const bool sha256 = before.head.size() == 64 || head_commit(g).size() == 64;
   const std::string base =
-      !c.head_before.empty()
-          ? c.head_before
-          : (sha256 ? "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
-                    : "4b825dc642cb6eb9a060e54bf8d69288fbee4904");  // the empty tree
+      !before.head.empty() ? before.head
+                      : (sha256 ? "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+                                : "4b825dc642cb6eb9a060e54bf8d69288fbee4904");  // the empty tree
   // git ARGS, INPUT on its stdin, the protected pathspecs after ARGS when WITH_SPECS
   auto git = [&](std::vector<std::string> args, const std::string& input, bool with_specs) {
     if (with_specs) args.insert(args.end(), specs.begin(), specs.end());
@@ -759,7 +805,7 @@ void check_git_history(const GitHistoryCheck& c) {
                                                "--name-only", "-z",      "--"};
   // The tree of X ("" when git cannot tell); the empty tree is itself.
   auto tree_of = [&](const std::string& x) {
-    if (x == base && c.head_before.empty()) return x;
+    if (x == base && before.head.empty()) return x;
     return first_line(git({"rev-parse", "--verify", "-q", x + "^{tree}"}, {}, false).out);
   };
   // The commits TEXT names (hex_words, looked up by git).
@@ -788,16 +834,16 @@ void check_git_history(const GitHistoryCheck& c) {
   // moved to one, or to a clean child of one, brings them back (red team
   // round 23: the kept commit's parent held .envrc, `reset --hard HEAD~1`).
   std::string not_before;
-  for (const auto& [r, id] : c.refs_before)
+  for (const auto& [r, id] : before.refs)
     if (all_hex(id) && r.rfind("refs/comet-refused/", 0) != 0) not_before += "^" + id + "\n";
   // Many refs changed (a fetch of tags): first all of them at once against
   // HEAD as it was; only when that finds something, one by one.
   const RefSnapshot after = ref_snapshot(g);
   std::vector<std::pair<std::string, std::string>> changed;
   for (const auto& [ref, now] : after) {
-    auto was = c.refs_before.find(ref);
+    auto was = before.refs.find(ref);
     if (ref.rfind("logs/", 0) == 0 || ref.rfind("refs/comet-refused/" + c.id + "/", 0) == 0 ||
-        (was != c.refs_before.end() && was->second == now))
+        (was != before.refs.end() && was->second == now))
       continue;
     changed.emplace_back(ref, now);
   }
@@ -828,10 +874,9 @@ void check_git_history(const GitHistoryCheck& c) {
   for (const auto& entry : changed) {
     const std::string& ref = entry.first;  // (not a structured binding: a lambda takes it)
     const std::string& now = entry.second;
-    auto was = c.refs_before.find(ref);
+    auto was = before.refs.find(ref);
     const bool symbolic = now.rfind("ref: ", 0) == 0;
-    const std::string from =
-        was != c.refs_before.end() && all_hex(was->second) ? was->second : base;
+    const std::string from = was != before.refs.end() && all_hex(was->second) ? was->second : base;
     // Every commit the ref brings that no ref had, its tree against FROM's:
     // a commit in the middle, or a stash's untracked-files parent, is what
     // a later checkout of it (or `git stash pop`) writes, as much as the tip.
@@ -864,7 +909,7 @@ void check_git_history(const GitHistoryCheck& c) {
     const std::string keep = "refs/comet-refused/" + c.id + "/" + ref;
     const bool kept = symbolic || run_git(top, c.uid, c.gid, {"update-ref", keep, now}).ran;
     const bool pseudo = ref.rfind("refs/", 0) != 0 && ref != "HEAD";
-    const bool existed = was != c.refs_before.end();
+    const bool existed = was != before.refs.end();
     auto is_back = [&] {
       const RefSnapshot again = ref_snapshot(g);
       auto it = again.find(ref);
@@ -909,7 +954,7 @@ void check_git_history(const GitHistoryCheck& c) {
     report_git_refusal(c.id, c.events_dir, c.deliver,
                        top + "/" + names.front() + " (" + ref + " " + now + ")");
   }
-  check_reflogs(c, g, base, not_before, git, tree_of, commits_named);
+  check_reflogs(c, before.refs, g, base, not_before, git, tree_of, commits_named);
   check_state_files(c, g, state, [&](const std::string& text) {
     // Every commit TEXT names that no ref had, and each one's own tree,
     // against HEAD as it was.
@@ -944,5 +989,7 @@ void check_git_history(const GitHistoryCheck& c) {
             (moved ? "moved to " + to : "could not move it: do not run `git restore` there"));
   report_git_refusal(c.id, c.events_dir, c.deliver, idx + ": " + names.front());
 }
+
+}  // namespace
 
 }  // namespace comet::runtime::sandbox_parts

@@ -385,9 +385,8 @@ struct Launch {
     }
   } restore;
   UniqueFd sigfd;
-  IndexStamps index_before;  // the git rule's last look (check_git_index)
-  std::string head_before;   // and at the history (check_git_history)
-  RefSnapshot refs_before;
+  IndexStamps index_before;              // the git rule's last look (check_git_index)
+  std::vector<GitDirBefore> git_before;  // and at the history (check_git_history)
   struct timespec started = {};
   long pid = -1;
   bool thread_started = false;  // the reporter's (start_reporter_thread)
@@ -801,11 +800,8 @@ Status vm_clone_and_start(Launch& x, int ns_flags) {
 Status clone_and_start(Launch& x) {
   if (x.policy->git_own) {
     x.index_before = index_stamps(*x.policy->git_own);
-    if (!x.policy->git_own->empty()) {
-      x.head_before = head_commit(x.policy->git_own->front());
-      x.refs_before = ref_snapshot(x.policy->git_own->front());
-      ::clock_gettime(CLOCK_REALTIME, &x.started);
-    }
+    x.git_before = history_snapshot(*x.policy->git_own);
+    if (!x.git_before.empty()) ::clock_gettime(CLOCK_REALTIME, &x.started);
   }
   const int ns_flags = x.ctx.ns.new_ns_flags & ~CLONE_NEWCGROUP;
 #if defined(COMET_ASAN)
@@ -838,9 +834,8 @@ int wait_and_report(Launch& x) {
     if (x.policy->git_own) {
       check_git_index(*x.policy->git_own, x.index_before, x.l.id, x.events_path, x.l.events,
                       x.l.fs_view.writable);
-      check_git_history({*x.policy->git_own, x.head_before, x.refs_before, x.index_before,
-                         x.l.fs_view.protect, x.l.owner_uid, x.l.owner_gid, x.l.id, x.events_path,
-                         x.l.events, x.started});
+      check_git_history({x.git_before, x.index_before, x.l.fs_view.protect, x.l.owner_uid,
+                         x.l.owner_gid, x.l.id, x.events_path, x.l.events, x.started});
     }
     summarize_events(x.events_path, x.l.events);
   }

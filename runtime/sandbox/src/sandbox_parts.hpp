@@ -105,10 +105,18 @@ RefSnapshot ref_snapshot(const std::string& git_dir);
 
 // The git rule's look at git's own data (sandbox_history.cpp): commits and
 // an index that change a protected path of the work tree.
+// A git directory as it was before the run: the work tree's own, then
+// each of its modules' (.git/modules/..., at any depth: red team round 22
+// moved a module's own ref and staged its .envrc).
+struct GitDirBefore {
+  std::string git_dir;
+  std::string head;  // head_commit()
+  RefSnapshot refs;  // ref_snapshot()
+};
+std::vector<GitDirBefore> history_snapshot(const std::vector<std::string>& own);
+
 struct GitHistoryCheck {
-  std::vector<std::string> own;  // the git rule's own git directories, the work tree's first
-  std::string head_before;       // head_commit() before the run
-  RefSnapshot refs_before;       // ref_snapshot() before the run
+  std::vector<GitDirBefore> dirs;  // history_snapshot()
   IndexStamps index_before;
   std::vector<std::string> protect;  // absolute protected paths (FsView::protect)
   uid_t uid = 0;                     // the caller, who runs git
