@@ -793,9 +793,10 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
   if (specs.empty()) return;
   const bool sha256 = before.head.size() == 64 || head_commit(g).size() == 64;
   const std::string base =
-      !before.head.empty() ? before.head
-                      : (sha256 ? "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
-                                : "4b825dc642cb6eb9a060e54bf8d69288fbee4904");  // the empty tree
+      !before.head.empty()
+          ? before.head
+          : (sha256 ? "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+                    : "4b825dc642cb6eb9a060e54bf8d69288fbee4904");  // the empty tree
   // git ARGS, INPUT on its stdin, the protected pathspecs after ARGS when WITH_SPECS
   auto git = [&](std::vector<std::string> args, const std::string& input, bool with_specs) {
     if (with_specs) args.insert(args.end(), specs.begin(), specs.end());
