@@ -135,7 +135,11 @@ bool floor_command(const std::string& n) {
 // (echo, grep, git's own messages) are not.
 void analyse_runners(Analysis& an, const Unwrapped& u, const std::string& n,
                      const std::optional<std::string>& cwd, int depth) {
-  if (data_only(n) || floor_command(n) || n == "eval" || n == "source" || n == ".") return;
+  // (a remote tool runs others too: `npm exec -- kubectl delete`, `pnpm
+  // dlx`, `yarn dlx`: red team round 24)
+  if (data_only(n) || (floor_command(n) && !is_remote_tool(n)) || n == "eval" || n == "source" ||
+      n == ".")
+    return;
   for (std::size_t k = 1; k < u.argv.size() && !an.done(); ++k) {
     const Word& w = u.argv[k];
     if (w.text.empty() || w.text[0] == '-') continue;

@@ -391,15 +391,54 @@ bool is_remote_tool(const std::string& n) {
       n, {"kubectl", "oc",   "kubecolor", "helm",   "terraform", "tofu",  "terragrunt", "pulumi",
           "gh",      "glab", "aws",       "gcloud", "az",        "doctl", "flyctl",     "fly",
           "heroku",  "hub",  "gsutil",    "rclone", "s3cmd",     "mc",    "firebase",   "npm",
-          "pnpm",    "yarn", "curl",      "wget",   "http",      "https", "xh"});
+          "pnpm",    "yarn", "curl",      "wget",   "http",      "https", "xh",         "xhs"});
 }
 
 namespace {
 
-// An HTTP method that deletes or replaces, or one not known (an expansion).
-bool mutating_method(std::string m, bool expansion) {
+// An HTTP method that deletes or replaces.
+bool mutating_method(std::string m) {
   for (char& ch : m) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
-  return expansion || m == "DELETE" || m == "PUT" || m == "PATCH";
+  return m == "DELETE" || m == "PUT" || m == "PATCH";
+}
+
+// The method a curl, wget, gh/glab api or httpie/xh command line sends, as
+// written ("" for none given), or "?" when it is not known (an expansion).
+// Short options cluster (`curl -sXDELETE`, `-fsSLX DELETE`, `gh api
+// -iX DELETE`); wget takes a long option's unambiguous prefix (`--meth=`);
+// httpie and xh take the method as their first operand (red team 24).
+std::string http_method(const std::string& n, const std::vector<Word>& v, std::size_t from) {
+  const bool httpie = one_of(n, {"http", "https", "xh", "xhs"});
+  for (std::size_t i = from; i < v.size(); ++i) {
+    const std::string& a = v[i].text;
+    auto value = [&](std::string m, const Word& src) {
+      return src.expansion || src.glob || src.brace ? std::string("?") : m;
+    };
+    if (a.rfind("--", 0) == 0) {
+      const std::size_t eq = a.find('=');
+      const std::string name = a.substr(2, eq == std::string::npos ? eq : eq - 2);
+      const bool is_method =
+          name == "request" || name == "method" ||
+          (n == "wget" && name.size() >= 3 && std::string("method").rfind(name, 0) == 0);
+      if (!is_method) continue;
+      if (eq != std::string::npos) return value(a.substr(eq + 1), v[i]);
+      if (i + 1 < v.size()) return value(v[i + 1].text, v[i + 1]);
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-' && !httpie) {
+      const std::size_t x = a.find('X');
+      if (x == std::string::npos) continue;
+      if (x + 1 < a.size()) return value(a.substr(x + 1), v[i]);
+      if (i + 1 < v.size()) return value(v[i + 1].text, v[i + 1]);
+      continue;
+    }
+    if (httpie && !a.empty() && a[0] != '-') {
+      if (v[i].expansion || v[i].glob || v[i].brace) return "?";
+      if (a.find_first_of("/:.=@") == std::string::npos) return a;  // METHOD before the URL
+      return {};
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -424,111 +463,82 @@ std::string remote_destroy(const Unwrapped& u) {
         if (a == x || a.rfind(std::string(x) + "=", 0) == 0) return true;
     return false;
   };
-  if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"delete", "drain"}))
-    return n + " deletes a cluster's objects";
-  // Red team round 23: the same deletions by other tools and verbs.
-  if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"exec"}))
-    return n + " exec runs a command inside the cluster's containers";
-  if (one_of(n, {"curl", "wget", "http", "https", "xh"})) {
-    const auto& v = u.argv;
-    for (std::size_t i = 1; i < v.size(); ++i) {
-      const std::string& a = v[i].text;
-      std::string m;
-      bool exp = false;
-      if ((a == "-X" || a == "--request" || a == "--method") && i + 1 < v.size()) {
-        m = v[i + 1].text;
-        exp = v[i + 1].expansion;
-      } else if (a.rfind("--request=", 0) == 0 || a.rfind("--method=", 0) == 0) {
-        m = a.substr(a.find('=') + 1);
-        exp = v[i].expansion;
-      } else if (n == "curl" && a.rfind("-X", 0) == 0 && a.size() > 2) {
-        m = a.substr(2);
-        exp = v[i].expansion;
-      } else if (one_of(n, {"http", "https", "xh"}) && i == 1 && a[0] != '-') {
-        m = a;  // httpie's METHOD URL
-      } else {
-        continue;
-      }
-      if (mutating_method(m, exp) && (one_of(n, {"curl", "wget"}) || m != "http"))
-        if (m.find_first_of("/:.") == std::string::npos)
-          return n + " " + m + " deletes or replaces what a server holds";
+  // A short option cluster holding LETTER (`gsutil rsync -rd`).
+  auto short_opt = [&](char letter) {
+    for (const auto& a : opts)
+      if (a.size() > 1 && a[1] != '-' && a.find(letter, 1) != std::string::npos) return true;
+    return false;
+  };
+  const bool web = one_of(n, {"curl", "wget", "http", "https", "xh", "xhs"});
+  // The verbs of the tools the rule knows (red team round 24: a list of
+  // each tool's own spellings is never complete): an operand that is a
+  // verb that deletes, or starts as one (delete-asset, delete-batch,
+  // remove-iam-policy-binding), or that an expansion, a glob or a brace
+  // hides (`kubectl d[e]lete`, `set -- delete; kubectl "$@"`), among the
+  // first three (where the verbs are).
+  if (!web && !one_of(n, {"npm", "pnpm", "yarn"})) {  // (npm uninstall is local)
+    std::size_t seen = 0;
+    for (std::size_t i = 1; i < u.argv.size() && seen < 3; ++i) {
+      const Word& a = u.argv[i];
+      if (a.text.size() > 1 && a.text[0] == '-') continue;
+      ++seen;
+      if (a.expansion || a.glob || a.brace)
+        return n + " " + a.text + ": a verb the command line does not spell out";
+      const std::string& t = a.text;
+      for (const char* verb : {"delete", "remove", "destroy", "terminate", "purge", "uninstall",
+                               "unpublish", "deprecate", "drain", "wipe", "erase", "drop"})
+        if (t.rfind(verb, 0) == 0) return n + " " + t + " deletes what lives elsewhere";
+      if (one_of(t, {"rm", "del", "rb", "rmdir", "rmdirs", "deletefile", "cleanup", "prune",
+                     "removebucket", "deletebucket"}))
+        return n + " " + t + " deletes what lives elsewhere";
+      if (n == "doctl" && one_of(t, {"d", "rm"})) return "doctl " + t + " deletes cloud resources";
     }
   }
-  if (one_of(n, {"gsutil"}) && word({"rm", "rb", "mv"})) return "gsutil deletes cloud storage";
-  if (n == "gsutil" && word({"rsync"}) && opt({"-d"}))
-    return "gsutil rsync -d deletes cloud storage";
-  if (n == "rclone" &&
-      word({"purge", "delete", "deletefile", "rmdir", "rmdirs", "cleanup", "sync", "move"}))
-    return "rclone deletes or overwrites remote files";
-  if (n == "s3cmd" && (word({"del", "rm", "rb", "mv"}) || opt({"--delete-removed"})))
-    return "s3cmd deletes cloud storage";
-  if (n == "mc" && word({"rm", "rb", "mv", "mirror"})) return "mc deletes object storage";
   if (one_of(n, {"npm", "pnpm", "yarn"}) && word({"unpublish", "deprecate"}))
     return n + " unpublishes a package from the registry";
-  if (n == "firebase")
-    for (const auto& a : w)
-      if (a.find(":delete") != std::string::npos || a.find(":destroy") != std::string::npos ||
-          a.find(":remove") != std::string::npos)
-        return "firebase " + a + " deletes a project's resources";
+  if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"exec"}))
+    return n + " exec runs a command inside the cluster's containers";
+  if (web || (one_of(n, {"gh", "glab"}) && word({"api"}))) {
+    const std::string m = http_method(n, u.argv, 1);
+    if (m == "?" || mutating_method(m))
+      return n + " " + (m == "?" ? std::string("with a method not spelled out") : m) +
+             " changes or deletes what a server holds";
+  }
   if (one_of(n, {"gh", "glab"}) && word({"api"}) && word({"graphql"}))
     return n + " api graphql can change or delete anything the forge holds";
-  if (n == "hub" && word({"delete"})) return "hub delete deletes a hosted repository";
-  if (n == "helm" && word({"uninstall", "delete", "del", "un"}))
-    return "helm uninstall deletes a release from the cluster";
+  // storage tools whose move or sync deletes at the source or destination
+  if (one_of(n, {"gsutil", "rclone", "s3cmd", "mc"}) &&
+      word({"mv", "move", "moveto", "rename", "ren", "sync", "bisync", "mirror"}))
+    return n + " moves or syncs, deleting remote files";
+  if (n == "gsutil" && word({"rsync"}) && short_opt('d'))
+    return "gsutil rsync -d deletes cloud storage";
+  if (n == "gcloud" && word({"storage"}) &&
+      (word({"mv"}) || opt({"--delete-unmatched-destination-objects"})))
+    return "gcloud storage deletes cloud storage";
+  if (n == "s3cmd" && opt({"--delete-removed"})) return "s3cmd deletes cloud storage";
   if (one_of(n, {"terraform", "tofu", "terragrunt"}) &&
-      (word({"destroy"}) || (word({"workspace"}) && word({"delete"})) ||
-       (word({"apply", "plan"}) && opt({"-destroy", "--destroy"})) ||
+      (word({"destroy"}) || (word({"apply", "plan"}) && opt({"-destroy", "--destroy"})) ||
        (word({"state"}) && word({"rm"}))))
     return n + " destroys infrastructure";
-  if (n == "pulumi" && (word({"destroy", "down"}) || (word({"stack"}) && word({"rm"})) ||
-                        (word({"state"}) && word({"delete"}))))
+  if (n == "pulumi" && (word({"down"}) || (word({"stack"}) && word({"rm"}))))
     return "pulumi destroys a stack's resources";
-  if (one_of(n, {"gh", "glab"}) && word({"delete"}))
-    return n + " deletes a hosted repository, release or other object";
-  // the forges' raw API with a method that deletes or replaces (red team
-  // round 22: gh's own spelling is `-X DELETE`), and `gh repo sync --force`
-  if (one_of(n, {"gh", "glab"}) && word({"api"})) {
-    const auto& v = u.argv;
-    for (std::size_t i = 1; i < v.size(); ++i) {
-      std::string m = v[i].text;
-      if ((m == "-X" || m == "--method") && i + 1 < v.size())
-        m = v[i + 1].text;
-      else if (m.rfind("--method=", 0) == 0)
-        m = m.substr(9);
-      else if (m.rfind("-X", 0) == 0 && m.size() > 2)
-        m = m.substr(2);
-      else
-        continue;
-      std::string up = m;
-      for (char& ch : up) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
-      if (up == "DELETE" || up == "PUT" || up == "PATCH" || v[i].expansion ||
-          (i + 1 < v.size() && v[i + 1].expansion))
-        return n + " api " + m + " changes or deletes what the forge holds";
-    }
-  }
   if (n == "gh" && word({"sync"}) && opt({"--force"}))
     return "gh repo sync --force hard-resets the remote branch";
   if (n == "aws") {
     bool s3 = word({"s3"});
     for (const auto& a : w)
-      if (a.rfind("delete-", 0) == 0 || a.rfind("terminate-", 0) == 0 ||
+      if (a.find("delete") != std::string::npos || a.rfind("terminate-", 0) == 0 ||
           (s3 && (a == "rb" || a == "rm" || a == "mv" || (a == "sync" && opt({"--delete"})))))
         return "aws " + a + " deletes cloud resources";
   }
   if (one_of(n, {"kubectl", "oc"}) &&
       ((word({"apply"}) && opt({"--prune"})) || (word({"replace"}) && opt({"--force"}))))
     return n + " --prune / replace --force deletes a cluster's objects";
-  if (one_of(n, {"gcloud", "az", "doctl", "flyctl", "fly"}) && word({"delete", "destroy"}))
-    return n + " deletes cloud resources";
-  if (n == "gcloud" && word({"storage"}) && word({"rm", "mv"}))
-    return "gcloud storage rm deletes cloud storage";
-  if (n == "az")
+  if (n == "heroku" || n == "firebase")
     for (const auto& a : w)
-      if (a.rfind("delete", 0) == 0 || a == "purge") return "az " + a + " deletes cloud resources";
-  if (n == "heroku")
-    for (const auto& a : w)
-      if (a.find(":destroy") != std::string::npos || a.find(":delete") != std::string::npos)
-        return "heroku " + a + " deletes an app or its data";
+      if (a.find(":destroy") != std::string::npos || a.find(":delete") != std::string::npos ||
+          a.find(":remove") != std::string::npos)
+        return n + " " + a + " deletes an app or its data";
   return {};
 }
 

@@ -4,7 +4,8 @@ files that name a commit without being a ref (BISECT_START, MERGE_AUTOSTASH,
 FETCH_HEAD past its first line, a reflog entry's message), a refused commit
 the check had kept brought back by a clean child, a `.git/shallow` that
 hid a commit from the check's git, and remote deletions spelled outside the floor's
-list. Each test fails on ef7791c. (An object directory an ordinary user's
+list. Each test fails on ef7791c; round 24's (what git reads as a revision,
+named other than by a lower-case full id) on f5ba04a. (An object directory an ordinary user's
 run made unreadable: rootless/test_sandbox_rootless.py.)"""
 from __future__ import annotations
 
@@ -54,6 +55,45 @@ def test_state_files_naming_a_commit_are_checked(sandbox, repo, plant, then):
     assert "protected .envrc" in res.err or "change protected paths" in res.err, res.err
     assert any(".envrc" in e.get("requested", "") or "logs/HEAD" in e.get("requested", "")
                for e in evs), evs
+
+
+# Red team round 24 (against f5ba04a): what git reads as a revision, named
+# other than by a lower-case full id. Each plant in one run; $K is the
+# refused commit the check keeps when the run also moves main to $C.
+KEEP = "git update-ref refs/heads/main $C; "
+UP = "$(echo $C | tr a-f A-F)"
+
+
+@pytest.mark.parametrize("plant, then", [
+    ("echo $C | cut -c1-6 > .git/BISECT_START", [("bisect", "reset")]),
+    (KEEP + "echo ':/evil' > .git/BISECT_START", [("bisect", "reset")]),
+    ("echo refs/comet-refused > .git/BISECT_START", [("bisect", "reset")]),
+    ("echo ref: refs/heads/x > .git/ORIG_HEAD && git update-ref refs/heads/x $H",
+     [("reset", "-q", "--hard", "ORIG_HEAD")]),
+    (f"echo {UP} > .git/ORIG_HEAD", [("reset", "-q", "--hard", "ORIG_HEAD")]),
+    (f"printf '%s\\t\\tbranch dev of /x\\n' {UP} > .git/FETCH_HEAD",
+     [("merge", "--no-edit", "FETCH_HEAD")]),
+    (f"echo {UP} > .git/refs/heads/up", [("checkout", "-q", "up")]),
+    (f"printf '%s %s a <a@b> 1700000000 +0000\\tx\\n' $H {UP} >> .git/logs/refs/heads/main",
+     [("reset", "-q", "--hard", "main@{0}")]),
+])
+def test_revisions_named_otherwise_are_read_as_git_reads_them(sandbox, repo, plant, then):
+    res, evs = sandbox(repo, EVIL + plant + " ; echo planted")
+    assert "planted" in res.out, res
+    for args in then:
+        host(repo, *args)
+    assert not (repo / ".envrc").exists(), res.err
+    assert evs, res.err
+
+
+def test_checkout_dash_to_a_kept_refused_commit(sandbox, repo):
+    sandbox(repo, EVIL + KEEP)
+    res, evs = sandbox(repo, "R=$(git for-each-ref --format='%(refname)' refs/comet-refused | "
+                       "head -1); H=$(git rev-parse HEAD); printf '%s %s a <a@b> 1700000000 "
+                       "+0000\tcheckout: moving from %s to main\n' $H $H $R >> .git/logs/HEAD")
+    host(repo, "checkout", "-q", "-")
+    assert not (repo / ".envrc").exists(), res.err
+    assert evs, res.err
 
 
 def test_a_kept_refused_commit_is_not_known(sandbox, repo):

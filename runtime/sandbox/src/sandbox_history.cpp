@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <string>
@@ -43,6 +44,17 @@ bool all_hex(const std::string& s) {
   for (char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
+}
+
+// S in lower case when it is an object id git would read in any case (its
+// get_oid_hex takes A-F: red team round 24's upper-case ORIG_HEAD and
+// stash reflog line); else S.
+std::string as_id(std::string s) {
+  if (s.size() != 40 && s.size() != 64) return s;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return s;
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 std::string first_line(const std::string& t) {
@@ -288,8 +300,8 @@ RefSnapshot packed_refs(const std::string& git_dir) {
     const std::string line =
         pr->substr(at, end == std::string::npos ? std::string::npos : end - at);
     const std::size_t sp = line.find(' ');
-    if (sp != std::string::npos && all_hex(line.substr(0, sp)))
-      m[line.substr(sp + 1)] = line.substr(0, sp);
+    if (sp != std::string::npos && all_hex(as_id(line.substr(0, sp))))
+      m[line.substr(sp + 1)] = as_id(line.substr(0, sp));
     if (end == std::string::npos) break;
     at = end + 1;
   }
@@ -299,12 +311,12 @@ RefSnapshot packed_refs(const std::string& git_dir) {
 std::string head_commit(const std::string& git_dir) {
   auto h = read_file(git_dir + "/HEAD");
   if (!h.ok()) return {};
-  const std::string t = first_line(*h);
+  const std::string t = as_id(first_line(*h));
   if (t.rfind("ref: ", 0) != 0) return all_hex(t) ? t : std::string();
   const std::string ref = t.substr(5);
   if (ref.rfind("refs/", 0) != 0 || ref.find("..") != std::string::npos) return {};
   if (auto r = read_own_file(git_dir + "/" + ref); r.ok()) {
-    const std::string id = first_line(*r);
+    const std::string id = as_id(first_line(*r));
     return all_hex(id) ? id : std::string();
   }
   const RefSnapshot packed = packed_refs(git_dir);
@@ -328,7 +340,7 @@ void loose_refs(const std::string& dir, const std::string& name, int depth, RefS
     if (is_dir) {
       loose_refs(dir + "/" + n, name + "/" + n, depth + 1, out);
     } else if (auto t = read_own_file(dir + "/" + n); t.ok()) {
-      const std::string id = first_line(*t);
+      const std::string id = as_id(first_line(*t));
       // an id, or a symbolic ref as its text ("ref: refs/...")
       if (all_hex(id) || id.rfind("ref: ", 0) == 0) out[name + "/" + n] = id;
     }
@@ -367,7 +379,7 @@ RefSnapshot ref_snapshot(const std::string& git_dir) {
                         "REVERT_HEAD", "REBASE_HEAD", "AUTO_MERGE"})
     if (auto h = read_own_file(git_dir + "/" + n); h.ok()) {
       const std::string l = first_line(*h);
-      const std::string id = l.substr(0, l.find_first_of(" \t"));
+      const std::string id = as_id(l.substr(0, l.find_first_of(" \t")));
       if (all_hex(id)) m[n] = id;
     }
   return m;
@@ -423,7 +435,13 @@ template <typename Git, typename TreeOf, typename CommitsNamed>
 void check_reflogs(const GitHistoryCheck& c, const RefSnapshot& refs_before, const std::string& g,
                    const std::string& base, const std::string& not_before, Git&& git,
                    TreeOf&& tree_of, CommitsNamed&& commits_named) {
-  for (const auto& [key, size] : ref_snapshot(g)) {
+  const RefSnapshot now_refs = ref_snapshot(g);
+  // A branch's name as `git checkout -` takes it: refs/heads/NAME exists.
+  auto branch_name = [&](const std::string& x) {
+    return !x.empty() && x.find_first_of(":~^@*?[\\ ") == std::string::npos &&
+           x.find("..") == std::string::npos && now_refs.count("refs/heads/" + x) > 0;
+  };
+  for (const auto& [key, size] : now_refs) {
     if (key.rfind("logs/", 0) != 0) continue;
     auto was = refs_before.find(key);
     long long before = was == refs_before.end() ? 0 : std::atoll(was->second.c_str() + 1);
@@ -436,6 +454,7 @@ void check_reflogs(const GitHistoryCheck& c, const RefSnapshot& refs_before, con
     auto text = read_own_file(g + "/" + key);
     if (!text.ok() || static_cast<long long>(text->size()) < before) continue;
     std::string ids, message;
+    bool unsure = false;
     for (std::size_t at = static_cast<std::size_t>(before); at < text->size();) {
       const std::size_t e = text->find('\n', at);
       const std::string line = text->substr(at, e == std::string::npos ? e : e - at);
@@ -443,8 +462,27 @@ void check_reflogs(const GitHistoryCheck& c, const RefSnapshot& refs_before, con
       const std::size_t sp = line.find(' ');
       if (sp == std::string::npos) continue;
       const std::size_t sp2 = line.find(' ', sp + 1);
-      for (const std::string& id : {line.substr(0, sp), line.substr(sp + 1, sp2 - sp - 1)})
-        if (all_hex(id) && id.find_first_not_of('0') != std::string::npos) ids += id + "\n";
+      for (const std::string& id :
+           {as_id(line.substr(0, sp)), as_id(line.substr(sp + 1, sp2 - sp - 1))}) {
+        if (!all_hex(id))
+          unsure = true;  // not an entry git wrote
+        else if (id.find_first_not_of('0') != std::string::npos)
+          ids += id + "\n";
+      }
+      // `git checkout -` goes to the X of the last "checkout: moving from
+      // X to Y": a full id (judged) or a branch's name, nothing else (red
+      // team round 24: a refused commit's keeping ref, `:/message`).
+      static const std::string kMoving = "checkout: moving from ";
+      if (const std::size_t tab = line.find('\t');
+          tab != std::string::npos && line.compare(tab + 1, kMoving.size(), kMoving) == 0) {
+        const std::size_t from = tab + 1 + kMoving.size();
+        const std::size_t to = line.find(" to ", from);
+        const std::string x = as_id(line.substr(from, to == std::string::npos ? to : to - from));
+        if (all_hex(x))
+          ids += x + "\n";
+        else if (!branch_name(x))
+          unsure = true;
+      }
       // The message too: `git checkout -` goes where the last "checkout:
       // moving from X to Y" says, not where the entry's ids do (red team
       // round 23).
@@ -453,12 +491,12 @@ void check_reflogs(const GitHistoryCheck& c, const RefSnapshot& refs_before, con
     }
     const Named named = commits_named(message);
     ids += named.ids;
-    if (ids.empty() && !named.unsure) continue;
+    if (ids.empty() && !named.unsure && !unsure) continue;
     GitRun revs =
         git({"rev-list", "--stdin", "--no-commit-header", "--format=%T"}, ids + not_before, false);
     const std::string from_tree = tree_of(base);
     const std::string pairs = tree_pairs(revs.out, from_tree);
-    bool bad = !revs.ran || !all_hex(from_tree) || named.unsure;
+    bool bad = !revs.ran || !all_hex(from_tree) || named.unsure || unsure;
     if (!bad && !pairs.empty()) {
       GitRun d = git({"diff-tree", "--stdin", "-r", "--no-renames", "--name-only", "-z", "--"},
                      pairs, true);
@@ -663,19 +701,57 @@ std::vector<std::string> state_files(const GitHistoryCheck& c, const std::string
   return out;
 }
 
-// Each of FILES (state_files) that names a commit bringing a protected
-// path (JUDGE: its first such path, or "") is moved aside; one too large
-// to read (4 MiB) is too.
+// Whether git reads the file N at the top of its directory as revisions:
+// the pseudo-refs (ORIG_HEAD, FETCH_HEAD, MERGE_HEAD, ..., any NAME_HEAD),
+// BISECT_START (`git bisect reset` checks it out), BISECT_EXPECTED_REV,
+// MERGE_AUTOSTASH (`git merge --abort` applies it) and AUTO_MERGE. Messages
+// (MERGE_MSG, SQUASH_MSG, BISECT_LOG, ...) are not read so.
+bool revision_file(const std::string& n) {
+  if (n == "BISECT_START" || n == "BISECT_EXPECTED_REV" || n == "MERGE_AUTOSTASH" ||
+      n == "AUTO_MERGE")
+    return true;
+  return n.size() > 5 && n.compare(n.size() - 5, 5, "_HEAD") == 0 &&
+         n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos;
+}
+
+// Each of FILES (state_files) that git reads as revisions is read as git
+// does: every line's first word must be a full object id (any case), or
+// for BISECT_START a branch's name (red team round 24: an abbreviation, a
+// refused commit's keeping ref, `:/message`, a `ref:` line were all taken
+// by the host's git); the ids are then judged (JUDGE, given them one per
+// line: the first protected path a commit of them brings, or ""). A file
+// that fails either, or is over 4 MiB, is moved aside and reported.
 template <typename Judge>
 void check_state_files(const GitHistoryCheck& c, const std::string& g,
                        const std::vector<std::string>& files, Judge&& judge) {
+  const RefSnapshot refs = ref_snapshot(g);
   for (const std::string& n : files) {
+    if (!revision_file(n)) continue;
     const std::string f = g + "/" + n;
     struct stat st;
     if (::lstat(f.c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;  // put back already
     std::string name = "(a file too large to read)";
-    if (st.st_size <= (4 << 20))
-      if (auto text = read_own_file(f); text.ok()) name = judge(*text);
+    if (st.st_size <= (4 << 20)) {
+      auto text = read_own_file(f);
+      std::string ids;
+      name.clear();
+      for (std::size_t at = 0; text.ok() && at < text->size() && name.empty();) {
+        const std::size_t e = text->find('\n', at);
+        std::string line = text->substr(at, e == std::string::npos ? e : e - at);
+        at = e == std::string::npos ? text->size() : e + 1;
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (line.empty()) continue;
+        const std::string w = as_id(line.substr(0, line.find_first_of(" \t")));
+        if (all_hex(w))
+          ids += w + "\n";
+        else if (!(n == "BISECT_START" && w == line &&
+                   w.find_first_of(":~^@*?[\\") == std::string::npos &&
+                   w.find("..") == std::string::npos && refs.count("refs/heads/" + w)))
+          name = "(a revision that is not a full object id: " + w.substr(0, 64) + ")";
+      }
+      if (!text.ok()) name = "(a file it could not read)";
+      if (name.empty() && !ids.empty()) name = judge(ids);
+    }
     if (name.empty()) continue;
     const std::string to = move_aside(f);
     log::warn("sandbox: " + f + " names a commit that changes the protected " + name +
