@@ -57,7 +57,9 @@ if [[ $what == integration || $what == all ]]; then
   # round robin: each cycle of a kind runs the same runtime code as the one
   # before it, and the machine-wide check after it is the release run's,
   # with 500 cycles. 150 here (30 of each kind) under the sanitizer.
-  COMET_CHURN_CYCLES=${COMET_CHURN_CYCLES:-150} \
+  # The same for test_create_sync.py's repeated runs of the slow path
+  # (150 in the release run): 50 here, the longest test of this run (74 s).
+  COMET_CHURN_CYCLES=${COMET_CHURN_CYCLES:-150} COMET_SYNC_RUNS=${COMET_SYNC_RUNS:-50} \
     COMET_RUNTIME="$top/build-san/runtime/comet-runtime" PROBE="$probe" \
     bash "$top/scripts/itest.sh" --ignore=integration/engines "$@"
 fi
