@@ -5,6 +5,7 @@
 // run as code, custom floor rules, git subcommands that write .git/config,
 // and the fork bomb.
 #include <fnmatch.h>
+#include <cctype>
 
 #include <algorithm>
 
@@ -387,11 +388,18 @@ bool is_mkfs(const std::string& n) {
 }
 
 bool is_remote_tool(const std::string& n) {
-  return one_of(
-      n, {"kubectl", "oc",   "kubecolor", "helm",   "terraform", "tofu",  "terragrunt", "pulumi",
-          "gh",      "glab", "aws",       "gcloud", "az",        "doctl", "flyctl",     "fly",
-          "heroku",  "hub",  "gsutil",    "rclone", "s3cmd",     "mc",    "firebase",   "npm",
-          "pnpm",    "yarn", "curl",      "wget",   "http",      "https", "xh",         "xhs"});
+  return one_of(n, {"kubectl",   "oc",     "kubecolor",  "helm",
+                    "terraform", "tofu",   "terragrunt", "pulumi",
+                    "gh",        "glab",   "aws",        "gcloud",
+                    "az",        "doctl",  "flyctl",     "fly",
+                    "heroku",    "hub",    "gsutil",     "rclone",
+                    "s3cmd",     "mc",     "firebase",   "npm",
+                    "pnpm",      "yarn",   "curl",       "wget",
+                    "http",      "https",  "xh",         "xhs",
+                    "rsync",     "docker", "podman",     "nerdctl",
+                    "psql",      "mysql",  "mariadb",    "redis-cli",
+                    "mongosh",   "mongo",  "cqlsh",      "clickhouse-client",
+                    "sqlcmd"});
 }
 
 namespace {
@@ -470,19 +478,24 @@ std::string remote_destroy(const Unwrapped& u) {
     return false;
   };
   const bool web = one_of(n, {"curl", "wget", "http", "https", "xh", "xhs"});
+  const bool verbs =
+      !web && !one_of(n, {"npm", "pnpm", "yarn", "rsync", "docker", "podman", "nerdctl", "psql",
+                          "mysql", "mariadb", "redis-cli", "mongosh", "mongo", "cqlsh",
+                          "clickhouse-client", "sqlcmd"});
   // The verbs of the tools the rule knows (red team round 24: a list of
   // each tool's own spellings is never complete): an operand that is a
   // verb that deletes, or starts as one (delete-asset, delete-batch,
   // remove-iam-policy-binding), or that an expansion, a glob or a brace
-  // hides (`kubectl d[e]lete`, `set -- delete; kubectl "$@"`), among the
-  // first three (where the verbs are).
-  if (!web && !one_of(n, {"npm", "pnpm", "yarn"})) {  // (npm uninstall is local)
+  // hides (`kubectl d[e]lete`, `set -- delete; kubectl "$@"`) among the
+  // first three; a deleting verb anywhere (red team round 25: `gcloud
+  // beta compute instances delete`, option values before the verb).
+  if (verbs) {  // (not npm: `npm uninstall` is local)
     std::size_t seen = 0;
-    for (std::size_t i = 1; i < u.argv.size() && seen < 3; ++i) {
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
       const Word& a = u.argv[i];
       if (a.text.size() > 1 && a.text[0] == '-') continue;
       ++seen;
-      if (a.expansion || a.glob || a.brace)
+      if ((a.expansion || a.glob || a.brace) && seen <= 3)
         return n + " " + a.text + ": a verb the command line does not spell out";
       const std::string& t = a.text;
       for (const char* verb : {"delete", "remove", "destroy", "terminate", "purge", "uninstall",
@@ -494,6 +507,56 @@ std::string remote_destroy(const Unwrapped& u) {
       if (n == "doctl" && one_of(t, {"d", "rm"})) return "doctl " + t + " deletes cloud resources";
     }
   }
+  // Red team round 25: the same through other tools.
+  if (n == "rsync" && [&] {
+        bool del = false;
+        for (const auto& o : opts) del = del || o.rfind("--delete", 0) == 0 || o == "--del";
+        // the destination (the last operand) on another host: HOST:PATH, rsync://
+        return del && !w.empty() &&
+               (w.back().find("::") != std::string::npos || w.back().rfind("rsync://", 0) == 0 ||
+                (w.back().find(':') != std::string::npos && w.back()[0] != '/' &&
+                 w.back().find(':') < w.back().find('/')));
+      }())
+    return "rsync --delete deletes files on another host";
+  if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"scale"}))
+    for (std::size_t i = 1; i < u.argv.size(); ++i)
+      if (u.argv[i].text == "--replicas=0" ||
+          (u.argv[i].text == "--replicas" && i + 1 < u.argv.size() && u.argv[i + 1].text == "0"))
+        return n + " scale --replicas=0 stops a workload";
+  if (one_of(n, {"terraform", "tofu", "terragrunt"}) && word({"apply"}) &&
+      opt({"-auto-approve", "--auto-approve"}))
+    return n + " apply -auto-approve changes infrastructure without a plan's review";
+  if (n == "pulumi" && word({"up", "update"}) && opt({"--yes", "-y", "-f", "--skip-preview"}))
+    return "pulumi up --yes changes infrastructure without a preview's review";
+  if (n == "curl")
+    for (const auto& o : opts)
+      if (o == "--upload-file" || o.rfind("--upload-file=", 0) == 0 ||
+          (o[1] != '-' && o.find('T') != std::string::npos))
+        return "curl -T uploads (a PUT) and replaces what a server holds";
+  if (one_of(n, {"docker", "podman", "nerdctl"})) {
+    bool remote = false;
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
+      const std::string& o = u.argv[i].text;
+      remote = remote || o == "-H" || o.rfind("-H", 0) == 0 || o.rfind("--host", 0) == 0 ||
+               o.rfind("--url", 0) == 0 || o.rfind("--connection", 0) == 0 || o == "--remote" ||
+               o == "-c" || o.rfind("--context", 0) == 0 || o == "-r";
+    }
+    if (remote && word({"rm", "rmi", "kill", "stop", "prune", "down", "remove", "delete"}))
+      return n + " on another host deletes or stops what runs there";
+  }
+  if (one_of(n, {"psql", "mysql", "mariadb", "redis-cli", "mongosh", "mongo", "cqlsh",
+                 "clickhouse-client", "sqlcmd"}))
+    for (std::size_t i = 1; i < u.argv.size(); ++i) {
+      std::string t = u.argv[i].text;
+      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      for (const char* k :
+           {"drop ", "drop\t", "truncate", "delete ", "delete\t", "flushall", "flushdb",
+            "dropdatabase", "deletemany", "deleteone", ".drop(", ".remove("})
+        if (t.find(k) != std::string::npos)
+          return n + " runs a statement that deletes data (" + u.argv[i].text.substr(0, 40) + ")";
+      if (n == "redis-cli" && one_of(t, {"del", "unlink", "flushall", "flushdb"}))
+        return "redis-cli " + t + " deletes data";
+    }
   if (one_of(n, {"npm", "pnpm", "yarn"}) && word({"unpublish", "deprecate"}))
     return n + " unpublishes a package from the registry";
   if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"exec"}))
@@ -537,7 +600,7 @@ std::string remote_destroy(const Unwrapped& u) {
   if (n == "heroku" || n == "firebase")
     for (const auto& a : w)
       if (a.find(":destroy") != std::string::npos || a.find(":delete") != std::string::npos ||
-          a.find(":remove") != std::string::npos)
+          a.find(":remove") != std::string::npos || a.find(":reset") != std::string::npos)
         return n + " " + a + " deletes an app or its data";
   return {};
 }

@@ -98,6 +98,11 @@ const std::vector<std::string> kProtectedWorkspace = {
     // too, and a commit behind one is never looked at (red team round 23:
     // written in one run, removed in the next, `reset --hard HEAD~1`)
     ".git/shallow",
+    // recorded conflict resolutions: git turns rerere on when the
+    // directory exists, and the host's next conflicting merge writes the
+    // recorded postimage (red team round 25: a .envrc of the command's)
+    ".git/rr-cache/",
+    ".git/modules/*/rr-cache/",
     ".git/modules/*/config",
     ".git/modules/*/config.worktree",
     ".git/modules/*/commondir",

@@ -5,7 +5,8 @@ FETCH_HEAD past its first line, a reflog entry's message), a refused commit
 the check had kept brought back by a clean child, a `.git/shallow` that
 hid a commit from the check's git, and remote deletions spelled outside the floor's
 list. Each test fails on ef7791c; round 24's (what git reads as a revision,
-named other than by a lower-case full id) on f5ba04a. (An object directory an ordinary user's
+named other than by a lower-case full id) on f5ba04a; round 25's (a lying
+cached tree in the index, rerere's cache) on fa8ab35. (An object directory an ordinary user's
 run made unreadable: rootless/test_sandbox_rootless.py.)"""
 from __future__ import annotations
 
@@ -144,6 +145,65 @@ def test_a_submodules_own_refs_and_index_are_checked(sandbox, repo, workdir):
     requested = [e.get("requested", "") for e in evs]
     assert any("sub/.envrc" in r for r in requested), requested
     assert any("modules/sub/index" in r for r in requested), requested
+
+
+# Red team round 25: the index's cached tree for .vscode (a directory
+# whose entries equal HEAD's) rewritten to a tree the command made; the
+# host's next `git add x && git commit` took it.
+PATCH_TREE = r"""
+import hashlib, struct, sys
+path, name, new = sys.argv[1], sys.argv[2].encode(), bytes.fromhex(sys.argv[3])
+d = bytearray(open(path, 'rb').read())
+body = d[:-20]
+n = struct.unpack('>I', body[8:12])[0]
+off = 12
+for _ in range(n):
+    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+    off += (62 + nl + 8) & ~7
+while off < len(body):
+    sig, sz = bytes(body[off:off + 4]), struct.unpack('>I', body[off + 4:off + 8])[0]
+    if sig == b'TREE':
+        t, end = off + 8, off + 8 + sz
+        while t < end:
+            z = body.index(b'\0', t); p = bytes(body[t:z]); nl = body.index(b'\n', z)
+            cnt = int(body[z + 1:nl].split(b' ')[0]); t = nl + 1
+            if cnt >= 0:
+                if p == name:
+                    body[t:t + 20] = new
+                t += 20
+    off += 8 + sz
+open(path, 'wb').write(bytes(body) + hashlib.sha1(bytes(body)).digest())
+"""
+
+
+def test_a_lying_cached_tree_in_the_index_is_moved_aside(sandbox, repo):
+    (repo / ".vscode").mkdir(exist_ok=True)
+    (repo / ".vscode" / "settings.json").write_text("{}\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "main.c").write_text("int main(){}\n")
+    git(repo, "add", "-f", ".")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "read-tree", "HEAD")  # a full cached tree, as after many git commands
+    (repo / "patch.py").write_text(PATCH_TREE)
+    res, evs = sandbox(repo, "t=$(echo '{\"tasks\":[]}' | git hash-object -w --stdin); "
+                       "s=$(git rev-parse HEAD:.vscode/settings.json); "
+                       "T=$(printf '100644 blob %s\\tsettings.json\\n100644 blob %s\\ttasks.json\\n' "
+                       "$s $t | git mktree); python3 patch.py .git/index .vscode $T && echo patched")
+    assert "patched" in res.out, res
+    (repo / "src" / "main.c").write_text("int main(){return 0;}\n")
+    git(repo, "add", "src/main.c")
+    git(repo, "commit", "-qm", "work")
+    names = git(repo, "ls-tree", "-r", "--name-only", "HEAD").stdout.split()
+    assert ".vscode/tasks.json" not in names, res.err
+    assert any("index" in e.get("requested", "") for e in evs), evs
+
+
+def test_rerere_cache_is_protected(sandbox, repo):
+    res, evs = sandbox(repo, "mkdir -p .git/rr-cache/x && echo x > .git/rr-cache/x/postimage; "
+                       "echo rc=$?")
+    assert "rc=0" not in res.out, res
+    assert not (repo / ".git" / "rr-cache" / "x" / "postimage").exists()
+    assert any("rr-cache" in e.get("requested", "") for e in evs), evs
 
 
 @pytest.mark.parametrize("argv", [

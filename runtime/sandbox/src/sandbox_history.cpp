@@ -24,6 +24,10 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,7 +109,7 @@ struct GitRun {
 // system or global config, no hooks, no fsmonitor, no pager, no optional
 // locks and no replace objects.
 GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::string> args,
-               const std::string& input = {}) {
+               const std::string& input = {}, const std::string& index_file = {}) {
   GitRun r;
   const std::string git = git_binary();
   if (git.empty()) return r;
@@ -119,6 +123,7 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
   std::vector<char*> argv;
   for (auto& a : full) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const std::string index_env = "GIT_INDEX_FILE=" + index_file;
   const char* envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
                         "HOME=/nonexistent",
                         "GIT_CONFIG_NOSYSTEM=1",
@@ -127,6 +132,7 @@ GitRun run_git(const std::string& top, uid_t uid, gid_t gid, std::vector<std::st
                         "GIT_TERMINAL_PROMPT=0",
                         "GIT_NO_REPLACE_OBJECTS=1",
                         "LC_ALL=C",
+                        index_file.empty() ? nullptr : index_env.c_str(),
                         nullptr};
   int out[2], in[2];
   if (::pipe2(out, O_CLOEXEC) < 0) return r;
@@ -811,6 +817,129 @@ void check_git_history(const GitHistoryCheck& c) {
 
 namespace {
 
+// The valid nodes of an index's cached trees (its TREE extension), as
+// (path, hex id) pairs, the root's path ""; nullopt when DATA is not an
+// index this can read (versions 2 to 4; HASH_LEN 20 or 32).
+std::optional<std::vector<std::pair<std::string, std::string>>> cached_trees(
+    const std::string& data, std::size_t hash_len) {
+  auto be32 = [&](std::size_t at) {
+    return (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at])) << 24) |
+           (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 1])) << 16) |
+           (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 2])) << 8) |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 3]));
+  };
+  if (data.size() < 12 + hash_len || data.compare(0, 4, "DIRC") != 0) return std::nullopt;
+  const std::uint32_t version = be32(4), count = be32(8);
+  if (version < 2 || version > 4) return std::nullopt;
+  const std::size_t end = data.size() - hash_len, fixed = 40 + hash_len + 2;
+  std::size_t at = 12;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (at + fixed > end) return std::nullopt;
+    const unsigned flags = (static_cast<unsigned char>(data[at + fixed - 2]) << 8) |
+                           static_cast<unsigned char>(data[at + fixed - 1]);
+    const std::size_t head = fixed + (version >= 3 && (flags & 0x4000) ? 2 : 0);
+    std::size_t p = at + head;
+    if (version == 4) {
+      while (p < end && (static_cast<unsigned char>(data[p]) & 0x80)) ++p;  // the varint
+      ++p;
+    }
+    const std::size_t nul = data.find('\0', p);
+    if (nul == std::string::npos || nul >= end) return std::nullopt;
+    at = version == 4 ? nul + 1 : at + ((head + (nul - (at + head)) + 8) & ~std::size_t{7});
+  }
+  std::vector<std::pair<std::string, std::string>> nodes;
+  static const char* digits = "0123456789abcdef";
+  while (at + 8 <= end) {
+    const std::size_t size = be32(at + 4);
+    if (at + 8 + size > end) return std::nullopt;
+    if (data.compare(at, 4, "TREE") == 0) {
+      std::size_t t = at + 8;
+      const std::size_t stop = t + size;
+      // pre-order: each node's children follow it; a stack of (path, children left)
+      std::vector<std::pair<std::string, long>> stack;
+      while (t < stop) {
+        const std::size_t z = data.find('\0', t);
+        const std::size_t nl = z == std::string::npos ? z : data.find('\n', z);
+        if (nl == std::string::npos || nl >= stop) return std::nullopt;
+        const std::string name = data.substr(t, z - t);
+        long entries = 0, subtrees = 0;
+        if (std::sscanf(data.substr(z + 1, nl - z - 1).c_str(), "%ld %ld", &entries, &subtrees) !=
+                2 ||
+            subtrees < 0)
+          return std::nullopt;
+        while (!stack.empty() && stack.back().second == 0) stack.pop_back();
+        std::string path = stack.empty() ? std::string() : stack.back().first;
+        if (!stack.empty()) {
+          --stack.back().second;
+          path += (path.empty() ? "" : "/") + name;
+        }
+        t = nl + 1;
+        if (entries >= 0) {
+          if (t + hash_len > stop) return std::nullopt;
+          std::string hex;
+          for (std::size_t k = 0; k < hash_len; ++k) {
+            const auto ch = static_cast<unsigned char>(data[t + k]);
+            hex += digits[ch >> 4];
+            hex += digits[ch & 15];
+          }
+          nodes.emplace_back(path, hex);
+          t += hash_len;
+        }
+        stack.emplace_back(path, subtrees);
+      }
+    }
+    at += 8 + size;
+  }
+  return nodes;
+}
+
+// Whether the index IDX's cached trees (its TREE extension) say other
+// than its entries do: git trusts a valid node, so the host's next commit
+// would take a tree the command made for a directory whose entries equal
+// HEAD's (red team round 25: .vscode/tasks.json, with diff-index clean and
+// `git status` silent). Each valid node against the tree `write-tree`
+// makes from the entries alone, in a new index (fail closed: an index this
+// cannot read counts as lying).
+bool cache_tree_lies(const GitHistoryCheck& c, const std::string& g, const std::string& top,
+                     const std::string& idx) {
+  auto data = read_file(idx);
+  if (!data.ok()) return false;
+  const bool sha256 = head_commit(g).size() == 64;
+  auto nodes = cached_trees(*data, sha256 ? 32 : 20);
+  if (!nodes) return true;
+  if (nodes->empty()) return false;
+  const std::string fresh = g + "/index.comet-check-" + random_hex(4);
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      (void)::unlink(path.c_str());
+      (void)::unlink((path + ".lock").c_str());
+    }
+  } remove{fresh};
+  GitRun entries = run_git(top, c.uid, c.gid, {"ls-files", "-s", "-z"});
+  if (!entries.ran || entries.cut) return true;
+  GitRun made =
+      entries.out.empty()
+          ? GitRun{true, false, {}}
+          : run_git(top, c.uid, c.gid, {"update-index", "-z", "--index-info"}, entries.out, fresh);
+  GitRun root = made.ran ? run_git(top, c.uid, c.gid, {"write-tree"}, {}, fresh) : GitRun{};
+  if (!root.ran) return false;  // unmerged entries: git makes no tree of them either
+  const std::string root_id = first_line(root.out);
+  GitRun trees = run_git(top, c.uid, c.gid, {"ls-tree", "-r", "-d", "-z", "--full-tree", root_id});
+  if (!trees.ran || trees.cut) return true;
+  std::map<std::string, std::string> honest = {{"", root_id}};
+  for (const std::string& l : names_of(trees.out)) {
+    const std::size_t tab = l.find('\t'), sp = l.find(' ');
+    if (tab == std::string::npos || sp == std::string::npos) continue;
+    honest[l.substr(tab + 1)] = l.substr(sp + 6, tab - sp - 6);  // "040000 tree ID\tPATH"
+  }
+  for (const auto& [path, id] : *nodes) {
+    auto it = honest.find(path);
+    if (it == honest.end() || it->second != id) return true;
+  }
+  return false;
+}
+
 void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool own) {
   const std::string& g = before.git_dir;
   drop_object_caches(c, g);
@@ -1056,8 +1185,11 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
   GitRun d = git({"diff-index", "--cached", "--no-renames", "--name-only", "-z",
                   head.empty() ? base : head, "--"},
                  {}, true);
-  const auto names = names_of(d.out);
-  if (!d.ran || names.empty()) return;
+  auto names = names_of(d.out);
+  if (!d.ran) return;
+  if (names.empty() && cache_tree_lies(c, g, top, idx))
+    names.push_back("(a directory whose cached tree its entries do not make)");
+  if (names.empty()) return;
   const std::string to = move_aside(idx);
   const bool moved = !to.empty();
   log::warn("sandbox: " + idx + " stages the protected " + names.front() +
