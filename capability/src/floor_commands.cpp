@@ -387,19 +387,37 @@ bool is_mkfs(const std::string& n) {
                     "gdisk", "blkdiscard", "mkntfs", "mkdosfs", "mkexfatfs", "mkfatfs"});
 }
 
+namespace {
+
+// The tools remote_destroy() reads, by kind: the cloud, cluster and forge
+// command lines (their verbs are read), HTTP clients (their method),
+// package managers (unpublish; their uninstall is local), container
+// engines (against a remote host) and database clients (their statement).
+bool verb_tool(const std::string& n) {
+  return one_of(
+      n, {"kubectl", "oc",   "kubecolor", "helm",   "terraform", "tofu",  "terragrunt", "pulumi",
+          "gh",      "glab", "aws",       "gcloud", "az",        "doctl", "flyctl",     "fly",
+          "heroku",  "hub",  "gsutil",    "rclone", "s3cmd",     "mc",    "firebase"});
+}
+bool web_tool(const std::string& n) {
+  return one_of(n, {"curl", "wget", "http", "https", "xh", "xhs"});
+}
+bool package_manager(const std::string& n) {
+  return one_of(n, {"npm", "pnpm", "yarn"});
+}
+bool container_engine(const std::string& n) {
+  return one_of(n, {"docker", "podman", "nerdctl"});
+}
+bool database_client(const std::string& n) {
+  return one_of(n, {"psql", "mysql", "mariadb", "redis-cli", "mongosh", "mongo", "cqlsh",
+                    "clickhouse-client", "sqlcmd"});
+}
+
+}  // namespace
+
 bool is_remote_tool(const std::string& n) {
-  return one_of(n, {"kubectl",   "oc",     "kubecolor",  "helm",
-                    "terraform", "tofu",   "terragrunt", "pulumi",
-                    "gh",        "glab",   "aws",        "gcloud",
-                    "az",        "doctl",  "flyctl",     "fly",
-                    "heroku",    "hub",    "gsutil",     "rclone",
-                    "s3cmd",     "mc",     "firebase",   "npm",
-                    "pnpm",      "yarn",   "curl",       "wget",
-                    "http",      "https",  "xh",         "xhs",
-                    "rsync",     "docker", "podman",     "nerdctl",
-                    "psql",      "mysql",  "mariadb",    "redis-cli",
-                    "mongosh",   "mongo",  "cqlsh",      "clickhouse-client",
-                    "sqlcmd"});
+  return verb_tool(n) || web_tool(n) || package_manager(n) || container_engine(n) ||
+         database_client(n) || n == "rsync";
 }
 
 namespace {
@@ -477,11 +495,7 @@ std::string remote_destroy(const Unwrapped& u) {
       if (a.size() > 1 && a[1] != '-' && a.find(letter, 1) != std::string::npos) return true;
     return false;
   };
-  const bool web = one_of(n, {"curl", "wget", "http", "https", "xh", "xhs"});
-  const bool verbs =
-      !web && !one_of(n, {"npm", "pnpm", "yarn", "rsync", "docker", "podman", "nerdctl", "psql",
-                          "mysql", "mariadb", "redis-cli", "mongosh", "mongo", "cqlsh",
-                          "clickhouse-client", "sqlcmd"});
+  const bool web = web_tool(n);
   // The verbs of the tools the rule knows (red team round 24: a list of
   // each tool's own spellings is never complete): an operand that is a
   // verb that deletes, or starts as one (delete-asset, delete-batch,
@@ -489,7 +503,7 @@ std::string remote_destroy(const Unwrapped& u) {
   // hides (`kubectl d[e]lete`, `set -- delete; kubectl "$@"`) among the
   // first three; a deleting verb anywhere (red team round 25: `gcloud
   // beta compute instances delete`, option values before the verb).
-  if (verbs) {  // (not npm: `npm uninstall` is local)
+  if (verb_tool(n)) {
     std::size_t seen = 0;
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
       const Word& a = u.argv[i];
@@ -533,7 +547,7 @@ std::string remote_destroy(const Unwrapped& u) {
       if (o == "--upload-file" || o.rfind("--upload-file=", 0) == 0 ||
           (o[1] != '-' && o.find('T') != std::string::npos))
         return "curl -T uploads (a PUT) and replaces what a server holds";
-  if (one_of(n, {"docker", "podman", "nerdctl"})) {
+  if (container_engine(n)) {
     bool remote = false;
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
       const std::string& o = u.argv[i].text;
@@ -544,8 +558,7 @@ std::string remote_destroy(const Unwrapped& u) {
     if (remote && word({"rm", "rmi", "kill", "stop", "prune", "down", "remove", "delete"}))
       return n + " on another host deletes or stops what runs there";
   }
-  if (one_of(n, {"psql", "mysql", "mariadb", "redis-cli", "mongosh", "mongo", "cqlsh",
-                 "clickhouse-client", "sqlcmd"}))
+  if (database_client(n))
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
       std::string t = u.argv[i].text;
       for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -557,7 +570,7 @@ std::string remote_destroy(const Unwrapped& u) {
       if (n == "redis-cli" && one_of(t, {"del", "unlink", "flushall", "flushdb"}))
         return "redis-cli " + t + " deletes data";
     }
-  if (one_of(n, {"npm", "pnpm", "yarn"}) && word({"unpublish", "deprecate"}))
+  if (package_manager(n) && word({"unpublish", "deprecate"}))
     return n + " unpublishes a package from the registry";
   if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"exec"}))
     return n + " exec runs a command inside the cluster's containers";
