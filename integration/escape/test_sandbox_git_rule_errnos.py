@@ -47,9 +47,11 @@ def test_existing_names_get_the_kernels_errno_and_no_report(sandbox, repo):
 
 
 def test_mkdir_p_through_git_is_quiet(sandbox, repo):
-    res, evs = sandbox(repo, "mkdir -p .git/x/y && echo made")
+    # (under logs/: a new name at the top of .git is moved aside after the
+    # run since red team round 26)
+    res, evs = sandbox(repo, "mkdir -p .git/logs/x/y && echo made")
     assert "made" in res.out and res.rc == 0, res
-    assert (repo / ".git" / "x" / "y").is_dir()
+    assert (repo / ".git" / "logs" / "x" / "y").is_dir()
     assert evs == [], evs
     assert "refused" not in res.err, res.err
 

@@ -296,7 +296,9 @@ def test_no_name_completes_a_bare_repository(sandbox, repo, workdir):
         assert lines.get(name) == "13", (name, res.out, res.err)
     assert lines.get("ordinary-socket") == "ok", res.out
     assert not (d / "refs").exists() and not (repo / ".git" / "e" / "HEAD").exists()
-    for where in [d, repo / ".git" / "e"]:
+    # (.git/e, a name git does not keep there, is moved aside after the run
+    # since red team round 26)
+    for where in [w for w in (d, repo / ".git" / "e") if w.exists()]:
         r = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=where, capture_output=True,
                            text=True, env=GIT_ENV)
         assert r.stdout.strip() not in (".", str(where)), (where, r.stdout)

@@ -6,7 +6,8 @@ the check had kept brought back by a clean child, a `.git/shallow` that
 hid a commit from the check's git, and remote deletions spelled outside the floor's
 list. Each test fails on ef7791c; round 24's (what git reads as a revision,
 named other than by a lower-case full id) on f5ba04a; round 25's (a lying
-cached tree in the index, rerere's cache) on fa8ab35. (An object directory an ordinary user's
+cached tree in the index, rerere's cache) on fa8ab35; round 26's (new names at
+the top of .git, resolve-undo) on b73f4b2. (An object directory an ordinary user's
 run made unreadable: rootless/test_sandbox_rootless.py.)"""
 from __future__ import annotations
 
@@ -204,6 +205,41 @@ def test_rerere_cache_is_protected(sandbox, repo):
     assert "rc=0" not in res.out, res
     assert not (repo / ".git" / "rr-cache" / "x" / "postimage").exists()
     assert any("rr-cache" in e.get("requested", "") for e in evs), evs
+
+
+# Red team round 26 (against b73f4b2): names git takes before any ref
+# ($GIT_DIR/NAME: `git checkout v1.0`, `reset --hard origin/main`), and
+# resolve-undo stages for a protected file in the index (`git checkout -m`).
+@pytest.mark.parametrize("name, then", [
+    ("v1.0", [("checkout", "-q", "v1.0")]),
+    ("origin/main", [("reset", "-q", "--hard", "origin/main")]),
+])
+def test_new_names_at_the_top_of_git_are_moved_aside(sandbox, repo, name, then):
+    res, evs = sandbox(repo, EVIL + f"mkdir -p .git/$(dirname {name}) && echo $C > .git/{name} "
+                       "&& echo planted")
+    assert "planted" in res.out, res
+    for args in then:
+        host(repo, *args)
+    assert not (repo / ".envrc").exists(), res.err
+    assert not (repo / ".git" / name).exists(), res.err
+    assert any(".git/" + name.split("/")[0] in e.get("requested", "") for e in evs), evs
+
+
+def test_resolve_undo_of_a_protected_file_moves_the_index_aside(sandbox, repo):
+    (repo / ".envrc").write_text("export FOO=1\n")
+    git(repo, "add", "-f", ".envrc")
+    git(repo, "commit", "-qm", "envrc")
+    res, evs = sandbox(repo, "E=$(echo 'touch /tmp/pwned' | git hash-object -w --stdin); "
+                       "O=$(git rev-parse HEAD:.envrc); "
+                       "printf '0 %040d\\t.envrc\\n100644 %s 2\\t.envrc\\n100644 %s 3\\t.envrc\\n' "
+                       "0 $E $E | git update-index --index-info && "
+                       "git update-index --cacheinfo 100644,$O,.envrc && "
+                       "git ls-files --resolve-undo | grep -q envrc && echo planted")
+    assert "planted" in res.out, res
+    host(repo, "checkout", "-m", "--", ".")
+    assert (repo / ".envrc").read_text() == "export FOO=1\n", res.err
+    assert (repo / ".git" / "index.comet-refused").exists(), res.err
+    assert any("index" in e.get("requested", "") for e in evs), evs
 
 
 @pytest.mark.parametrize("argv", [

@@ -240,6 +240,34 @@ def test_an_object_directory_made_unreadable_is_still_checked(user, ws):
     assert "does not hold what its id says" in r.stderr, r.stderr
 
 
+def test_a_module_git_directory_made_unreadable_is_still_checked(user, ws):
+    # Red team round 26: a module's index staging .envrc, then `chmod 000
+    # .git/modules/sub`: the check skipped the module; the next run failed
+    # closed, and once the user restored the mode the index was what the
+    # following run took as its start. The check gives it its rights back.
+    lib = user.make_dir(f"lib-{ws.name}"[:60])
+    for cmd in (["git", "init", "-q", "-b", "main"], ["sh", "-c", "echo x > x"],
+                ["git", "add", "x"], ["git", "-c", "user.email=a@b", "-c", "user.name=a",
+                                      "commit", "-qm", "lib"]):
+        assert user.run(cmd, cwd=str(lib)).returncode == 0
+    git_repo(user, ws)
+    for cmd in (["sh", "-c", "echo hi > a && git add a && git commit -qm i"],
+                ["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+                 "sub"], ["git", "commit", "-qm", "sub"]):
+        r = user.run(cmd, cwd=str(ws))
+        assert r.returncode == 0, r.stderr
+    r = sh(user, ws, "cd sub && B=$(echo x | git hash-object -w --stdin) && "
+           "git update-index --add --cacheinfo 100644,$B,.envrc && cd .. && "
+           "chmod 000 .git/modules/sub; echo done=$?")
+    try:
+        assert "done=0" in r.stdout, (r.stdout, r.stderr)
+        assert "stages the protected" in r.stderr, r.stderr
+        user.run(["git", "-C", "sub", "checkout", "--", "."], cwd=str(ws))
+        assert not (ws / "sub" / ".envrc").exists()
+    finally:
+        user.run(["chmod", "0755", str(ws / ".git" / "modules" / "sub")])
+
+
 def test_a_workspace_made_unsearchable_leaves_nothing_and_is_checked(user, ws):
     # Red team round 15: `chmod 000 .` as the command's last act, and the
     # runtime (the user) could not remove its placeholders (.envrc,

@@ -11,6 +11,7 @@
 // refs/comet-refused/. See docs/sandbox.md, "Nested repositories".
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -802,26 +804,62 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
 
 }  // namespace
 
+// The names at the top of a git directory.
+std::set<std::string> top_names(const std::string& g) {
+  std::set<std::string> out;
+  DIR* d = open_dir(g);
+  if (!d) return out;
+  while (struct dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0 && out.size() < 4096)
+      out.insert(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
 std::vector<GitDirBefore> history_snapshot(const std::vector<std::string>& own) {
   std::vector<GitDirBefore> out;
   if (own.empty()) return out;
   std::vector<std::string> dirs = {own.front()};
   git_dirs_below(own.front() + "/modules", 1, 64, dirs);
-  for (const std::string& g : dirs) out.push_back({g, head_commit(g), ref_snapshot(g)});
+  for (const std::string& g : dirs)
+    out.push_back({g, head_commit(g), ref_snapshot(g), top_names(g)});
   return out;
 }
 
 void check_git_history(const GitHistoryCheck& c) {
-  for (std::size_t i = 0; i < c.dirs.size(); ++i) check_git_dir(c, c.dirs[i], i == 0);
+  for (std::size_t i = 0; i < c.dirs.size(); ++i) {
+    // A module's git directory (or one on the way to it) the command made
+    // unreadable gets its owner's rights back first (red team round 26:
+    // `chmod 000 .git/modules/sub` hid its index from the check).
+    const std::string& g = c.dirs[i].git_dir;
+    std::vector<std::string> way = {g};
+    for (std::size_t at = g.rfind('/'); at != std::string::npos && at > c.dirs[0].git_dir.size();
+         at = g.rfind('/', at - 1))
+      way.push_back(g.substr(0, at));
+    if (i > 0) way.push_back(c.dirs[0].git_dir);
+    for (auto it = way.rbegin(); it != way.rend(); ++it) {
+      struct stat st;
+      if (::lstat(it->c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+          (st.st_mode & 0700) != 0700)
+        (void)::chmod(it->c_str(), (st.st_mode & 07777) | 0700);
+    }
+    check_git_dir(c, c.dirs[i], i == 0);
+  }
 }
 
 namespace {
 
-// The valid nodes of an index's cached trees (its TREE extension), as
-// (path, hex id) pairs, the root's path ""; nullopt when DATA is not an
-// index this can read (versions 2 to 4; HASH_LEN 20 or 32).
-std::optional<std::vector<std::pair<std::string, std::string>>> cached_trees(
-    const std::string& data, std::size_t hash_len) {
+// What an index holds besides its entries: the valid nodes of its cached
+// trees (the TREE extension) as (path, hex id) pairs, the root's path "";
+// and the paths its resolve-undo data (REUC) names, whose stages the
+// host's `git checkout -m` or `restore --merge` puts back (red team round
+// 26). nullopt when DATA is not an index this can read (versions 2 to 4;
+// HASH_LEN 20 or 32).
+struct IndexExtras {
+  std::vector<std::pair<std::string, std::string>> trees;
+  std::vector<std::string> reuc;
+};
+std::optional<IndexExtras> index_extras(const std::string& data, std::size_t hash_len) {
   auto be32 = [&](std::size_t at) {
     return (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at])) << 24) |
            (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 1])) << 16) |
@@ -847,7 +885,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> cached_trees(
     if (nul == std::string::npos || nul >= end) return std::nullopt;
     at = version == 4 ? nul + 1 : at + ((head + (nul - (at + head)) + 8) & ~std::size_t{7});
   }
-  std::vector<std::pair<std::string, std::string>> nodes;
+  IndexExtras out;
+  auto& nodes = out.trees;
   static const char* digits = "0123456789abcdef";
   while (at + 8 <= end) {
     const std::size_t size = be32(at + 4);
@@ -887,10 +926,45 @@ std::optional<std::vector<std::pair<std::string, std::string>>> cached_trees(
         }
         stack.emplace_back(path, subtrees);
       }
+    } else if (data.compare(at, 4, "REUC") == 0) {
+      for (std::size_t t = at + 8, stop = at + 8 + size; t < stop;) {
+        const std::size_t z = data.find('\0', t);
+        if (z == std::string::npos || z >= stop) return std::nullopt;
+        out.reuc.push_back(data.substr(t, z - t));
+        t = z + 1;
+        int present = 0;
+        for (int k = 0; k < 3; ++k) {  // three octal modes, 0 for a stage not there
+          const std::size_t e = data.find('\0', t);
+          if (e == std::string::npos || e >= stop) return std::nullopt;
+          if (std::strtol(data.substr(t, e - t).c_str(), nullptr, 8) != 0) ++present;
+          t = e + 1;
+        }
+        t += static_cast<std::size_t>(present) * hash_len;
+      }
     }
     at += 8 + size;
   }
-  return nodes;
+  return out;
+}
+
+// Whether PATH (relative to the work tree) is one a pathspec of
+// check_git_dir's specs names: ":(glob)P" (`*` one component),
+// ":(glob)P/**" (below P), ":(literal)P".
+bool spec_matches(const std::string& spec, const std::string& path) {
+  if (spec.rfind(":(literal)", 0) == 0) {
+    const std::string l = spec.substr(10);
+    return path == l || path.rfind(l + "/", 0) == 0;
+  }
+  if (spec.rfind(":(glob)", 0) != 0) return false;
+  std::string g = spec.substr(7);
+  if (g.size() > 3 && g.compare(g.size() - 3, 3, "/**") == 0) {
+    g.resize(g.size() - 3);
+    const std::size_t slash = path.find('/', 0);
+    for (std::size_t at = slash; at != std::string::npos; at = path.find('/', at + 1))
+      if (::fnmatch(g.c_str(), path.substr(0, at).c_str(), FNM_PATHNAME) == 0) return true;
+    return false;
+  }
+  return ::fnmatch(g.c_str(), path.c_str(), FNM_PATHNAME) == 0;
 }
 
 // Whether the index IDX's cached trees (its TREE extension) say other
@@ -905,8 +979,9 @@ bool cache_tree_lies(const GitHistoryCheck& c, const std::string& g, const std::
   auto data = read_file(idx);
   if (!data.ok()) return false;
   const bool sha256 = head_commit(g).size() == 64;
-  auto nodes = cached_trees(*data, sha256 ? 32 : 20);
-  if (!nodes) return true;
+  auto extras = index_extras(*data, sha256 ? 32 : 20);
+  if (!extras) return true;
+  const auto* nodes = &extras->trees;
   if (nodes->empty()) return false;
   const std::string fresh = g + "/index.comet-check-" + random_hex(4);
   struct Remove {
@@ -940,8 +1015,52 @@ bool cache_tree_lies(const GitHistoryCheck& c, const std::string& g, const std::
   return false;
 }
 
+// Names git itself keeps at the top of its directory (git 2.39, and the
+// tools of its ecosystem); a new one outside them, or in a new directory,
+// is what `git checkout NAME` or `reset --hard origin/main` takes before
+// any ref: git tries $GIT_DIR/NAME first (red team round 26: `.git/v1.0`,
+// `.git/origin/main` naming a commit the command made).
+bool git_own_name(const std::string& n) {
+  static const char* const kNames[] = {"HEAD",          "config",       "config.worktree",
+                                       "description",   "index",        "packed-refs",
+                                       "hooks",         "info",         "logs",
+                                       "objects",       "refs",         "modules",
+                                       "worktrees",     "rr-cache",     "branches",
+                                       "remotes",       "shallow",      "commondir",
+                                       "sequencer",     "rebase-merge", "rebase-apply",
+                                       "lfs",           "annex",        "gitk.cache",
+                                       "gc.log",        "gc.pid",       "FETCH_HEAD",
+                                       "COMMIT_EDITMSG"};
+  for (const char* k : kNames)
+    if (n == k) return true;
+  // pseudo-refs and git's messages (upper case: MERGE_MSG, ORIG_HEAD, ...;
+  // the *_HEAD ones are read by check_state_files), locks, the split
+  // index's shared files, what this check moved aside
+  if (n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos) return true;
+  auto ends = [&](const char* x) {
+    const std::size_t k = std::strlen(x);
+    return n.size() > k && n.compare(n.size() - k, k, x) == 0;
+  };
+  return ends(".lock") || n.rfind("sharedindex.", 0) == 0 || n.rfind("index.", 0) == 0 ||
+         n.find(".comet-refused") != std::string::npos || n.rfind("packed-refs.", 0) == 0;
+}
+
+// What the run added at the top of G that git does not keep there is
+// moved aside (into G/comet-refused/), reported.
+void check_new_names(const GitHistoryCheck& c, const GitDirBefore& before, const std::string& g) {
+  for (const std::string& n : top_names(g)) {
+    if (before.top.count(n) || git_own_name(n)) continue;
+    const std::string to = move_aside(g + "/" + n);
+    log::warn("sandbox: " + g + "/" + n + " is new and not one of git's own names; " +
+              "`git checkout " + n + "` would take it before any ref: " +
+              (to.empty() ? "could not move it: remove it" : "moved to " + to));
+    report_git_refusal(c.id, c.events_dir, c.deliver, g + "/" + n);
+  }
+}
+
 void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool own) {
   const std::string& g = before.git_dir;
+  check_new_names(c, before, g);
   drop_object_caches(c, g);
   check_loose_objects(c, g);
   const bool dot_git = g.size() > 5 && g.compare(g.size() - 5, 5, "/.git") == 0;
@@ -1187,6 +1306,15 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
                  {}, true);
   auto names = names_of(d.out);
   if (!d.ran) return;
+  if (names.empty())
+    if (auto data = read_file(idx); data.ok())
+      if (auto extras = index_extras(*data, head.size() == 64 ? 32 : 20))
+        for (const std::string& p : extras->reuc)
+          if (std::any_of(specs.begin(), specs.end(),
+                          [&](const std::string& sp) { return spec_matches(sp, p); })) {
+            names.push_back(p + " (its resolve-undo stages)");
+            break;
+          }
   if (names.empty() && cache_tree_lies(c, g, top, idx))
     names.push_back("(a directory whose cached tree its entries do not make)");
   if (names.empty()) return;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,8 +111,9 @@ RefSnapshot ref_snapshot(const std::string& git_dir);
 // moved a module's own ref and staged its .envrc).
 struct GitDirBefore {
   std::string git_dir;
-  std::string head;  // head_commit()
-  RefSnapshot refs;  // ref_snapshot()
+  std::string head;           // head_commit()
+  RefSnapshot refs;           // ref_snapshot()
+  std::set<std::string> top;  // the names at the top of git_dir (top_names())
 };
 std::vector<GitDirBefore> history_snapshot(const std::vector<std::string>& own);
 
