@@ -99,6 +99,7 @@ TEST(AutoAllow, TableOfCommands) {
       {{"kubectl", "scale", "deploy/web", "--replicas=3"}, ""},
       {{"psql", "-h", "db", "-c", "SELECT 1"}, ""},
       {{"docker", "ps"}, ""},
+      {{"docker", "run", "--rm", "amazon/aws-cli", "s3", "ls"}, ""},
       {{"yarn", "remove", "lodash"}, ""},
       {{"gh", "pr", "create", "--title", "Remove the old flag"}, ""},
       {{"rclone", "ls", "r:b"}, ""},
@@ -262,6 +263,9 @@ TEST(AutoAllow, TableOfCommands) {
       {{"docker", "-H", "ssh://prod", "rm", "-f", "web"}, "remote-destroy"},
       {{"psql", "-h", "db", "-c", "DROP TABLE users"}, "remote-destroy"},
       {{"redis-cli", "-h", "cache", "FLUSHALL"}, "remote-destroy"},
+      {{"uvx", "awscli", "s3", "rm", "s3://b", "--recursive"}, "remote-destroy"},
+      {{"docker", "run", "--rm", "amazon/aws-cli:2.15.0", "s3", "rb", "s3://b"}, "remote-destroy"},
+      {{"pipx", "run", "awscli", "s3", "rb", "s3://b"}, "remote-destroy"},
       {sh("bomb(){ bomb|bomb& }; bomb"), "fork-bomb"},
       // protected-path-write (issue 22): what the host's git, shells, editors
       // and agents obey, written from inside

@@ -393,11 +393,20 @@ namespace {
 // command lines (their verbs are read), HTTP clients (their method),
 // package managers (unpublish; their uninstall is local), container
 // engines (against a remote host) and database clients (their statement).
-bool verb_tool(const std::string& n) {
-  return one_of(
-      n, {"kubectl", "oc",   "kubecolor", "helm",   "terraform", "tofu",  "terragrunt", "pulumi",
-          "gh",      "glab", "aws",       "gcloud", "az",        "doctl", "flyctl",     "fly",
-          "heroku",  "hub",  "gsutil",    "rclone", "s3cmd",     "mc",    "firebase"});
+// (also under their package's or container image's name, a tag or digest
+// dropped: `uvx awscli`, `docker run amazon/aws-cli:2 s3 rb`: red team 25)
+bool verb_tool(const std::string& name) {
+  const std::string n = name.substr(0, name.find_first_of(":@"));
+  return one_of(n, {"kubectl",    "oc",        "kubecolor",
+                    "helm",       "terraform", "tofu",
+                    "terragrunt", "pulumi",    "gh",
+                    "glab",       "aws",       "gcloud",
+                    "az",         "doctl",     "flyctl",
+                    "fly",        "heroku",    "hub",
+                    "gsutil",     "rclone",    "s3cmd",
+                    "mc",         "firebase",  "awscli",
+                    "aws-cli",    "cloud-sdk", "google-cloud-cli",
+                    "azure-cli"});
 }
 bool web_tool(const std::string& n) {
   return one_of(n, {"curl", "wget", "http", "https", "xh", "xhs"});
