@@ -266,6 +266,16 @@ TEST(AutoAllow, TableOfCommands) {
       {{"uvx", "awscli", "s3", "rm", "s3://b", "--recursive"}, "remote-destroy"},
       {{"docker", "run", "--rm", "amazon/aws-cli:2.15.0", "s3", "rb", "s3://b"}, "remote-destroy"},
       {{"pipx", "run", "awscli", "s3", "rb", "s3://b"}, "remote-destroy"},
+      // red team round 27
+      {{"kubectl", "scale", "deploy/web", "--replicas=00"}, "remote-destroy"},
+      {{"psql", "-c", "drop/**/table users"}, "remote-destroy"},
+      {sh("DOCKER_HOST=ssh://prod docker rm -f db"), "remote-destroy"},
+      {{"terraform", "apply", "tfplan"}, "remote-destroy"},
+      {{"rsync", "-a", "--remove-source-files", "prod:/srv/data/", "./"}, "remote-destroy"},
+      {{"dropdb", "-h", "prod", "shop"}, "remote-destroy"},
+      {{"mysqladmin", "-h", "prod", "drop", "shop"}, "remote-destroy"},
+      {{"redis-cli", "SHUTDOWN", "NOSAVE"}, "remote-destroy"},
+      {{"aws", "ssm", "send-command", "--document-name", "AWS-RunShellScript"}, "remote-destroy"},
       {sh("bomb(){ bomb|bomb& }; bomb"), "fork-bomb"},
       // protected-path-write (issue 22): what the host's git, shells, editors
       // and agents obey, written from inside
@@ -548,7 +558,7 @@ TEST(AutoAllow, ConfigFloorAddsAndDisables) {
   EXPECT_NE(v.reason.find("publishes a package"), std::string::npos);
   v = judge({"/usr/local/bin/npm", "test"}, "workspace", *floor);
   EXPECT_TRUE(v.auto_allow);
-  v = judge(sh("env DOCKER_HOST=x docker system prune -af"), "workspace", *floor);
+  v = judge(sh("env FOO=x docker system prune -af"), "workspace", *floor);
   EXPECT_EQ(v.matched_rule, "docker-prune");
   v = judge({"sudo", "ls"}, "workspace", *floor);
   EXPECT_TRUE(v.auto_allow) << v.reason;  // disabled by the administrator

@@ -419,14 +419,14 @@ bool container_engine(const std::string& n) {
 }
 bool database_client(const std::string& n) {
   return one_of(n, {"psql", "mysql", "mariadb", "redis-cli", "mongosh", "mongo", "cqlsh",
-                    "clickhouse-client", "sqlcmd"});
+                    "clickhouse-client", "sqlcmd", "mysqladmin"});
 }
 
 }  // namespace
 
 bool is_remote_tool(const std::string& n) {
   return verb_tool(n) || web_tool(n) || package_manager(n) || container_engine(n) ||
-         database_client(n) || n == "rsync";
+         database_client(n) || one_of(n, {"rsync", "dropdb", "dropuser"});
 }
 
 namespace {
@@ -531,23 +531,32 @@ std::string remote_destroy(const Unwrapped& u) {
     }
   }
   // Red team round 25: the same through other tools.
+  if (one_of(n, {"dropdb", "dropuser"})) return n + " deletes a database server's data";
   if (n == "rsync" && [&] {
         bool del = false;
-        for (const auto& o : opts) del = del || o.rfind("--delete", 0) == 0 || o == "--del";
+        for (const auto& o : opts)
+          del = del || o.rfind("--delete", 0) == 0 || o == "--del" ||
+                o == "--remove-source-files";  // (the source, when it is remote)
         // the destination (the last operand) on another host: HOST:PATH, rsync://
-        return del && !w.empty() &&
-               (w.back().find("::") != std::string::npos || w.back().rfind("rsync://", 0) == 0 ||
-                (w.back().find(':') != std::string::npos && w.back()[0] != '/' &&
-                 w.back().find(':') < w.back().find('/')));
+        auto remote = [](const std::string& p) {
+          return p.find("::") != std::string::npos || p.rfind("rsync://", 0) == 0 ||
+                 (p.find(':') != std::string::npos && p[0] != '/' && p.find(':') < p.find('/'));
+        };
+        return del && !w.empty() && std::any_of(w.begin(), w.end(), remote);
       }())
     return "rsync --delete deletes files on another host";
   if (one_of(n, {"kubectl", "oc", "kubecolor"}) && word({"scale"}))
     for (std::size_t i = 1; i < u.argv.size(); ++i)
-      if (u.argv[i].text == "--replicas=0" ||
-          (u.argv[i].text == "--replicas" && i + 1 < u.argv.size() && u.argv[i + 1].text == "0"))
+      if (auto zero =
+              [](const std::string& v) {
+                return !v.empty() && v.find_first_not_of('0') == std::string::npos;
+              };
+          (u.argv[i].text.rfind("--replicas=", 0) == 0 && zero(u.argv[i].text.substr(11))) ||
+          (u.argv[i].text == "--replicas" && i + 1 < u.argv.size() && zero(u.argv[i + 1].text)))
         return n + " scale --replicas=0 stops a workload";
   if (one_of(n, {"terraform", "tofu", "terragrunt"}) && word({"apply"}) &&
-      opt({"-auto-approve", "--auto-approve"}))
+      (opt({"-auto-approve", "--auto-approve"}) ||
+       w.size() > static_cast<std::size_t>(std::count(w.begin(), w.end(), "apply"))))
     return n + " apply -auto-approve changes infrastructure without a plan's review";
   if (n == "pulumi" && word({"up", "update"}) && opt({"--yes", "-y", "-f", "--skip-preview"}))
     return "pulumi up --yes changes infrastructure without a preview's review";
@@ -557,7 +566,10 @@ std::string remote_destroy(const Unwrapped& u) {
           (o[1] != '-' && o.find('T') != std::string::npos))
         return "curl -T uploads (a PUT) and replaces what a server holds";
   if (container_engine(n)) {
-    bool remote = false;
+    bool remote = std::any_of(u.env_names.begin(), u.env_names.end(), [](const std::string& e) {
+      return e == "DOCKER_HOST" || e == "DOCKER_CONTEXT" || e == "CONTAINER_HOST" ||
+             e == "CONTAINER_CONNECTION";
+    });
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
       const std::string& o = u.argv[i].text;
       remote = remote || o == "-H" || o.rfind("-H", 0) == 0 || o.rfind("--host", 0) == 0 ||
@@ -569,14 +581,32 @@ std::string remote_destroy(const Unwrapped& u) {
   }
   if (database_client(n))
     for (std::size_t i = 1; i < u.argv.size(); ++i) {
-      std::string t = u.argv[i].text;
-      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      std::string t;
+      // lower case, SQL's comments and runs of blanks read as one blank
+      // (`drop/**/table`: red team round 27)
+      const std::string& raw = u.argv[i].text;
+      for (std::size_t k = 0; k < raw.size(); ++k) {
+        if (raw.compare(k, 2, "/*") == 0) {
+          const std::size_t e = raw.find("*/", k + 2);
+          k = e == std::string::npos ? raw.size() : e + 1;
+          t += ' ';
+          continue;
+        }
+        const char ch = static_cast<char>(std::tolower(static_cast<unsigned char>(raw[k])));
+        const bool blank = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+        if (!blank)
+          t += ch;
+        else if (t.empty() || t.back() != ' ')
+          t += ' ';
+      }
       for (const char* k :
            {"drop ", "drop\t", "truncate", "delete ", "delete\t", "flushall", "flushdb",
             "dropdatabase", "deletemany", "deleteone", ".drop(", ".remove("})
         if (t.find(k) != std::string::npos)
           return n + " runs a statement that deletes data (" + u.argv[i].text.substr(0, 40) + ")";
-      if (n == "redis-cli" && one_of(t, {"del", "unlink", "flushall", "flushdb"}))
+      if (n == "mysqladmin" && one_of(t, {"drop", "shutdown"}))
+        return "mysqladmin " + t + " deletes or stops a database";
+      if (n == "redis-cli" && one_of(t, {"del", "unlink", "flushall", "flushdb", "shutdown"}))
         return "redis-cli " + t + " deletes data";
     }
   if (package_manager(n) && word({"unpublish", "deprecate"}))
@@ -613,6 +643,7 @@ std::string remote_destroy(const Unwrapped& u) {
     bool s3 = word({"s3"});
     for (const auto& a : w)
       if (a.find("delete") != std::string::npos || a.rfind("terminate-", 0) == 0 ||
+          a == "send-command" || a == "start-session" ||
           (s3 && (a == "rb" || a == "rm" || a == "mv" || (a == "sync" && opt({"--delete"})))))
         return "aws " + a + " deletes cloud resources";
   }

@@ -129,6 +129,17 @@ const std::vector<std::string> kProtectedWorkspace = {
     ".pre-commit-config.yaml",
     "lefthook.yml",
     ".lefthook.yml",
+    // red team round 27: lefthook's local overrides and its .config file,
+    // and the agents whose settings start MCP servers' commands
+    "lefthook-local.yml",
+    ".lefthook-local.yml",
+    ".config/lefthook.yml",
+    ".gemini/",
+    ".amazonq/",
+    ".kiro/",
+    ".roo/",
+    ".opencode/",
+    "opencode.json",
 };
 // The home directory's: only ever complete enough for a home that is no
 // workspace (resolve() refuses a workspace at or above the home directory;
@@ -166,6 +177,11 @@ const std::vector<std::string> kProtectedHome = {
     ".claude/",
     ".claude.json",
     ".cursor/",
+    ".gemini/",
+    ".amazonq/",
+    ".kiro/",
+    ".roo/",
+    ".config/opencode/",
     ".envrc",
     // red team round 12: what a custom `write: [~]` left writable that the
     // host runs: ~/bin (Debian's .profile puts it on PATH), editor plugin

@@ -7,7 +7,8 @@ hid a commit from the check's git, and remote deletions spelled outside the floo
 list. Each test fails on ef7791c; round 24's (what git reads as a revision,
 named other than by a lower-case full id) on f5ba04a; round 25's (a lying
 cached tree in the index, rerere's cache) on fa8ab35; round 26's (new names at
-the top of .git, resolve-undo) on b73f4b2. (An object directory an ordinary user's
+the top of .git, resolve-undo) on b73f4b2; round 27's (names git keeps or
+had, more hook and agent config) on 88e5a38. (An object directory an ordinary user's
 run made unreadable: rootless/test_sandbox_rootless.py.)"""
 from __future__ import annotations
 
@@ -223,6 +224,41 @@ def test_new_names_at_the_top_of_git_are_moved_aside(sandbox, repo, name, then):
     assert not (repo / ".envrc").exists(), res.err
     assert not (repo / ".git" / name).exists(), res.err
     assert any(".git/" + name.split("/")[0] in e.get("requested", "") for e in evs), evs
+
+
+# Red team round 27 (against 88e5a38): the same through names git keeps
+# there or that were there before (git reads any of them as a ref).
+@pytest.mark.parametrize("plant, then", [
+    ("echo $C > .git/FEATURE", [("checkout", "-q", "FEATURE")]),
+    ("echo $C > .git/index.v2", [("checkout", "-q", "index.v2")]),
+    ("echo $C > .git/description", [("checkout", "-q", "description")]),
+])
+def test_any_file_git_reads_as_a_ref_is_judged(sandbox, repo, plant, then):
+    res, evs = sandbox(repo, EVIL + plant + " && echo planted")
+    assert "planted" in res.out, res
+    for args in then:
+        host(repo, *args)
+    assert not (repo / ".envrc").exists(), res.err
+    assert evs, res.err
+
+
+def test_a_name_git_keeps_as_a_symbolic_ref_to_a_kept_commit(sandbox, repo):
+    sandbox(repo, EVIL + KEEP)
+    res, evs = sandbox(repo, "R=$(git for-each-ref --format='%(refname)' refs/comet-refused | "
+                       "head -1); echo ref: $R > .git/FEATURE")
+    host(repo, "checkout", "-q", "FEATURE")
+    assert not (repo / ".envrc").exists(), res.err
+    assert evs, res.err
+
+
+@pytest.mark.parametrize("name", ["lefthook-local.yml", ".gemini/settings.json",
+                                  ".kiro/settings/mcp.json", "opencode.json"])
+def test_more_hook_and_agent_config_is_protected(sandbox, repo, name):
+    res, evs = sandbox(repo, f"mkdir -p $(dirname {name}) 2>/dev/null; echo x > {name}; "
+                       "echo rc=$?")
+    assert "rc=0" not in res.out, res
+    assert not (repo / name).exists() or (repo / name).read_text() != "x\n"
+    assert evs, res.err
 
 
 def test_resolve_undo_of_a_protected_file_moves_the_index_aside(sandbox, repo):

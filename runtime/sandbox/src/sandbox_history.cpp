@@ -696,9 +696,10 @@ std::vector<std::string> state_files(const GitHistoryCheck& c, const std::string
   if (!d) return out;
   while (struct dirent* e = ::readdir(d)) {
     const std::string n = e->d_name;
-    if (n[0] == '.' || n == "index" || n == "packed-refs" || n == "HEAD" || n == "description" ||
-        n == "COMMIT_EDITMSG" || n.rfind("config", 0) == 0)
-      continue;
+    // (every name git could take for a ref: `git checkout description`
+    // reads .git/description as one; red team round 27. Not a name git
+    // refuses as a ref, one starting with '.')
+    if (n[0] == '.' || n == "HEAD") continue;
     struct stat st;
     if (::lstat((g + "/" + n).c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;
     if (st.st_ctim.tv_sec > c.started.tv_sec ||
@@ -734,10 +735,36 @@ void check_state_files(const GitHistoryCheck& c, const std::string& g,
                        const std::vector<std::string>& files, Judge&& judge) {
   const RefSnapshot refs = ref_snapshot(g);
   for (const std::string& n : files) {
-    if (!revision_file(n)) continue;
     const std::string f = g + "/" + n;
     struct stat st;
     if (::lstat(f.c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;  // put back already
+    if (!revision_file(n)) {
+      // Any other file is a ref to git when its first line parses as one
+      // (`git checkout FEATURE`, `merge index.v2`, `checkout description`
+      // take $GIT_DIR/NAME before any ref: red team round 27): a `ref:`
+      // line is moved aside, a full id judged; else git cannot read it so.
+      char head[128] = {};
+      UniqueFd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+      const ssize_t got = fd ? ::read(fd.get(), head, sizeof head - 1) : -1;
+      if (got <= 0) continue;
+      std::string first(head, static_cast<std::size_t>(got));
+      first = first.substr(0, first.find('\n'));
+      std::string name;
+      if (first.rfind("ref:", 0) == 0) {
+        name = "(a symbolic ref git would take for `git checkout " + n + "`)";
+      } else {
+        const std::string w = as_id(first.substr(0, first.find_first_of(" \t\r")));
+        if (!all_hex(w)) continue;
+        name = judge(w + "\n");
+      }
+      if (name.empty()) continue;
+      const std::string to = move_aside(f);
+      log::warn("sandbox: " + f + " names a commit that changes the protected " + name +
+                ", which `git checkout " + n + "` would take before any ref; " +
+                (to.empty() ? "could not move it: remove it" : "moved to " + to));
+      report_git_refusal(c.id, c.events_dir, c.deliver, f + ": " + name);
+      continue;
+    }
     std::string name = "(a file too large to read)";
     if (st.st_size <= (4 << 20)) {
       auto text = read_own_file(f);
@@ -1049,7 +1076,13 @@ bool git_own_name(const std::string& n) {
 // moved aside (into G/comet-refused/), reported.
 void check_new_names(const GitHistoryCheck& c, const GitDirBefore& before, const std::string& g) {
   for (const std::string& n : top_names(g)) {
-    if (before.top.count(n) || git_own_name(n)) continue;
+    // (a new regular file is read as a ref by check_state_files; a name
+    // starting with '.' git refuses as a ref: red team round 27's
+    // .graphite_repo_config was moved aside for nothing)
+    struct stat st;
+    if (before.top.count(n) || git_own_name(n) || n[0] == '.' ||
+        (::lstat((g + "/" + n).c_str(), &st) == 0 && S_ISREG(st.st_mode)))
+      continue;
     const std::string to = move_aside(g + "/" + n);
     log::warn("sandbox: " + g + "/" + n + " is new and not one of git's own names; " +
               "`git checkout " + n + "` would take it before any ref: " +
@@ -1080,6 +1113,11 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
     index_changed = now.there && !(now == b->second);
   }
   const std::vector<std::string> state = state_files(c, g);
+  // A shared index rewritten in place is the index's content as much
+  // (core.splitIndex; red team round 27)
+  for (const std::string& n : state)
+    if (n.rfind("sharedindex.", 0) == 0)
+      index_changed = index_changed || ::access(idx.c_str(), F_OK) == 0;
   if (!index_changed && state.empty() && ref_snapshot(g) == before.refs) return;
   // The protected paths in the work tree, as pathspecs (a `*` is one
   // component, as :(glob) reads it; a directory's files below it).
