@@ -13,6 +13,7 @@ run made unreadable: rootless/test_sandbox_rootless.py.)"""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,47 @@ def test_a_name_git_keeps_as_a_symbolic_ref_to_a_kept_commit(sandbox, repo):
                        "head -1); echo ref: $R > .git/FEATURE")
     host(repo, "checkout", "-q", "FEATURE")
     assert not (repo / ".envrc").exists(), res.err
+    assert evs, res.err
+
+
+REWRITE_SHARED = r"""
+import glob, subprocess, sys
+old = bytes.fromhex(subprocess.check_output(["git", "rev-parse", "HEAD:.envrc"]).decode().strip())
+new = bytes.fromhex(sys.argv[1])
+for p in glob.glob(".git/sharedindex.*"):
+    d = bytearray(open(p, "rb").read())
+    i = d.find(old)
+    if i >= 0:
+        d[i:i + 20] = new
+        with open(p, "r+b") as f:
+            f.write(d)
+        print("rewrote")
+"""
+
+
+def test_a_shared_index_rewritten_in_place_is_checked(sandbox, repo):
+    # Red team round 27: with core.splitIndex, the run rewrote the existing
+    # sharedindex.* in place (.envrc's blob id -> its own) and left .git/index
+    # alone; the user's next commit took the command's .envrc.
+    (repo / ".envrc").write_text("echo safe\n")
+    git(repo, "add", "-f", ".envrc")
+    git(repo, "commit", "-qm", "envrc")
+    time.sleep(1.2)  # past git's racy-stat window, as a real session is
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")
+    time.sleep(1.2)
+    git(repo, "config", "core.splitIndex", "true")
+    git(repo, "update-index", "--split-index")
+    time.sleep(1.1)
+    (repo / "rewrite.py").write_text(REWRITE_SHARED)
+    res, evs = sandbox(repo, "b=$(echo 'touch /tmp/pwned' | git hash-object -w --stdin); "
+                       "python3 rewrite.py $b")
+    assert "rewrote" in res.out, res
+    git(repo, "commit", "-qm", "b", check=False)
+    git(repo, "checkout", "-q", "HEAD~1", check=False)
+    git(repo, "checkout", "-q", "-", check=False)
+    envrc = repo / ".envrc"
+    assert not envrc.exists() or "pwned" not in envrc.read_text(), res.err
     assert evs, res.err
 
 
