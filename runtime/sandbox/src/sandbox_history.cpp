@@ -38,6 +38,7 @@
 #include "comet/host/log.hpp"
 #include "comet/reporting/violations.hpp"
 #include "sandbox_parts.hpp"
+#include "sandbox_placeholders.hpp"
 
 #include <openssl/sha.h>
 
@@ -80,14 +81,17 @@ constexpr int kGitSeconds = 30;
 
 // opendir, and for a directory of ours the command made unreadable (an
 // ordinary user's run may `chmod 000 .git/objects/ab`: the check would
-// skip what it holds, red team round 23) its owner's rwx back first.
+// skip what it holds, red team round 23) its owner's rights back first.
 DIR* open_dir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
-  struct stat st;
-  if (d || errno != EACCES || ::lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) ||
-      st.st_uid != ::geteuid() || ::chmod(dir.c_str(), (st.st_mode & 07777) | 0700) < 0)
-    return d;
-  return ::opendir(dir.c_str());
+  if (!d && errno == EACCES && regain_own_dir(dir)) d = ::opendir(dir.c_str());
+  return d;
+}
+
+// Whether ST changed since the run started (its ctime).
+bool since_start(const struct stat& st, const struct timespec& started) {
+  return st.st_ctim.tv_sec > started.tv_sec ||
+         (st.st_ctim.tv_sec == started.tv_sec && st.st_ctim.tv_nsec >= started.tv_nsec);
 }
 
 // read_file, and the same for a file of ours made unreadable.
@@ -530,10 +534,7 @@ namespace {
 // (red team round 22's brief). Made or changed during the run: removed
 // (git rebuilds them).
 void drop_object_caches(const GitHistoryCheck& c, const std::string& g) {
-  auto changed = [&](const struct stat& st) {
-    return st.st_ctim.tv_sec > c.started.tv_sec ||
-           (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec >= c.started.tv_nsec);
-  };
+  auto changed = [&](const struct stat& st) { return since_start(st, c.started); };
   std::vector<std::string> gone;
   auto drop_if = [&](const std::string& p) {
     struct stat st;
@@ -615,10 +616,7 @@ bool loose_object_sound(const std::string& path, const std::string& id) {
 // and fails instead of writing what it holds). An object rewritten in place
 // is refused by the init (a file git never reopens).
 void check_loose_objects(const GitHistoryCheck& c, const std::string& g) {
-  auto since = [&](const struct stat& st) {
-    return st.st_ctim.tv_sec > c.started.tv_sec ||
-           (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec >= c.started.tv_nsec);
-  };
+  auto since = [&](const struct stat& st) { return since_start(st, c.started); };
   static const char* digits = "0123456789abcdef";
   std::vector<std::string> bad;
   for (int i = 0; i < 256; ++i) {
@@ -671,9 +669,7 @@ void check_new_packs(const GitHistoryCheck& c, const std::string& g, const std::
     struct stat st;
     const std::string f = dir + "/" + n;
     if (::lstat(f.c_str(), &st) < 0) continue;
-    if (st.st_ctim.tv_sec < c.started.tv_sec ||
-        (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec < c.started.tv_nsec))
-      continue;
+    if (!since_start(st, c.started)) continue;
     if (run_git(top, c.uid, c.gid, {"verify-pack", f}).ran || git_binary().empty()) continue;
     const std::string stem = f.substr(0, f.size() - 4);
     for (const char* ext : {".idx", ".pack", ".rev", ".bitmap", ".keep", ".promisor", ".mtimes"})
@@ -702,9 +698,7 @@ std::vector<std::string> state_files(const GitHistoryCheck& c, const std::string
     if (n[0] == '.' || n == "HEAD") continue;
     struct stat st;
     if (::lstat((g + "/" + n).c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;
-    if (st.st_ctim.tv_sec > c.started.tv_sec ||
-        (st.st_ctim.tv_sec == c.started.tv_sec && st.st_ctim.tv_nsec >= c.started.tv_nsec))
-      out.push_back(n);
+    if (since_start(st, c.started)) out.push_back(n);
   }
   ::closedir(d);
   return out;
@@ -801,26 +795,35 @@ void check_state_files(const GitHistoryCheck& c, const std::string& g,
 
 namespace {
 
-// A module's work tree: its config's core.worktree (a protected file),
-// relative to its git directory; "" when it has none or it is not there.
+// The values of KEY's `KEY = VALUE` lines in a git config file's TEXT
+// (any section; blanks and quotes around the value dropped), in order.
+std::vector<std::string> config_values(const std::string& text, const std::string& key) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t e = text.find('\n', at);
+    std::string line = text.substr(at, e == std::string::npos ? e : e - at);
+    at = e == std::string::npos ? text.size() : e + 1;
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (line.rfind(key, 0) != 0) continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string::npos || line.find_first_not_of(" \t", key.size()) != eq) continue;
+    std::string v = line.substr(eq + 1);
+    v.erase(0, v.find_first_not_of(" \t\""));
+    while (!v.empty() && (v.back() == ' ' || v.back() == '"' || v.back() == '\r')) v.pop_back();
+    out.push_back(v);
+  }
+  return out;
+}
+
+// A module's work tree: its config's core.worktree (a protected file; the
+// last one), relative to its git directory; "" when it has none or it is
+// not there.
 std::string module_work_tree(const std::string& g) {
   auto text = read_file(g + "/config");
   if (!text.ok()) return {};
-  std::string wt;
-  std::size_t at = 0;
-  while (at < text->size()) {
-    const std::size_t e = text->find('\n', at);
-    std::string line = text->substr(at, e == std::string::npos ? e : e - at);
-    at = e == std::string::npos ? text->size() : e + 1;
-    line.erase(0, line.find_first_not_of(" \t"));
-    if (line.rfind("worktree", 0) != 0) continue;
-    const std::size_t eq = line.find('=');
-    if (eq == std::string::npos || line.find_first_not_of(" \t", 8) != eq) continue;
-    wt = line.substr(eq + 1);
-    wt.erase(0, wt.find_first_not_of(" \t\""));
-    while (!wt.empty() && (wt.back() == ' ' || wt.back() == '"' || wt.back() == '\r'))
-      wt.pop_back();
-  }
+  const std::vector<std::string> values = config_values(*text, "worktree");
+  const std::string wt = values.empty() ? std::string() : values.back();
   if (wt.empty()) return {};
   char real[PATH_MAX];
   if (!::realpath((wt[0] == '/' ? wt : g + "/" + wt).c_str(), real)) return {};
@@ -858,18 +861,7 @@ void check_git_history(const GitHistoryCheck& c) {
     // A module's git directory (or one on the way to it) the command made
     // unreadable gets its owner's rights back first (red team round 26:
     // `chmod 000 .git/modules/sub` hid its index from the check).
-    const std::string& g = c.dirs[i].git_dir;
-    std::vector<std::string> way = {g};
-    for (std::size_t at = g.rfind('/'); at != std::string::npos && at > c.dirs[0].git_dir.size();
-         at = g.rfind('/', at - 1))
-      way.push_back(g.substr(0, at));
-    if (i > 0) way.push_back(c.dirs[0].git_dir);
-    for (auto it = way.rbegin(); it != way.rend(); ++it) {
-      struct stat st;
-      if (::lstat(it->c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
-          (st.st_mode & 0700) != 0700)
-        (void)::chmod(it->c_str(), (st.st_mode & 07777) | 0700);
-    }
+    (void)regain_own_dirs(c.dirs[i].git_dir + "/HEAD", {c.dirs[0].git_dir});
     check_git_dir(c, c.dirs[i], i == 0);
   }
 }
@@ -1002,14 +994,8 @@ bool spec_matches(const std::string& spec, const std::string& path) {
 // makes from the entries alone, in a new index (fail closed: an index this
 // cannot read counts as lying).
 bool cache_tree_lies(const GitHistoryCheck& c, const std::string& g, const std::string& top,
-                     const std::string& idx) {
-  auto data = read_file(idx);
-  if (!data.ok()) return false;
-  const bool sha256 = head_commit(g).size() == 64;
-  auto extras = index_extras(*data, sha256 ? 32 : 20);
-  if (!extras) return true;
-  const auto* nodes = &extras->trees;
-  if (nodes->empty()) return false;
+                     const std::vector<std::pair<std::string, std::string>>& nodes) {
+  if (nodes.empty()) return false;
   const std::string fresh = g + "/index.comet-check-" + random_hex(4);
   struct Remove {
     std::string path;
@@ -1035,7 +1021,7 @@ bool cache_tree_lies(const GitHistoryCheck& c, const std::string& g, const std::
     if (tab == std::string::npos || sp == std::string::npos) continue;
     honest[l.substr(tab + 1)] = l.substr(sp + 6, tab - sp - 6);  // "040000 tree ID\tPATH"
   }
-  for (const auto& [path, id] : *nodes) {
+  for (const auto& [path, id] : nodes) {
     auto it = honest.find(path);
     if (it == honest.end() || it->second != id) return true;
   }
@@ -1118,7 +1104,8 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
   for (const std::string& n : state)
     if (n.rfind("sharedindex.", 0) == 0)
       index_changed = index_changed || ::access(idx.c_str(), F_OK) == 0;
-  if (!index_changed && state.empty() && ref_snapshot(g) == before.refs) return;
+  const RefSnapshot after = ref_snapshot(g);
+  if (!index_changed && state.empty() && after == before.refs) return;
   // The protected paths in the work tree, as pathspecs (a `*` is one
   // component, as :(glob) reads it; a directory's files below it).
   std::vector<std::string> specs;
@@ -1135,19 +1122,7 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
   // a commit of the module's that the command made (red team round 22), so
   // it counts as a protected path too.
   if (auto gm = read_file(top + "/.gitmodules"); gm.ok()) {
-    std::size_t at = 0;
-    while (at < gm->size()) {
-      const std::size_t e = gm->find('\n', at);
-      std::string line = gm->substr(at, e == std::string::npos ? e : e - at);
-      at = e == std::string::npos ? gm->size() : e + 1;
-      line.erase(0, line.find_first_not_of(" \t"));
-      if (line.rfind("path", 0) != 0) continue;
-      const std::size_t eq = line.find('=');
-      if (eq == std::string::npos || line.find_first_not_of(" \t", 4) != eq) continue;
-      std::string path = line.substr(eq + 1);
-      path.erase(0, path.find_first_not_of(" \t\""));
-      while (!path.empty() && (path.back() == ' ' || path.back() == '"' || path.back() == '\r'))
-        path.pop_back();
+    for (std::string path : config_values(*gm, "path")) {
       while (!path.empty() && path.back() == '/') path.pop_back();
       if (!path.empty()) specs.push_back(":(literal)" + path);
     }
@@ -1201,7 +1176,6 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
     if (all_hex(id) && r.rfind("refs/comet-refused/", 0) != 0) not_before += "^" + id + "\n";
   // Many refs changed (a fetch of tags): first all of them at once against
   // HEAD as it was; only when that finds something, one by one.
-  const RefSnapshot after = ref_snapshot(g);
   std::vector<std::pair<std::string, std::string>> changed;
   for (const auto& [ref, now] : after) {
     auto was = before.refs.find(ref);
@@ -1344,17 +1318,19 @@ void check_git_dir(const GitHistoryCheck& c, const GitDirBefore& before, bool ow
                  {}, true);
   auto names = names_of(d.out);
   if (!d.ran) return;
-  if (names.empty())
-    if (auto data = read_file(idx); data.ok())
-      if (auto extras = index_extras(*data, head.size() == 64 ? 32 : 20))
-        for (const std::string& p : extras->reuc)
-          if (std::any_of(specs.begin(), specs.end(),
-                          [&](const std::string& sp) { return spec_matches(sp, p); })) {
-            names.push_back(p + " (its resolve-undo stages)");
-            break;
-          }
-  if (names.empty() && cache_tree_lies(c, g, top, idx))
-    names.push_back("(a directory whose cached tree its entries do not make)");
+  // The index's resolve-undo and cached trees, read once (an index this
+  // cannot parse counts as one whose cached trees lie: fail closed).
+  if (auto data = read_file(idx); names.empty() && data.ok()) {
+    const auto extras = index_extras(*data, head.size() == 64 ? 32 : 20);
+    for (const std::string& p : extras ? extras->reuc : std::vector<std::string>{})
+      if (std::any_of(specs.begin(), specs.end(),
+                      [&](const std::string& sp) { return spec_matches(sp, p); })) {
+        names.push_back(p + " (its resolve-undo stages)");
+        break;
+      }
+    if (names.empty() && (!extras || cache_tree_lies(c, g, top, extras->trees)))
+      names.push_back("(a directory whose cached tree its entries do not make)");
+  }
   if (names.empty()) return;
   const std::string to = move_aside(idx);
   const bool moved = !to.empty();
